@@ -1,0 +1,298 @@
+//! The command line: argument definitions and what each subcommand does.
+
+mod list;
+
+use crate::export::{self, ExportFormat, TraceSelection};
+use crate::relay::{self, WrapOptions};
+use crate::store::{self, Store};
+use anyhow::Context;
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::ffi::OsString;
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::Duration;
+
+const ABOUT: &str = "Record every Agent Client Protocol message between an editor and an agent";
+
+const LONG_ABOUT: &str = "\
+Record every Agent Client Protocol message between an editor and an agent.
+
+acp-tee sits between an ACP client (an editor such as Zed) and an ACP agent,
+forwards every byte both ways untouched, and writes each newline-delimited
+frame, timestamped, to a SQLite trace store.
+
+`record` is the default subcommand, so an editor's agent command becomes
+    acp-tee -- AGENT [ARGS...]
+e.g. in Zed's settings: \"command\": \"acp-tee\", \"args\": [\"--\", \"my-agent\", \"acp\"]";
+
+/// The `acp-tee` command line.
+#[derive(Debug, Parser)]
+#[command(name = "acp-tee", version, about = ABOUT, long_about = LONG_ABOUT)]
+#[command(subcommand_required = true, arg_required_else_help = true)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run AGENT, relay its stdio and record every frame (the default subcommand)
+    #[command(long_about = RECORD_ABOUT)]
+    Record(RecordArgs),
+    /// List the traces in the store
+    List(ListArgs),
+    /// Write traces as acp-tee-trace JSON (see the README for the format)
+    Export(ExportArgs),
+    /// The recorder process wrap mode starts; not for people
+    #[command(name = "__recorder", hide = true)]
+    Recorder(RecorderArgs),
+}
+
+const RECORD_ABOUT: &str = "\
+Run AGENT, relay its stdio and record every frame.
+
+Bytes go both ways as they arrive, never altered. The agent's stderr passes
+through to ours and is recorded too. When the client closes our stdin, the
+agent's stdin is closed; if the agent has not exited after --grace it gets
+SIGTERM, and SIGKILL after another --grace. SIGINT, SIGTERM and SIGHUP are
+passed on to the agent (TERM and HUP are followed by SIGKILL after --grace).
+If acp-tee itself is killed, the agent is killed with it and every frame
+already forwarded is still stored.
+
+Exit status: the agent's exit code, or 128+N when signal N killed it; 0 when
+acp-tee stopped the agent after the client closed; 127 when AGENT does not
+exist, 126 when it cannot be executed (nothing is recorded then).";
+
+#[derive(Debug, Args)]
+struct StoreArg {
+    /// The trace store (default: $XDG_DATA_HOME/acp-tee/traces.db, else ~/.local/share/acp-tee/traces.db)
+    #[arg(long, value_name = "PATH")]
+    db: Option<PathBuf>,
+}
+
+impl StoreArg {
+    fn path(&self) -> anyhow::Result<PathBuf> {
+        match &self.db {
+            Some(p) => Ok(p.clone()),
+            None => Ok(store::default_path()?),
+        }
+    }
+
+    fn open_existing(&self) -> anyhow::Result<Store> {
+        Ok(Store::open_existing(&self.path()?)?)
+    }
+}
+
+#[derive(Debug, Args)]
+struct RecordArgs {
+    #[command(flatten)]
+    store: StoreArg,
+    /// A name for the trace (default: the agent program's file name)
+    #[arg(long)]
+    name: Option<String>,
+    /// How long the agent may run on after the client closed, and after SIGTERM (e.g. 3s, 500ms)
+    #[arg(long, default_value = "3s", value_parser = parse_duration)]
+    grace: Duration,
+    /// The agent's command line, after `--`
+    #[arg(last = true, required = true, value_name = "AGENT")]
+    agent: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+struct ListArgs {
+    #[command(flatten)]
+    store: StoreArg,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum FormatArg {
+    /// One JSON document: {"format":"acp-tee-trace","version":1,"traces":[...]}
+    Json,
+    /// Per trace, a header line then one frame per line
+    Ndjson,
+}
+
+#[derive(Debug, Args)]
+struct ExportArgs {
+    #[command(flatten)]
+    store: StoreArg,
+    /// Which trace: an id from `acp-tee list`, `latest` or `all`
+    #[arg(long, default_value = "latest", value_name = "ID|latest|all")]
+    trace: TraceSelection,
+    /// Output format
+    #[arg(long, value_enum, default_value = "json")]
+    format: FormatArg,
+    /// Write to FILE instead of stdout
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    output: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+struct RecorderArgs {
+    #[arg(long)]
+    db: PathBuf,
+}
+
+/// Parses `3s`, `500ms`, `2m` or a bare number of seconds.
+fn parse_duration(s: &str) -> Result<Duration, String> {
+    let bad = || format!("`{s}` is not a duration; write e.g. 3s, 500ms or 1m");
+    let (number, unit) = match s.find(|c: char| !c.is_ascii_digit() && c != '.') {
+        Some(i) => s.split_at(i),
+        None => (s, "s"),
+    };
+    let n: f64 = number.parse().map_err(|_| bad())?;
+    let secs = match unit {
+        "ms" => n / 1000.0,
+        "s" => n,
+        "m" => n * 60.0,
+        _ => return Err(bad()),
+    };
+    Duration::try_from_secs_f64(secs).map_err(|_| bad())
+}
+
+/// Subcommand names that may come first; anything else means `record`.
+const SUBCOMMANDS: &[&str] = &[
+    "record",
+    "list",
+    "export",
+    "__recorder",
+    "help",
+    "-h",
+    "--help",
+    "-V",
+    "--version",
+];
+
+/// Inserts the implicit `record` so `acp-tee -- AGENT` and
+/// `acp-tee --db X -- AGENT` work.
+pub fn with_default_subcommand(mut args: Vec<OsString>) -> Vec<OsString> {
+    let needs_record = args
+        .get(1)
+        .is_some_and(|first| !SUBCOMMANDS.iter().any(|s| first == *s));
+    if needs_record {
+        args.insert(1, "record".into());
+    }
+    args
+}
+
+/// Runs the command line; returns the process exit code.
+pub fn main(args: Vec<OsString>) -> i32 {
+    let cli = Cli::parse_from(with_default_subcommand(args));
+    match run(cli) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("acp-tee: error: {e:#}");
+            match e.downcast_ref::<relay::SpawnError>() {
+                Some(spawn) => spawn.exit_code(),
+                None => 1,
+            }
+        }
+    }
+}
+
+fn run(cli: Cli) -> anyhow::Result<i32> {
+    match cli.command {
+        Command::Record(a) => {
+            let name = a.name.or_else(|| {
+                std::path::Path::new(&a.agent[0])
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+            });
+            let opts = WrapOptions {
+                command: a.agent,
+                name,
+                db: a.store.path()?,
+                grace: a.grace,
+            };
+            Ok(relay::run(&opts)?)
+        }
+        Command::List(a) => {
+            let store = a.store.open_existing()?;
+            let traces = store.list_traces()?;
+            let mut out = std::io::stdout().lock();
+            out.write_all(list::render(&traces).as_bytes())?;
+            Ok(0)
+        }
+        Command::Export(a) => {
+            let store = a.store.open_existing()?;
+            let format = match a.format {
+                FormatArg::Json => ExportFormat::Json,
+                FormatArg::Ndjson => ExportFormat::Ndjson,
+            };
+            match &a.output {
+                Some(path) => {
+                    let file = std::fs::File::create(path)
+                        .with_context(|| format!("cannot create {}", path.display()))?;
+                    let mut out = std::io::BufWriter::new(file);
+                    export::export(&store, a.trace, format, &mut out)?;
+                }
+                None => {
+                    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+                    export::export(&store, a.trace, format, &mut out)?;
+                }
+            }
+            Ok(0)
+        }
+        Command::Recorder(a) => {
+            ignore_terminal_signals();
+            crate::recorder::run(&a.db, std::io::stdin().lock());
+            Ok(0)
+        }
+    }
+}
+
+/// The recorder outlives the relay on purpose: a Ctrl-C or hang-up must not
+/// stop it before it has stored what it was handed.
+fn ignore_terminal_signals() {
+    // SAFETY: setting a signal's disposition to SIG_IGN has no preconditions.
+    unsafe {
+        libc::signal(libc::SIGINT, libc::SIG_IGN);
+        libc::signal(libc::SIGHUP, libc::SIG_IGN);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(a: &[&str]) -> Vec<String> {
+        with_default_subcommand(a.iter().map(OsString::from).collect())
+            .into_iter()
+            .map(|s| s.into_string().unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn record_is_the_default_subcommand() {
+        assert_eq!(
+            args(&["acp-tee", "--", "a"]),
+            ["acp-tee", "record", "--", "a"]
+        );
+        assert_eq!(
+            args(&["acp-tee", "--db", "x", "--", "a"]),
+            ["acp-tee", "record", "--db", "x", "--", "a"]
+        );
+        assert_eq!(args(&["acp-tee", "list"]), ["acp-tee", "list"]);
+        assert_eq!(args(&["acp-tee", "--help"]), ["acp-tee", "--help"]);
+        assert_eq!(args(&["acp-tee"]), ["acp-tee"]);
+    }
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("3s").unwrap(), Duration::from_secs(3));
+        assert_eq!(parse_duration("250ms").unwrap(), Duration::from_millis(250));
+        assert_eq!(parse_duration("1.5").unwrap(), Duration::from_millis(1500));
+        assert_eq!(parse_duration("2m").unwrap(), Duration::from_secs(120));
+        assert!(parse_duration("soon")
+            .unwrap_err()
+            .contains("not a duration"));
+        assert!(parse_duration("3h").is_err());
+        assert!(parse_duration("-1s").is_err());
+    }
+
+    #[test]
+    fn cli_definition_is_consistent() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+    }
+}

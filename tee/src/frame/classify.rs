@@ -1,0 +1,225 @@
+//! What a frame is: JSON-RPC kind, id, method and ACP session.
+
+use acp_tee_shared::FrameKind;
+use serde::{Deserialize, Deserializer};
+use serde_json::value::RawValue;
+
+/// What could be read from one frame's bytes.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Classified {
+    /// The frame's kind; `None` only while being built.
+    pub kind: Option<FrameKind>,
+    /// The JSON-RPC id exactly as written on the wire (`7`, `"abc"`, `null`).
+    pub id: Option<String>,
+    /// The method of a request or notification.
+    pub method: Option<String>,
+    /// `params.sessionId`, or `result.sessionId` of a response.
+    pub session_id: Option<String>,
+    /// For a batch: each element, classified like a frame of its own.
+    pub elements: Vec<Classified>,
+}
+
+impl Classified {
+    fn invalid() -> Self {
+        Classified {
+            kind: Some(FrameKind::Invalid),
+            ..Default::default()
+        }
+    }
+
+    /// The kind, `invalid` if none was set.
+    pub fn frame_kind(&self) -> FrameKind {
+        self.kind.unwrap_or(FrameKind::Invalid)
+    }
+
+    /// How many JSON-RPC error responses the frame carries.
+    pub fn error_count(&self) -> usize {
+        match self.frame_kind() {
+            FrameKind::Error => 1,
+            FrameKind::Batch => self.elements.iter().map(Classified::error_count).sum(),
+            _ => 0,
+        }
+    }
+}
+
+/// Keeps a field's raw text even when it is `null`, so that `"id": null` is
+/// told apart from a missing id.
+fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::Error> {
+    <&RawValue>::deserialize(d).map(Some)
+}
+
+/// The members of a JSON-RPC message we look at; the rest is skipped unparsed.
+#[derive(Deserialize)]
+struct MessageProbe<'a> {
+    #[serde(default, borrow, deserialize_with = "present")]
+    id: Option<&'a RawValue>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    method: Option<&'a RawValue>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    params: Option<&'a RawValue>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    result: Option<&'a RawValue>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    error: Option<&'a RawValue>,
+}
+
+#[derive(Deserialize)]
+struct SessionProbe {
+    #[serde(rename = "sessionId")]
+    session_id: Option<String>,
+}
+
+/// Classifies one frame of client/agent traffic (not stderr).
+///
+/// Never fails: bytes that are not a JSON-RPC message (bad UTF-8, bad JSON, an
+/// empty line, a JSON value of the wrong shape) are [`FrameKind::Invalid`].
+pub fn classify(raw: &[u8]) -> Classified {
+    let Ok(text) = std::str::from_utf8(raw) else {
+        return Classified::invalid();
+    };
+    let trimmed = text.trim_start_matches([' ', '\t', '\r', '\n']);
+    if trimmed.starts_with('[') {
+        match serde_json::from_str::<Vec<&RawValue>>(text) {
+            Ok(items) if !items.is_empty() => Classified {
+                kind: Some(FrameKind::Batch),
+                elements: items.iter().map(|v| classify_message(v.get())).collect(),
+                ..Default::default()
+            },
+            _ => Classified::invalid(),
+        }
+    } else {
+        classify_message(text)
+    }
+}
+
+fn classify_message(text: &str) -> Classified {
+    let Ok(probe) = serde_json::from_str::<MessageProbe>(text) else {
+        return Classified::invalid();
+    };
+    let method = match probe.method {
+        None => None,
+        Some(m) => match serde_json::from_str::<String>(m.get()) {
+            Ok(m) => Some(m),
+            Err(_) => return Classified::invalid(),
+        },
+    };
+    let id = probe.id.map(|id| id.get().to_owned());
+    let (kind, session_source) = match (&method, &id) {
+        (Some(_), Some(_)) => (FrameKind::Request, probe.params),
+        (Some(_), None) => (FrameKind::Notification, probe.params),
+        (None, Some(_)) if probe.error.is_some() => (FrameKind::Error, None),
+        (None, Some(_)) if probe.result.is_some() => (FrameKind::Response, probe.result),
+        _ => return Classified::invalid(),
+    };
+    Classified {
+        kind: Some(kind),
+        id,
+        method,
+        session_id: session_source.and_then(session_of),
+        elements: Vec::new(),
+    }
+}
+
+fn session_of(value: &RawValue) -> Option<String> {
+    if !value.get().starts_with('{') {
+        return None;
+    }
+    serde_json::from_str::<SessionProbe>(value.get())
+        .ok()
+        .and_then(|p| p.session_id)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use FrameKind::*;
+
+    type Summary = (FrameKind, Option<String>, Option<String>, Option<String>);
+
+    fn kind_id_method_session(raw: &str) -> Summary {
+        let c = classify(raw.as_bytes());
+        (c.frame_kind(), c.id, c.method, c.session_id)
+    }
+
+    fn s(x: &str) -> Option<String> {
+        Some(x.to_owned())
+    }
+
+    #[test]
+    fn acp_messages() {
+        let cases: &[(&str, Summary)] = &[
+            (
+                r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1}}"#,
+                (Request, s("0"), s("initialize"), None),
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":"a-1","method":"session/prompt","params":{"sessionId":"s1","prompt":[]}}"#,
+                (Request, s("\"a-1\""), s("session/prompt"), s("s1")),
+            ),
+            (
+                r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"agent_message_chunk"}}}"#,
+                (Notification, None, s("session/update"), s("s1")),
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":1,"result":{"sessionId":"s9"}}"#,
+                (Response, s("1"), None, s("s9")),
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":2,"result":null}"#,
+                (Response, s("2"), None, None),
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":3,"error":{"code":-32800,"message":"cancelled"}}"#,
+                (Error, s("3"), None, None),
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"parse error"}}"#,
+                (Error, s("null"), None, None),
+            ),
+            (
+                "{\"id\":4,\"result\":{}}\r\n",
+                (Response, s("4"), None, None),
+            ),
+        ];
+        for (raw, expect) in cases {
+            assert_eq!(&kind_id_method_session(raw), expect, "{raw}");
+        }
+    }
+
+    #[test]
+    fn invalid_frames() {
+        for raw in [
+            "",
+            "\n",
+            "not json\n",
+            "{\"id\":1}",
+            "{\"method\":5}",
+            "[]",
+            "42",
+            "{\"id\":1,\"result\":2} trailing",
+            "{\"jsonrpc\":\"2.0\",\"id\":1,\"res",
+        ] {
+            assert_eq!(classify(raw.as_bytes()).frame_kind(), Invalid, "{raw:?}");
+        }
+        assert_eq!(classify(b"{\"method\":\"\xff\"}").frame_kind(), Invalid);
+    }
+
+    #[test]
+    fn batches_classify_each_element() {
+        let c = classify(
+            br#"[{"id":1,"method":"a"},{"method":"b"},{"id":1,"error":{"code":1,"message":"x"}},7]"#,
+        );
+        assert_eq!(c.frame_kind(), Batch);
+        let kinds: Vec<FrameKind> = c.elements.iter().map(Classified::frame_kind).collect();
+        assert_eq!(kinds, vec![Request, Notification, Error, Invalid]);
+        assert_eq!(c.error_count(), 1);
+    }
+
+    #[test]
+    fn escaped_keys_and_methods() {
+        let c = classify(br#"{"\u0069d":5,"method":"a\/b"}"#);
+        assert_eq!(c.frame_kind(), Request);
+        assert_eq!(c.id.as_deref(), Some("5"));
+        assert_eq!(c.method.as_deref(), Some("a/b"));
+    }
+}

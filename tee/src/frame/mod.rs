@@ -1,0 +1,15 @@
+//! Frames: cutting byte streams into messages and saying what each one is.
+//!
+//! Pure functions and small state machines, no I/O, so that everything here is
+//! tested (and fuzzed) from raw bytes.
+//!
+//! Architecture Invariant: the frames [`FrameSplitter`] hands out concatenate
+//! back to exactly the bytes it was fed.
+
+mod classify;
+mod pairing;
+mod splitter;
+
+pub use classify::{classify, Classified};
+pub use pairing::{Pairer, Pairing};
+pub use splitter::FrameSplitter;

@@ -1,0 +1,211 @@
+//! Matching responses to the requests they answer.
+
+use super::classify::Classified;
+use acp_tee_shared::{Direction, FrameKind};
+use std::collections::HashMap;
+
+/// A request still waiting for its response.
+#[derive(Debug, Clone)]
+struct Pending {
+    seq: i64,
+    t_ns: i64,
+    method: Option<String>,
+    session_id: Option<String>,
+}
+
+/// What pairing found out about a response frame.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Pairing {
+    /// The `seq` of the request answered.
+    pub reply_to_seq: Option<i64>,
+    /// Nanoseconds from that request to this response.
+    pub latency_ns: Option<i64>,
+}
+
+/// Pairs each response with the request that went the other way with the same id.
+///
+/// JSON-RPC ids are scoped per direction: the client's request 7 and the agent's
+/// request 7 are different requests, so pending requests are keyed by the
+/// direction they travelled and the exact text of their id.
+#[derive(Debug, Default)]
+pub struct Pairer {
+    pending: HashMap<(Direction, String), Pending>,
+}
+
+impl Pairer {
+    /// A pairer with no pending requests.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// How many requests wait for a response.
+    pub fn pending_len(&self) -> usize {
+        self.pending.len()
+    }
+
+    /// Notes the frame `seq` seen at `t_ns` going `dir`. For a response this
+    /// returns its request, and fills in the method (and session, when the
+    /// response has none) from that request.
+    pub fn observe(
+        &mut self,
+        seq: i64,
+        t_ns: i64,
+        dir: Direction,
+        frame: &mut Classified,
+    ) -> Pairing {
+        match frame.frame_kind() {
+            FrameKind::Batch => {
+                let mut first = Pairing::default();
+                for element in &mut frame.elements {
+                    let p = self.observe_message(seq, t_ns, dir, element);
+                    if first.reply_to_seq.is_none() {
+                        first = p;
+                    }
+                }
+                first
+            }
+            _ => self.observe_message(seq, t_ns, dir, frame),
+        }
+    }
+
+    fn observe_message(
+        &mut self,
+        seq: i64,
+        t_ns: i64,
+        dir: Direction,
+        msg: &mut Classified,
+    ) -> Pairing {
+        let Some(id) = msg.id.clone() else {
+            return Pairing::default();
+        };
+        match msg.frame_kind() {
+            FrameKind::Request => {
+                let pending = Pending {
+                    seq,
+                    t_ns,
+                    method: msg.method.clone(),
+                    session_id: msg.session_id.clone(),
+                };
+                self.pending.insert((dir, id), pending);
+                Pairing::default()
+            }
+            FrameKind::Response | FrameKind::Error => {
+                let Some(request_dir) = dir.opposite() else {
+                    return Pairing::default();
+                };
+                let Some(req) = self.pending.remove(&(request_dir, id)) else {
+                    return Pairing::default();
+                };
+                if msg.method.is_none() {
+                    msg.method = req.method;
+                }
+                if msg.session_id.is_none() {
+                    msg.session_id = req.session_id;
+                }
+                Pairing {
+                    reply_to_seq: Some(req.seq),
+                    latency_ns: Some(t_ns - req.t_ns),
+                }
+            }
+            _ => Pairing::default(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::frame::classify::classify;
+    use Direction::*;
+
+    /// Feeds (direction, t_ns, raw) frames; returns (method, session, pairing) of each.
+    fn run(frames: &[(Direction, i64, &str)]) -> Vec<(Option<String>, Option<String>, Pairing)> {
+        let mut p = Pairer::new();
+        frames
+            .iter()
+            .enumerate()
+            .map(|(i, (dir, t, raw))| {
+                let mut c = classify(raw.as_bytes());
+                let pairing = p.observe(i as i64 + 1, *t, *dir, &mut c);
+                (c.method, c.session_id, pairing)
+            })
+            .collect()
+    }
+
+    fn paired(seq: i64, latency: i64) -> Pairing {
+        Pairing {
+            reply_to_seq: Some(seq),
+            latency_ns: Some(latency),
+        }
+    }
+
+    #[test]
+    fn ids_are_scoped_per_direction() {
+        let out = run(&[
+            (
+                ClientToAgent,
+                10,
+                r#"{"id":7,"method":"session/prompt","params":{"sessionId":"s"}}"#,
+            ),
+            (
+                AgentToClient,
+                20,
+                r#"{"id":7,"method":"session/request_permission","params":{"sessionId":"s"}}"#,
+            ),
+            (
+                ClientToAgent,
+                35,
+                r#"{"id":7,"result":{"outcome":"allow"}}"#,
+            ),
+            (
+                AgentToClient,
+                100,
+                r#"{"id":7,"result":{"stopReason":"end_turn"}}"#,
+            ),
+        ]);
+        assert_eq!(out[2].0.as_deref(), Some("session/request_permission"));
+        assert_eq!(out[2].2, paired(2, 15));
+        assert_eq!(out[3].0.as_deref(), Some("session/prompt"));
+        assert_eq!(out[3].1.as_deref(), Some("s"));
+        assert_eq!(out[3].2, paired(1, 90));
+    }
+
+    #[test]
+    fn same_direction_and_unknown_ids_do_not_pair() {
+        let out = run(&[
+            (ClientToAgent, 1, r#"{"id":1,"method":"a"}"#),
+            (ClientToAgent, 2, r#"{"id":1,"result":{}}"#),
+            (AgentToClient, 3, r#"{"id":"1","result":{}}"#),
+            (
+                AgentToClient,
+                4,
+                r#"{"id":2,"error":{"code":1,"message":"m"}}"#,
+            ),
+            (
+                AgentToClient,
+                5,
+                r#"{"id":1,"error":{"code":1,"message":"m"}}"#,
+            ),
+            (AgentToClient, 6, r#"{"id":1,"result":{}}"#),
+        ]);
+        let pairings: Vec<Pairing> = out.iter().map(|o| o.2).collect();
+        let none = Pairing::default();
+        assert_eq!(pairings, vec![none, none, none, none, paired(1, 4), none]);
+    }
+
+    #[test]
+    fn batch_elements_pair() {
+        let out = run(&[
+            (
+                ClientToAgent,
+                1,
+                r#"[{"id":1,"method":"a"},{"id":2,"method":"b"}]"#,
+            ),
+            (AgentToClient, 9, r#"{"id":2,"result":{}}"#),
+            (AgentToClient, 12, r#"[{"id":1,"result":{}}]"#),
+        ]);
+        assert_eq!(out[1].0.as_deref(), Some("b"));
+        assert_eq!(out[1].2, paired(1, 8));
+        assert_eq!(out[2].2, paired(1, 11));
+    }
+}

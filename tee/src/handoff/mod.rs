@@ -1,0 +1,186 @@
+//! The one-way channel from the relay to the recorder process.
+//!
+//! The relay hands every chunk it reads to the recorder *before* forwarding it.
+//! The recorder is a separate process (`acp-tee __recorder`) reading a pipe, so
+//! a chunk handed off survives the relay being killed with SIGKILL the instant
+//! after it forwarded the chunk: the kernel keeps the pipe's contents, the
+//! recorder reads them, sees end-of-file and finishes the trace.
+//!
+//! On the pipe, every message is a fixed 14-byte header followed by a payload:
+//! `tag: u8, dir: u8, t_ns: u64 LE, len: u32 LE`, then `len` bytes.
+//!
+//! Architecture Invariant: nothing here knows about SQL; the relay's only cost
+//! per chunk is one extra `write` into a pipe, which blocks only when the
+//! recorder is a whole buffer behind.
+
+mod reader;
+mod writer;
+
+pub use reader::HandoffReader;
+pub use writer::HandoffWriter;
+
+use acp_tee_shared::Direction;
+use serde::{Deserialize, Serialize};
+
+/// Size of the header in front of every message.
+pub const HEADER_LEN: usize = 14;
+
+/// The largest payload one message may carry.
+pub const MAX_PAYLOAD: usize = u32::MAX as usize;
+
+const TAG_START: u8 = b'S';
+const TAG_CHUNK: u8 = b'C';
+const TAG_EOF: u8 = b'E';
+const TAG_END: u8 = b'X';
+
+/// What the recorder needs to know to open a trace.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TraceStart {
+    /// `--name`, or the agent program's file name.
+    pub name: Option<String>,
+    /// The agent's command line.
+    pub command: Vec<String>,
+    /// acp-tee's working directory.
+    pub cwd: Option<String>,
+    /// `wrap`, `proxy`, ...
+    pub mode: String,
+    /// Wall-clock start, UTC, RFC 3339.
+    pub started_at: String,
+}
+
+/// How a run ended, as the relay saw it.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct TraceEnd {
+    /// The exit code acp-tee exits with.
+    pub exit_code: Option<i32>,
+    /// The signal that ended the agent, if one did.
+    pub exit_signal: Option<i32>,
+    /// Why the run ended, in words.
+    pub end_reason: String,
+}
+
+/// One message from the relay.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Message {
+    /// The run started; always the first message.
+    Start(TraceStart),
+    /// Bytes that crossed the tee going `dir`, read `t_ns` after the start.
+    Chunk {
+        /// Which stream the bytes came from.
+        dir: Direction,
+        /// Monotonic nanoseconds since the run started.
+        t_ns: u64,
+        /// The bytes, exactly as read.
+        data: Vec<u8>,
+    },
+    /// The stream going `dir` ended.
+    Eof {
+        /// Which stream ended.
+        dir: Direction,
+        /// When it ended.
+        t_ns: u64,
+    },
+    /// The run is over; always the last message of a clean run.
+    End {
+        /// When it ended.
+        t_ns: u64,
+        /// How it ended.
+        end: TraceEnd,
+    },
+}
+
+fn dir_code(dir: Direction) -> u8 {
+    match dir {
+        Direction::ClientToAgent => 0,
+        Direction::AgentToClient => 1,
+        Direction::AgentStderr => 2,
+    }
+}
+
+fn dir_from_code(code: u8) -> Option<Direction> {
+    Direction::ALL.get(code as usize).copied()
+}
+
+fn encode_header(tag: u8, dir: u8, t_ns: u64, len: usize) -> [u8; HEADER_LEN] {
+    let mut h = [0u8; HEADER_LEN];
+    h[0] = tag;
+    h[1] = dir;
+    h[2..10].copy_from_slice(&t_ns.to_le_bytes());
+    h[10..14].copy_from_slice(&(len as u32).to_le_bytes());
+    h
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Instant;
+
+    #[test]
+    fn messages_round_trip_through_bytes() {
+        let (r, w) = std::io::pipe().unwrap();
+        let writer = HandoffWriter::new(w, Instant::now());
+        let start = TraceStart {
+            name: Some("n".into()),
+            command: vec!["cat".into()],
+            cwd: None,
+            mode: "wrap".into(),
+            started_at: "2026-01-01T00:00:00Z".into(),
+        };
+        writer.start(&start);
+        let mut buf = vec![0u8; HEADER_LEN + 5];
+        buf[HEADER_LEN..].copy_from_slice(b"ab\ncd");
+        writer.chunk(Direction::AgentToClient, &mut buf);
+        writer.eof(Direction::ClientToAgent);
+        let end = TraceEnd {
+            exit_code: Some(3),
+            exit_signal: None,
+            end_reason: "agent exited".into(),
+        };
+        writer.end(&end);
+        drop(writer);
+        let mut reader = HandoffReader::new(r);
+        assert_eq!(reader.read_message().unwrap(), Some(Message::Start(start)));
+        match reader.read_message().unwrap() {
+            Some(Message::Chunk { dir, data, .. }) => {
+                assert_eq!(dir, Direction::AgentToClient);
+                assert_eq!(data, b"ab\ncd");
+            }
+            other => panic!("expected a chunk, got {other:?}"),
+        }
+        assert!(matches!(
+            reader.read_message().unwrap(),
+            Some(Message::Eof {
+                dir: Direction::ClientToAgent,
+                ..
+            })
+        ));
+        assert!(
+            matches!(reader.read_message().unwrap(), Some(Message::End { end: e, .. }) if e == end)
+        );
+        assert_eq!(reader.read_message().unwrap(), None);
+    }
+
+    #[test]
+    fn truncated_message_is_invalid_data() {
+        let mut bytes = encode_header(TAG_CHUNK, 0, 1, 10).to_vec();
+        bytes.extend_from_slice(b"abc");
+        let mut reader = HandoffReader::new(&bytes[..]);
+        let err = reader.read_message().unwrap_err();
+        assert_eq!(err.kind(), std::io::ErrorKind::InvalidData);
+        let mut reader = HandoffReader::new(&b"C\x00\x01"[..]);
+        assert_eq!(
+            reader.read_message().unwrap_err().kind(),
+            std::io::ErrorKind::InvalidData
+        );
+    }
+
+    #[test]
+    fn unknown_tag_is_invalid_data() {
+        let bytes = encode_header(b'?', 0, 1, 0);
+        let mut reader = HandoffReader::new(&bytes[..]);
+        assert_eq!(
+            reader.read_message().unwrap_err().kind(),
+            std::io::ErrorKind::InvalidData
+        );
+    }
+}

@@ -1,0 +1,121 @@
+//! The relay's end of the handoff pipe.
+
+use super::*;
+use std::io::Write;
+use std::sync::Mutex;
+use std::time::Instant;
+
+/// Writes messages for the recorder; shared by the relay's threads.
+///
+/// A write that fails (the recorder died) is reported once on stderr, after
+/// which messages are dropped and counted: forwarding never stops because the
+/// recorder did.
+pub struct HandoffWriter {
+    inner: Mutex<Inner>,
+    start: Instant,
+}
+
+struct Inner {
+    out: Option<Box<dyn Write + Send>>,
+    lost_chunks: u64,
+}
+
+impl HandoffWriter {
+    /// Writes to `out`; timestamps count from `start`.
+    pub fn new(out: impl Write + Send + 'static, start: Instant) -> Self {
+        HandoffWriter {
+            inner: Mutex::new(Inner {
+                out: Some(Box::new(out)),
+                lost_chunks: 0,
+            }),
+            start,
+        }
+    }
+
+    /// A writer that records nothing (no recorder could be started).
+    pub fn disconnected(start: Instant) -> Self {
+        HandoffWriter {
+            inner: Mutex::new(Inner {
+                out: None,
+                lost_chunks: 0,
+            }),
+            start,
+        }
+    }
+
+    /// Nanoseconds since the run started.
+    pub fn now_ns(&self) -> u64 {
+        self.start.elapsed().as_nanos() as u64
+    }
+
+    /// Announces the run.
+    pub fn start(&self, start: &TraceStart) {
+        let json = serde_json::to_vec(start).expect("a TraceStart always serialises");
+        self.send_owned(TAG_START, 0, &json);
+    }
+
+    /// Hands off a chunk read from `dir`. `buf` holds [`HEADER_LEN`] bytes of
+    /// room followed by the chunk; the header is written into that room so the
+    /// whole message goes out in one `write`.
+    pub fn chunk(&self, dir: Direction, buf: &mut [u8]) {
+        let len = buf.len() - HEADER_LEN;
+        let mut inner = self.lock();
+        // The timestamp is taken under the lock so that the recorder's order
+        // (sequence numbers) and the timestamps always agree.
+        let t_ns = self.now_ns();
+        buf[..HEADER_LEN].copy_from_slice(&encode_header(TAG_CHUNK, dir_code(dir), t_ns, len));
+        inner.write(buf);
+    }
+
+    /// Tells the recorder that the stream going `dir` ended.
+    pub fn eof(&self, dir: Direction) {
+        self.send_owned(TAG_EOF, dir_code(dir), &[]);
+    }
+
+    /// Tells the recorder how the run ended.
+    pub fn end(&self, end: &TraceEnd) {
+        let json = serde_json::to_vec(end).expect("a TraceEnd always serialises");
+        self.send_owned(TAG_END, 0, &json);
+    }
+
+    /// How many chunks could not be handed off.
+    pub fn lost_chunks(&self) -> u64 {
+        self.lock().lost_chunks
+    }
+
+    /// Closes the pipe, so the recorder sees end-of-file.
+    pub fn close(&self) {
+        self.lock().out = None;
+    }
+
+    fn send_owned(&self, tag: u8, dir: u8, payload: &[u8]) {
+        let mut inner = self.lock();
+        let t_ns = self.now_ns();
+        let mut msg = Vec::with_capacity(HEADER_LEN + payload.len());
+        msg.extend_from_slice(&encode_header(tag, dir, t_ns, payload.len()));
+        msg.extend_from_slice(payload);
+        inner.write(&msg);
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        // A thread that panicked while holding the lock left no half-written
+        // state we could repair; carry on with what is there.
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl Inner {
+    fn write(&mut self, msg: &[u8]) {
+        let Some(out) = self.out.as_mut() else {
+            self.lost_chunks += 1;
+            return;
+        };
+        if let Err(e) = out.write_all(msg) {
+            tracing::warn!(
+                "the recorder stopped taking frames ({e}); forwarding goes on without recording"
+            );
+            self.out = None;
+            self.lost_chunks += 1;
+        }
+    }
+}

@@ -1,0 +1,22 @@
+//! acp-tee: a recorder for the Agent Client Protocol.
+//!
+//! # Layout
+//! - [`frame`]: splitting byte streams into frames, classifying and pairing them (pure).
+//! - [`relay`]: wrap mode; spawns the agent and moves bytes, handing copies off.
+//! - [`handoff`]: the pipe protocol from the relay to the recorder process.
+//! - [`recorder`]: the recorder process; frames what it is handed and stores it.
+//! - [`store`]: the SQLite trace store; migrations and typed queries.
+//! - [`export`]: the `acp-tee-trace` JSON and NDJSON exports.
+//! - [`cli`]: the command line.
+//! - [`clock`]: wall-clock timestamps.
+//!
+//! See ARCHITECTURE.md for the invariants each module keeps.
+
+pub mod cli;
+pub mod clock;
+pub mod export;
+pub mod frame;
+pub mod handoff;
+pub mod recorder;
+pub mod relay;
+pub mod store;

@@ -1,0 +1,112 @@
+//! The thread that owns the store connection and commits frames in batches.
+
+use super::queue::{ByteQueue, Weighted};
+use crate::handoff::{TraceEnd, TraceStart};
+use crate::store::{NewFrame, Store};
+use std::path::Path;
+
+/// Frames committed per transaction at most.
+const MAX_BATCH: usize = 4096;
+
+impl Weighted for NewFrame {
+    fn weight(&self) -> usize {
+        // The bytes plus a rough allowance for the parsed fields and the row.
+        self.raw.len() + 128
+    }
+}
+
+/// Writes one trace's frames; when the store fails, counts what it could not
+/// write and warns once, so the relay goes on regardless.
+pub struct StoreWriter {
+    target: Option<(Store, i64)>,
+    display_path: String,
+    written: u64,
+    missing: u64,
+    warned: bool,
+}
+
+impl StoreWriter {
+    /// Opens (or creates) the store at `path` and adds the trace for `start`.
+    /// On failure the writer only counts frames, after one warning.
+    pub fn open(path: &Path, start: &TraceStart) -> StoreWriter {
+        let mut w = StoreWriter {
+            target: None,
+            display_path: path.display().to_string(),
+            written: 0,
+            missing: 0,
+            warned: false,
+        };
+        let opened = Store::create_or_open(path).and_then(|store| {
+            store
+                .create_trace(start, std::process::id())
+                .map(|id| (store, id))
+        });
+        match opened {
+            Ok(target) => w.target = Some(target),
+            Err(e) => w.warn(&e.to_string()),
+        }
+        w
+    }
+
+    /// The trace's id, when the store took it.
+    pub fn trace_id(&self) -> Option<i64> {
+        self.target.as_ref().map(|(_, id)| *id)
+    }
+
+    /// Frames stored so far.
+    pub fn written(&self) -> u64 {
+        self.written
+    }
+
+    /// Frames that crossed but could not be stored.
+    pub fn missing(&self) -> u64 {
+        self.missing
+    }
+
+    /// Drains `queue` until it is closed and empty, one transaction per batch.
+    pub fn drain(&mut self, queue: &ByteQueue<NewFrame>) {
+        loop {
+            let batch = queue.pop_batch(MAX_BATCH);
+            if batch.is_empty() {
+                return;
+            }
+            self.write(&batch);
+        }
+    }
+
+    fn write(&mut self, batch: &[NewFrame]) {
+        let Some((store, trace_id)) = self.target.as_mut() else {
+            self.missing += batch.len() as u64;
+            return;
+        };
+        match store.insert_frames(*trace_id, batch) {
+            Ok(()) => self.written += batch.len() as u64,
+            Err(e) => {
+                self.missing += batch.len() as u64;
+                let msg = e.to_string();
+                self.warn(&msg);
+            }
+        }
+    }
+
+    /// Records how the run ended and how many frames are missing.
+    pub fn finish(&mut self, end: &TraceEnd) {
+        let missing = self.missing;
+        if let Some((store, trace_id)) = self.target.as_ref() {
+            if let Err(e) = store.finish_trace(*trace_id, end, missing) {
+                let msg = e.to_string();
+                self.warn(&msg);
+            }
+        }
+    }
+
+    fn warn(&mut self, why: &str) {
+        if !self.warned {
+            self.warned = true;
+            tracing::warn!(
+                "cannot record to {}: {why}; forwarding goes on and frames not stored are counted as missing",
+                self.display_path
+            );
+        }
+    }
+}

@@ -1,0 +1,165 @@
+//! The main thread's part of wrap mode: deciding when the run is over.
+
+use super::agent::{self, shell_code};
+use acp_tee_shared::Direction;
+use signal_hook::consts::{SIGINT, SIGKILL, SIGTERM};
+use std::os::unix::process::ExitStatusExt;
+use std::process::ExitStatus;
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::time::{Duration, Instant};
+
+/// What the relay's threads report to the supervisor.
+#[derive(Debug)]
+pub enum Event {
+    /// The client closed our stdin (the agent's stdin is closed too).
+    ClientClosed,
+    /// The agent closed its stdout or stderr and everything read was forwarded.
+    OutputClosed(Direction),
+    /// The agent process ended.
+    AgentExited(ExitStatus),
+    /// acp-tee received a signal.
+    Signal(i32),
+}
+
+/// How the run ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Outcome {
+    /// What acp-tee exits with.
+    pub exit_code: i32,
+    /// The signal that ended the agent, if one did.
+    pub agent_signal: Option<i32>,
+    /// Why the run ended, in words.
+    pub reason: String,
+}
+
+/// Drives the run to its end from the events of the relay's threads.
+pub struct Supervisor {
+    pid: u32,
+    grace: Duration,
+    client_closed: bool,
+    stopped_by_us: bool,
+    forwarded: Option<i32>,
+    term_at: Option<Instant>,
+    kill_at: Option<Instant>,
+    stdout_open: bool,
+    stderr_open: bool,
+}
+
+impl Supervisor {
+    /// Supervises the agent with process id `pid`.
+    pub fn new(pid: u32, grace: Duration) -> Self {
+        Supervisor {
+            pid,
+            grace,
+            client_closed: false,
+            stopped_by_us: false,
+            forwarded: None,
+            term_at: None,
+            kill_at: None,
+            stdout_open: true,
+            stderr_open: true,
+        }
+    }
+
+    /// Waits for the agent to exit, then for its last output to be forwarded.
+    pub fn run(mut self, events: &Receiver<Event>) -> Outcome {
+        let status = self.wait_for_exit(events);
+        self.drain(events);
+        self.outcome(status)
+    }
+
+    fn wait_for_exit(&mut self, events: &Receiver<Event>) -> ExitStatus {
+        loop {
+            let deadline = [self.term_at, self.kill_at].into_iter().flatten().min();
+            let event = match deadline {
+                Some(d) => events.recv_timeout(d.saturating_duration_since(Instant::now())),
+                None => events.recv().map_err(|_| RecvTimeoutError::Disconnected),
+            };
+            match event {
+                Ok(Event::AgentExited(status)) => return status,
+                Ok(Event::ClientClosed) => {
+                    self.client_closed = true;
+                    self.term_at = Some(Instant::now() + self.grace);
+                }
+                Ok(Event::Signal(sig)) => {
+                    tracing::debug!("forwarding signal {sig} to the agent");
+                    agent::signal_group(self.pid, sig);
+                    self.forwarded = Some(sig);
+                    // INT may mean "cancel" to an agent; TERM and HUP mean "go".
+                    if sig != SIGINT && self.kill_at.is_none() {
+                        self.kill_at = Some(Instant::now() + self.grace);
+                    }
+                }
+                Ok(Event::OutputClosed(dir)) => self.note_closed(dir),
+                Err(RecvTimeoutError::Timeout) => self.on_deadline(),
+                Err(RecvTimeoutError::Disconnected) => {
+                    unreachable!("the waiter thread always reports the agent's exit")
+                }
+            }
+        }
+    }
+
+    fn on_deadline(&mut self) {
+        let now = Instant::now();
+        if self.term_at.is_some_and(|t| t <= now) {
+            self.term_at = None;
+            tracing::debug!("the client closed {:?} ago; stopping the agent", self.grace);
+            agent::signal_group(self.pid, SIGTERM);
+            self.stopped_by_us = true;
+            self.kill_at.get_or_insert(now + self.grace);
+        } else if self.kill_at.is_some_and(|t| t <= now) {
+            self.kill_at = None;
+            tracing::debug!("the agent outlived SIGTERM by {:?}; killing it", self.grace);
+            agent::signal_group(self.pid, SIGKILL);
+            self.stopped_by_us = true;
+        }
+    }
+
+    fn note_closed(&mut self, dir: Direction) {
+        match dir {
+            Direction::AgentToClient => self.stdout_open = false,
+            Direction::AgentStderr => self.stderr_open = false,
+            Direction::ClientToAgent => {}
+        }
+    }
+
+    /// Waits (at most one grace period: a grandchild may hold the pipes open)
+    /// until everything the agent wrote has been forwarded.
+    fn drain(&mut self, events: &Receiver<Event>) {
+        let deadline = Instant::now() + self.grace;
+        while self.stdout_open || self.stderr_open {
+            match events.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+                Ok(Event::OutputClosed(dir)) => self.note_closed(dir),
+                Ok(_) => {}
+                Err(_) => {
+                    tracing::warn!("the agent exited but something it started still holds its output open; not waiting for it");
+                    return;
+                }
+            }
+        }
+    }
+
+    fn outcome(&self, status: ExitStatus) -> Outcome {
+        let agent_signal = status.signal();
+        let reason = match (self.forwarded, self.stopped_by_us, self.client_closed) {
+            (Some(sig), _, _) => format!("signal {sig} passed on to the agent"),
+            (None, true, _) => {
+                "the client closed; the agent was stopped after the grace period".to_owned()
+            }
+            (None, false, true) => "the client closed; the agent exited".to_owned(),
+            (None, false, false) => "the agent exited".to_owned(),
+        };
+        // Stopping the agent after the client left is the normal end of a
+        // session, not the agent's failure.
+        let exit_code = if self.stopped_by_us && self.forwarded.is_none() {
+            0
+        } else {
+            shell_code(status)
+        };
+        Outcome {
+            exit_code,
+            agent_signal,
+            reason,
+        }
+    }
+}

@@ -1,0 +1,56 @@
+//! What can go wrong with the store, worded for the person who can fix it.
+
+use super::migrations::MigrationError;
+use std::path::PathBuf;
+
+/// A store operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// Neither `XDG_DATA_HOME` nor `HOME` is set.
+    #[error(
+        "cannot find a place for the trace store: neither XDG_DATA_HOME nor HOME is set; pass --db"
+    )]
+    NoDefaultPath,
+    /// The file or its directory could not be created or opened.
+    #[error("cannot open trace store {}: {source}; pass --db to use another file", path.display())]
+    Io {
+        /// The path that failed.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// SQLite could not open the file.
+    #[error("cannot open trace store {}: {source}; pass --db to use another file", path.display())]
+    Open {
+        /// The store's path.
+        path: PathBuf,
+        /// Why.
+        source: rusqlite::Error,
+    },
+    /// There is no store at the path.
+    #[error("no trace store at {}; record a session first (acp-tee -- AGENT) or pass --db", path.display())]
+    Missing {
+        /// The store's path.
+        path: PathBuf,
+    },
+    /// The schema could not be brought up to date.
+    #[error("cannot prepare trace store {}: {source}", path.display())]
+    Migrate {
+        /// The store's path.
+        path: PathBuf,
+        /// Why.
+        source: MigrationError,
+    },
+    /// No trace has that id.
+    #[error("no trace with id {0}; `acp-tee list` shows the traces there are")]
+    NoSuchTrace(i64),
+    /// The store has no traces.
+    #[error("the store has no traces yet; record one with `acp-tee -- AGENT`")]
+    NoTraces,
+    /// A stored value is not what this build expects.
+    #[error("the store holds a value this acp-tee cannot read: {0}")]
+    Corrupt(String),
+    /// Any other SQLite failure.
+    #[error("trace store: {0}")]
+    Sqlite(#[from] rusqlite::Error),
+}

@@ -1,0 +1,232 @@
+//! The trace store: one SQLite file (WAL) holding many traces and their frames.
+//!
+//! This module and `recorder/` are the only code that speaks SQL. Everyone
+//! else uses the typed operations here.
+//!
+//! Architecture Invariant: the schema only changes through `migrations/`,
+//! applied in order by [`migrations::apply`] when a store is opened.
+
+mod error;
+pub mod migrations;
+mod queries;
+
+pub use error::StoreError;
+pub use queries::StoredFrame;
+
+use crate::handoff::{TraceEnd, TraceStart};
+use acp_tee_shared::{Direction, FrameKind};
+use rusqlite::{params, Connection, OpenFlags, TransactionBehavior};
+use std::fs::{DirBuilder, OpenOptions};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// How long a writer waits for another process holding the store's lock.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The store file used when `--db` is not given:
+/// `$XDG_DATA_HOME/acp-tee/traces.db`, else `~/.local/share/acp-tee/traces.db`.
+pub fn default_path() -> Result<PathBuf, StoreError> {
+    let data_home = std::env::var_os("XDG_DATA_HOME")
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/share")))
+        .ok_or(StoreError::NoDefaultPath)?;
+    Ok(data_home.join("acp-tee").join("traces.db"))
+}
+
+/// One frame ready to be stored.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NewFrame {
+    /// Position in the trace, from 1.
+    pub seq: i64,
+    /// Monotonic nanoseconds since the trace started.
+    pub t_ns: i64,
+    /// Which way it went.
+    pub dir: Direction,
+    /// What it is.
+    pub kind: FrameKind,
+    /// JSON-RPC id as JSON text.
+    pub rpc_id: Option<String>,
+    /// JSON-RPC method (for responses, the request's).
+    pub method: Option<String>,
+    /// ACP session id.
+    pub session_id: Option<String>,
+    /// For responses: the request's seq.
+    pub reply_to_seq: Option<i64>,
+    /// For responses: nanoseconds since the request.
+    pub latency_ns: Option<i64>,
+    /// How many JSON-RPC error responses the frame holds.
+    pub errors: i64,
+    /// The exact bytes.
+    pub raw: Vec<u8>,
+}
+
+/// An open store.
+pub struct Store {
+    conn: Connection,
+    path: PathBuf,
+}
+
+impl Store {
+    /// Opens the store at `path` for recording, creating the file (mode 0600)
+    /// and its directory (mode 0700) when missing.
+    pub fn create_or_open(path: &Path) -> Result<Store, StoreError> {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(dir)
+                .map_err(|source| StoreError::Io {
+                    path: dir.to_owned(),
+                    source,
+                })?;
+        }
+        // Create the file ourselves so that its mode is 0600 whatever the umask;
+        // SQLite gives its -wal and -shm files the same mode.
+        OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .mode(0o600)
+            .open(path)
+            .map_err(|source| StoreError::Io {
+                path: path.to_owned(),
+                source,
+            })?;
+        Self::open_with(path, OpenFlags::SQLITE_OPEN_READ_WRITE)
+    }
+
+    /// Opens an existing store; a missing file is an error, not a new store.
+    pub fn open_existing(path: &Path) -> Result<Store, StoreError> {
+        if !path.exists() {
+            return Err(StoreError::Missing {
+                path: path.to_owned(),
+            });
+        }
+        Self::open_with(path, OpenFlags::SQLITE_OPEN_READ_WRITE)
+    }
+
+    fn open_with(path: &Path, flags: OpenFlags) -> Result<Store, StoreError> {
+        let wrap = |source| StoreError::Open {
+            path: path.to_owned(),
+            source,
+        };
+        let flags = flags | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let mut conn = Connection::open_with_flags(path, flags).map_err(wrap)?;
+        conn.busy_timeout(BUSY_TIMEOUT).map_err(wrap)?;
+        conn.pragma_update(None, "journal_mode", "WAL")
+            .map_err(wrap)?;
+        conn.pragma_update(None, "synchronous", "NORMAL")
+            .map_err(wrap)?;
+        conn.pragma_update(None, "foreign_keys", "ON")
+            .map_err(wrap)?;
+        migrations::apply(&mut conn).map_err(|source| StoreError::Migrate {
+            path: path.to_owned(),
+            source,
+        })?;
+        Ok(Store {
+            conn,
+            path: path.to_owned(),
+        })
+    }
+
+    /// An in-memory store, for tests.
+    pub fn in_memory() -> Result<Store, StoreError> {
+        let mut conn = Connection::open_in_memory()?;
+        migrations::apply(&mut conn).map_err(|source| StoreError::Migrate {
+            path: ":memory:".into(),
+            source,
+        })?;
+        Ok(Store {
+            conn,
+            path: PathBuf::from(":memory:"),
+        })
+    }
+
+    /// The file this store lives in.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Adds a trace for a run that is starting; returns its id.
+    pub fn create_trace(&self, start: &TraceStart, recorder_pid: u32) -> Result<i64, StoreError> {
+        let command = serde_json::to_string(&start.command).expect("strings always serialise");
+        self.conn.execute(
+            "INSERT INTO traces (name, command, cwd, mode, started_at, recorder_pid)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            params![
+                start.name,
+                command,
+                start.cwd,
+                start.mode,
+                start.started_at,
+                recorder_pid
+            ],
+        )?;
+        Ok(self.conn.last_insert_rowid())
+    }
+
+    /// Stores `frames` of trace `trace_id` in one transaction and adds them to
+    /// the trace's counts.
+    pub fn insert_frames(&mut self, trace_id: i64, frames: &[NewFrame]) -> Result<(), StoreError> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        {
+            let mut insert = tx.prepare_cached(
+                "INSERT INTO frames (trace_id, seq, t_ns, dir, kind, rpc_id, method, session_id,
+                                     reply_to_seq, latency_ns, raw)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+            )?;
+            for f in frames {
+                insert.execute(params![
+                    trace_id,
+                    f.seq,
+                    f.t_ns,
+                    f.dir.as_str(),
+                    f.kind.as_str(),
+                    f.rpc_id,
+                    f.method,
+                    f.session_id,
+                    f.reply_to_seq,
+                    f.latency_ns,
+                    f.raw,
+                ])?;
+            }
+            let errors: i64 = frames.iter().map(|f| f.errors).sum();
+            tx.prepare_cached(
+                "UPDATE traces SET frame_count = frame_count + ?1, error_count = error_count + ?2
+                 WHERE id = ?3",
+            )?
+            .execute(params![frames.len() as i64, errors, trace_id])?;
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Marks trace `trace_id` as ended now.
+    pub fn finish_trace(
+        &self,
+        trace_id: i64,
+        end: &TraceEnd,
+        missing_frames: u64,
+    ) -> Result<(), StoreError> {
+        let ended_at = crate::clock::now_rfc3339();
+        self.conn.execute(
+            "UPDATE traces SET ended_at = ?1, exit_code = ?2, exit_signal = ?3, end_reason = ?4,
+                               missing_frames = ?5
+             WHERE id = ?6",
+            params![
+                ended_at,
+                end.exit_code,
+                end.exit_signal,
+                end.end_reason,
+                missing_frames as i64,
+                trace_id
+            ],
+        )?;
+        Ok(())
+    }
+}

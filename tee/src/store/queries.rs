@@ -1,0 +1,131 @@
+//! Reading traces and frames back.
+
+use super::{Store, StoreError};
+use acp_tee_shared::{Direction, FrameKind, TraceMeta};
+use rusqlite::{params, OptionalExtension, Row};
+
+/// One frame as stored.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StoredFrame {
+    /// Position in the trace, from 1.
+    pub seq: i64,
+    /// Monotonic nanoseconds since the trace started.
+    pub t_ns: i64,
+    /// Which way it went.
+    pub dir: Direction,
+    /// What it is.
+    pub kind: FrameKind,
+    /// JSON-RPC id as JSON text.
+    pub rpc_id: Option<String>,
+    /// JSON-RPC method.
+    pub method: Option<String>,
+    /// ACP session id.
+    pub session_id: Option<String>,
+    /// For responses: the request's seq.
+    pub reply_to_seq: Option<i64>,
+    /// For responses: nanoseconds since the request.
+    pub latency_ns: Option<i64>,
+    /// The exact bytes.
+    pub raw: Vec<u8>,
+}
+
+const TRACE_COLUMNS: &str =
+    "id, name, command, cwd, mode, started_at, ended_at, exit_code, exit_signal,
+     end_reason, frame_count, error_count, missing_frames";
+
+fn trace_from_row(row: &Row<'_>) -> rusqlite::Result<TraceMeta> {
+    let command: String = row.get(2)?;
+    let command = serde_json::from_str(&command).map_err(|e| {
+        rusqlite::Error::FromSqlConversionFailure(2, rusqlite::types::Type::Text, Box::new(e))
+    })?;
+    Ok(TraceMeta {
+        id: row.get(0)?,
+        name: row.get(1)?,
+        command,
+        cwd: row.get(3)?,
+        mode: row.get(4)?,
+        started_at: row.get(5)?,
+        ended_at: row.get(6)?,
+        exit_code: row.get(7)?,
+        exit_signal: row.get(8)?,
+        end_reason: row.get(9)?,
+        frame_count: row.get(10)?,
+        error_count: row.get(11)?,
+        missing_frames: row.get(12)?,
+    })
+}
+
+fn parse_name<T: std::str::FromStr<Err = acp_tee_shared::UnknownName>>(
+    idx: usize,
+    text: String,
+) -> rusqlite::Result<T> {
+    text.parse().map_err(|e| {
+        rusqlite::Error::FromSqlConversionFailure(idx, rusqlite::types::Type::Text, Box::new(e))
+    })
+}
+
+fn frame_from_row(row: &Row<'_>) -> rusqlite::Result<StoredFrame> {
+    Ok(StoredFrame {
+        seq: row.get(0)?,
+        t_ns: row.get(1)?,
+        dir: parse_name(2, row.get(2)?)?,
+        kind: parse_name(3, row.get(3)?)?,
+        rpc_id: row.get(4)?,
+        method: row.get(5)?,
+        session_id: row.get(6)?,
+        reply_to_seq: row.get(7)?,
+        latency_ns: row.get(8)?,
+        raw: row.get(9)?,
+    })
+}
+
+impl Store {
+    /// Every trace, newest first.
+    pub fn list_traces(&self) -> Result<Vec<TraceMeta>, StoreError> {
+        let sql = format!("SELECT {TRACE_COLUMNS} FROM traces ORDER BY id DESC");
+        let mut stmt = self.conn.prepare(&sql)?;
+        let traces = stmt
+            .query_map([], trace_from_row)?
+            .collect::<Result<_, _>>()?;
+        Ok(traces)
+    }
+
+    /// The trace with id `id`.
+    pub fn trace(&self, id: i64) -> Result<TraceMeta, StoreError> {
+        let sql = format!("SELECT {TRACE_COLUMNS} FROM traces WHERE id = ?1");
+        self.conn
+            .query_row(&sql, params![id], trace_from_row)
+            .optional()?
+            .ok_or(StoreError::NoSuchTrace(id))
+    }
+
+    /// The id of the newest trace.
+    pub fn latest_trace_id(&self) -> Result<i64, StoreError> {
+        self.conn
+            .query_row("SELECT max(id) FROM traces", [], |r| {
+                r.get::<_, Option<i64>>(0)
+            })?
+            .ok_or(StoreError::NoTraces)
+    }
+
+    /// Calls `each` with every frame of trace `trace_id` in `seq` order,
+    /// reading one row at a time so memory stays flat however long the trace.
+    pub fn for_each_frame<E: From<StoreError>>(
+        &self,
+        trace_id: i64,
+        mut each: impl FnMut(StoredFrame) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT seq, t_ns, dir, kind, rpc_id, method, session_id, reply_to_seq, latency_ns, raw
+                 FROM frames WHERE trace_id = ?1 ORDER BY seq",
+            )
+            .map_err(StoreError::from)?;
+        let mut rows = stmt.query(params![trace_id]).map_err(StoreError::from)?;
+        while let Some(row) = rows.next().map_err(StoreError::from)? {
+            each(frame_from_row(row).map_err(StoreError::from)?)?;
+        }
+        Ok(())
+    }
+}
