@@ -153,3 +153,130 @@ fn write_ndjson(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::handoff::{TraceEnd, TraceStart};
+    use crate::recorder::Framer;
+    use acp_tee_shared::Direction;
+
+    /// A store holding one finished trace made from fixed chunks.
+    fn store_with_trace() -> Store {
+        let mut store = Store::in_memory().unwrap();
+        let start = TraceStart {
+            name: Some("demo".into()),
+            command: vec!["agent".into(), "acp".into()],
+            cwd: Some("/w".into()),
+            mode: "wrap".into(),
+            started_at: "2026-11-30T10:00:00.000000Z".into(),
+        };
+        let id = store.create_trace(&start, 1).unwrap();
+        let mut framer = Framer::new();
+        let mut frames = Vec::new();
+        framer.chunk(
+            Direction::ClientToAgent,
+            1000,
+            b"{\"id\":1,\"method\":\"initialize\"}\n",
+            |f| frames.push(f),
+        );
+        framer.chunk(Direction::AgentStderr, 1500, b"bad \xff byte\n", |f| {
+            frames.push(f)
+        });
+        framer.chunk(
+            Direction::AgentToClient,
+            4000,
+            b"{\"id\":1,\"error\":{\"code\":-1,\"message\":\"no\"}}\n",
+            |f| frames.push(f),
+        );
+        store.insert_frames(id, &frames).unwrap();
+        let end = TraceEnd {
+            exit_code: Some(0),
+            exit_signal: None,
+            end_reason: "the agent exited".into(),
+        };
+        store
+            .finish_trace(id, &end, 0, "2026-11-30T10:00:01.000000Z")
+            .unwrap();
+        store
+    }
+
+    fn export_to_string(format: ExportFormat) -> String {
+        let mut out = Vec::new();
+        export(
+            &store_with_trace(),
+            TraceSelection::Latest,
+            format,
+            &mut out,
+        )
+        .unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    const META: &str = r#""id":1,"name":"demo","command":["agent","acp"],"cwd":"/w","mode":"wrap","started_at":"2026-11-30T10:00:00.000000Z","ended_at":"2026-11-30T10:00:01.000000Z","exit_code":0,"end_reason":"the agent exited","frame_count":3,"error_count":1,"missing_frames":0"#;
+    const F1: &str = r#"{"seq":1,"t_ns":1000,"dir":"client_to_agent","kind":"request","id":1,"method":"initialize","raw":"{\"id\":1,\"method\":\"initialize\"}\n"}"#;
+    const F2: &str = r#"{"seq":2,"t_ns":1500,"dir":"agent_stderr","kind":"stderr","raw_base64":"YmFkIP8gYnl0ZQo="}"#;
+    const F3: &str = r#"{"seq":3,"t_ns":4000,"dir":"agent_to_client","kind":"error","id":1,"method":"initialize","reply_to_seq":1,"latency_ns":3000,"raw":"{\"id\":1,\"error\":{\"code\":-1,\"message\":\"no\"}}\n"}"#;
+
+    #[test]
+    fn json_document() {
+        let expect = format!(
+            "{{\"format\":\"acp-tee-trace\",\"version\":1,\"traces\":[\n{{{META},\"frames\":[\n{F1},\n{F2},\n{F3}\n]}}\n]}}\n"
+        );
+        let got = export_to_string(ExportFormat::Json);
+        assert_eq!(got, expect);
+        let doc: serde_json::Value = serde_json::from_str(&got).unwrap();
+        assert_eq!(doc["traces"][0]["frames"].as_array().unwrap().len(), 3);
+    }
+
+    #[test]
+    fn ndjson_lines() {
+        let expect = format!(
+            "{{\"format\":\"acp-tee-trace\",\"version\":1,\"trace\":{{{META}}}}}\n{F1}\n{F2}\n{F3}\n"
+        );
+        assert_eq!(export_to_string(ExportFormat::Ndjson), expect);
+    }
+
+    #[test]
+    fn frames_read_back_as_shared_types() {
+        let doc: serde_json::Value =
+            serde_json::from_str(&export_to_string(ExportFormat::Json)).unwrap();
+        let frames: Vec<ExportFrame> =
+            serde_json::from_value(doc["traces"][0]["frames"].clone()).unwrap();
+        assert_eq!(frames[2].latency_ns, Some(3000));
+        let meta: TraceMeta = serde_json::from_value({
+            let mut t = doc["traces"][0].clone();
+            t.as_object_mut().unwrap().remove("frames");
+            t
+        })
+        .unwrap();
+        assert_eq!(meta.error_count, 1);
+    }
+
+    #[test]
+    fn empty_store_and_unknown_trace_are_errors() {
+        let store = Store::in_memory().unwrap();
+        let mut out = Vec::new();
+        let err = export(&store, TraceSelection::Latest, ExportFormat::Json, &mut out).unwrap_err();
+        assert!(err.to_string().contains("no traces yet"), "{err}");
+        let err = export(
+            &store_with_trace(),
+            TraceSelection::Id(9),
+            ExportFormat::Json,
+            &mut out,
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("no trace with id 9"), "{err}");
+    }
+
+    #[test]
+    fn selections_parse() {
+        assert_eq!(
+            "latest".parse::<TraceSelection>(),
+            Ok(TraceSelection::Latest)
+        );
+        assert_eq!("all".parse::<TraceSelection>(), Ok(TraceSelection::All));
+        assert_eq!("12".parse::<TraceSelection>(), Ok(TraceSelection::Id(12)));
+        assert!("newest".parse::<TraceSelection>().is_err());
+    }
+}

@@ -93,7 +93,9 @@ impl StoreWriter {
     pub fn finish(&mut self, end: &TraceEnd) {
         let missing = self.missing;
         if let Some((store, trace_id)) = self.target.as_ref() {
-            if let Err(e) = store.finish_trace(*trace_id, end, missing) {
+            if let Err(e) =
+                store.finish_trace(*trace_id, end, missing, &crate::clock::now_rfc3339())
+            {
                 let msg = e.to_string();
                 self.warn(&msg);
             }
@@ -104,7 +106,7 @@ impl StoreWriter {
         if !self.warned {
             self.warned = true;
             tracing::warn!(
-                "cannot record to {}: {why}; forwarding goes on and frames not stored are counted as missing",
+                "not recording to {}: {why}; forwarding goes on, unstored frames are counted as missing",
                 self.display_path
             );
         }

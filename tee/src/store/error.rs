@@ -19,6 +19,14 @@ pub enum StoreError {
         /// Why.
         source: std::io::Error,
     },
+    /// The store's directory could not be created.
+    #[error("cannot create the directory {} for the trace store: {source}; pass --db to use another file", path.display())]
+    CreateDir {
+        /// The directory.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
     /// SQLite could not open the file.
     #[error("cannot open trace store {}: {source}; pass --db to use another file", path.display())]
     Open {

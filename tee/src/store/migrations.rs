@@ -16,6 +16,11 @@ pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
 /// Returns the version found before, or an error when the store is from a
 /// newer acp-tee.
 pub fn apply(conn: &mut Connection) -> Result<i64, MigrationError> {
+    // The common case, an up-to-date store, takes no write lock at all.
+    let current: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+    if current == SCHEMA_VERSION {
+        return Ok(current);
+    }
     let tx = conn.transaction_with_behavior(TransactionBehavior::Exclusive)?;
     let found: i64 = tx.query_row("PRAGMA user_version", [], |r| r.get(0))?;
     if found > SCHEMA_VERSION {

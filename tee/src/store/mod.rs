@@ -77,7 +77,7 @@ impl Store {
                 .recursive(true)
                 .mode(0o700)
                 .create(dir)
-                .map_err(|source| StoreError::Io {
+                .map_err(|source| StoreError::CreateDir {
                     path: dir.to_owned(),
                     source,
                 })?;
@@ -206,14 +206,14 @@ impl Store {
         Ok(())
     }
 
-    /// Marks trace `trace_id` as ended now.
+    /// Marks trace `trace_id` as ended at `ended_at` (UTC, RFC 3339).
     pub fn finish_trace(
         &self,
         trace_id: i64,
         end: &TraceEnd,
         missing_frames: u64,
+        ended_at: &str,
     ) -> Result<(), StoreError> {
-        let ended_at = crate::clock::now_rfc3339();
         self.conn.execute(
             "UPDATE traces SET ended_at = ?1, exit_code = ?2, exit_signal = ?3, end_reason = ?4,
                                missing_frames = ?5

@@ -1,0 +1,126 @@
+//! Byte-exactness: whatever goes through `acp-tee -- cat` comes out unchanged,
+//! and the stored frames concatenate back to it, in both directions.
+
+mod common;
+
+use acp_tee_shared::{Direction, FrameKind};
+use common::*;
+use proptest::prelude::*;
+
+/// One piece of a generated stream.
+fn segment() -> impl Strategy<Value = Vec<u8>> {
+    prop_oneof![
+        // Arbitrary bytes, invalid UTF-8 included.
+        proptest::collection::vec(any::<u8>(), 0..300),
+        // A JSON-RPC line, LF or CRLF terminated.
+        (0u32..1000, "[a-z/_]{1,20}", any::<bool>()).prop_map(|(id, m, crlf)| {
+            format!(
+                "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"{m}\",\"params\":{{}}}}{}",
+                if crlf { "\r\n" } else { "\n" }
+            )
+            .into_bytes()
+        }),
+        // A batch.
+        (0u32..1000).prop_map(|id| format!(
+            "[{{\"id\":{id},\"method\":\"a\"}},{{\"method\":\"b\"}}]\n"
+        )
+        .into_bytes()),
+        Just(b"\n".to_vec()),
+        Just(b"\r\n".to_vec()),
+        // A large line.
+        (1usize..300_000).prop_map(|n| {
+            let mut v = vec![b'x'; n];
+            v.push(b'\n');
+            v
+        }),
+    ]
+}
+
+fn check_round_trip(input: Vec<u8>) {
+    let store = TempStore::new();
+    let out = run_with_input(tee_command(&store.db, &[], &["cat"]), input.clone());
+    assert!(
+        out.status.success(),
+        "acp-tee failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.stdout == input,
+        "output differs from input ({} vs {} bytes)",
+        out.stdout.len(),
+        input.len()
+    );
+    let trace = store.only_trace();
+    assert_eq!(trace.missing_frames, 0);
+    assert!(
+        store.stream(trace.id, Direction::ClientToAgent) == input,
+        "client->agent frames differ"
+    );
+    assert!(
+        store.stream(trace.id, Direction::AgentToClient) == input,
+        "agent->client frames differ"
+    );
+    let newlines = input.iter().filter(|&&b| b == b'\n').count();
+    let expected_frames = newlines + usize::from(!input.is_empty() && input.last() != Some(&b'\n'));
+    assert_eq!(trace.frame_count as usize, 2 * expected_frames);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+    #[test]
+    fn random_streams_pass_unchanged(segments in proptest::collection::vec(segment(), 0..40)) {
+        check_round_trip(segments.concat());
+    }
+}
+
+#[test]
+fn a_32_mib_line_and_an_unterminated_tail() {
+    let mut input = vec![b'a'; 32 << 20];
+    input.push(b'\n');
+    input.extend_from_slice(b"{\"id\":1,\"method\":\"x\"}");
+    check_round_trip(input);
+}
+
+#[test]
+fn frames_are_classified_and_paired() {
+    let store = TempStore::new();
+    // The agent answers with the line it got, as if the client had sent a response.
+    let input =
+        b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{}}\nnot json\n"
+            .to_vec();
+    let agent =
+        sh(r#"read req; echo '{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":1}}'; cat"#);
+    let out = run_with_input(tee_command(&store.db, &[], &as_strs(&agent)), input);
+    assert!(out.status.success());
+    let trace = store.only_trace();
+    let frames = store.frames(trace.id);
+    let summary: Vec<(Direction, FrameKind, Option<&str>, Option<i64>)> = frames
+        .iter()
+        .map(|f| (f.dir, f.kind, f.method.as_deref(), f.reply_to_seq))
+        .collect();
+    // The client's two lines arrive in one write, so both are framed before
+    // the agent's answer.
+    assert_eq!(
+        summary,
+        vec![
+            (
+                Direction::ClientToAgent,
+                FrameKind::Request,
+                Some("initialize"),
+                None
+            ),
+            (Direction::ClientToAgent, FrameKind::Invalid, None, None),
+            (
+                Direction::AgentToClient,
+                FrameKind::Response,
+                Some("initialize"),
+                Some(1)
+            ),
+            (Direction::AgentToClient, FrameKind::Invalid, None, None),
+        ]
+    );
+    assert!(frames[2].latency_ns.unwrap() > 0);
+    assert!(frames
+        .windows(2)
+        .all(|w| w[0].t_ns <= w[1].t_ns && w[0].seq + 1 == w[1].seq));
+}

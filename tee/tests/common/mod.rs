@@ -1,0 +1,158 @@
+//! Helpers shared by the integration tests: running the real `acp-tee` binary
+//! and reading back the real SQLite store it wrote.
+#![allow(dead_code)]
+
+use acp_tee::store::{Store, StoredFrame};
+use acp_tee_shared::{Direction, TraceMeta};
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// The binary under test.
+pub fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_acp-tee")
+}
+
+/// A temporary directory holding a store path (not yet created).
+pub struct TempStore {
+    pub dir: tempfile::TempDir,
+    pub db: PathBuf,
+}
+
+impl TempStore {
+    pub fn new() -> Self {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let db = dir.path().join("traces.db");
+        TempStore { dir, db }
+    }
+
+    pub fn open(&self) -> Store {
+        Store::open_existing(&self.db).expect("open the store the test recorded into")
+    }
+
+    /// Waits until `count` traces exist and all have ended (the recorder is a
+    /// separate process that may still be committing), then returns them,
+    /// oldest first.
+    pub fn ended_traces(&self, count: usize) -> Vec<TraceMeta> {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            if self.db.exists() {
+                let mut traces = self.open().list_traces().expect("list traces");
+                if traces.len() >= count && traces.iter().all(|t| t.ended_at.is_some()) {
+                    traces.reverse();
+                    return traces;
+                }
+            }
+            assert!(Instant::now() < deadline, "traces did not end within 60 s");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// The one trace, once ended.
+    pub fn only_trace(&self) -> TraceMeta {
+        let traces = self.ended_traces(1);
+        assert_eq!(traces.len(), 1, "expected exactly one trace");
+        traces.into_iter().next().unwrap()
+    }
+
+    pub fn frames(&self, trace_id: i64) -> Vec<StoredFrame> {
+        let mut out = Vec::new();
+        self.open()
+            .for_each_frame(trace_id, |f| -> Result<(), acp_tee::store::StoreError> {
+                out.push(f);
+                Ok(())
+            })
+            .unwrap();
+        out
+    }
+
+    /// The stored bytes of one direction, concatenated.
+    pub fn stream(&self, trace_id: i64, dir: Direction) -> Vec<u8> {
+        self.frames(trace_id)
+            .into_iter()
+            .filter(|f| f.dir == dir)
+            .flat_map(|f| f.raw)
+            .collect()
+    }
+}
+
+/// `acp-tee --db DB [extra...] -- agent...` with piped stdio.
+pub fn tee_command(db: &Path, extra: &[&str], agent: &[&str]) -> Command {
+    let mut cmd = Command::new(bin());
+    cmd.arg("--db").arg(db).args(extra).arg("--").args(agent);
+    cmd.stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    cmd
+}
+
+/// Runs `cmd`, feeding `input` on stdin (then closing it) while collecting output.
+pub fn run_with_input(mut cmd: Command, input: Vec<u8>) -> Output {
+    let mut child = cmd.spawn().expect("spawn acp-tee");
+    let mut stdin = child.stdin.take().unwrap();
+    let feeder = std::thread::spawn(move || {
+        let _ = stdin.write_all(&input);
+    });
+    let out = child.wait_with_output().expect("wait for acp-tee");
+    feeder.join().unwrap();
+    out
+}
+
+/// Reads exactly `n` bytes from the child's stdout.
+pub fn read_exact_from(child: &mut Child, n: usize) -> Vec<u8> {
+    let mut buf = vec![0u8; n];
+    child
+        .stdout
+        .as_mut()
+        .unwrap()
+        .read_exact(&mut buf)
+        .expect("read from acp-tee");
+    buf
+}
+
+/// True while `pid` is a live (not zombie) process.
+pub fn process_alive(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => {
+            // The state follows the parenthesised command name.
+            let state = stat
+                .rsplit(')')
+                .next()
+                .and_then(|rest| rest.split_whitespace().next());
+            !matches!(state, Some("Z") | Some("X"))
+        }
+        Err(_) => false,
+    }
+}
+
+/// Waits up to 10 s for `pid` to be gone.
+pub fn wait_gone(pid: u32) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while process_alive(pid) {
+        if Instant::now() > deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    true
+}
+
+/// A shell agent script: `sh -c SCRIPT`.
+pub fn sh(script: &str) -> Vec<String> {
+    vec!["sh".into(), "-c".into(), script.into()]
+}
+
+pub fn as_strs(v: &[String]) -> Vec<&str> {
+    v.iter().map(String::as_str).collect()
+}
+
+/// Sends `sig` to `pid`.
+pub fn kill(pid: u32, sig: i32) {
+    let status = Command::new("kill")
+        .arg(format!("-{sig}"))
+        .arg(pid.to_string())
+        .status()
+        .unwrap();
+    assert!(status.success(), "kill -{sig} {pid}");
+}

@@ -1,0 +1,162 @@
+//! Real peers from crates.io: the yopo client driving the elizacp agent
+//! through acp-tee. `.ci/run` installs them (elizacp 12.0.0, yopo 11.0.0).
+
+mod common;
+
+use common::*;
+use serde_json::Value;
+use std::process::Command;
+
+const PROMPT: &str = "I feel like testing my tools today";
+
+fn peer(name: &str) -> String {
+    let found = std::env::var_os("PATH")
+        .into_iter()
+        .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
+        .map(|dir| dir.join(name))
+        .find(|p| p.is_file());
+    match found {
+        Some(p) => p.display().to_string(),
+        None => panic!(
+            "`{name}` is not on PATH; install the real peers with \
+             `cargo install --locked elizacp@12.0.0 yopo@11.0.0` (or run .ci/run)"
+        ),
+    }
+}
+
+/// Every process still running with `marker` in its environment.
+fn processes_marked(marker: &str) -> Vec<String> {
+    let needle = format!("ACP_TEE_TEST_MARK={marker}");
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|&pid| process_alive(pid))
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/environ"))
+                .map(|env| env.split(|&b| b == 0).any(|kv| kv == needle.as_bytes()))
+                .unwrap_or(false)
+        })
+        .map(|pid| std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default())
+        .collect()
+}
+
+#[test]
+fn yopo_and_elizacp_through_acp_tee() {
+    let (yopo, elizacp) = (peer("yopo"), peer("elizacp"));
+    let direct = Command::new(&yopo)
+        .args([PROMPT, "--", &elizacp, "--deterministic", "acp"])
+        .output()
+        .unwrap();
+    assert!(direct.status.success(), "yopo without acp-tee failed");
+
+    let store = TempStore::new();
+    let marker = format!("{}", std::process::id());
+    let teed = Command::new(&yopo)
+        .args([
+            PROMPT,
+            "--",
+            bin(),
+            "--db",
+            store.db.to_str().unwrap(),
+            "--",
+            &elizacp,
+            "--deterministic",
+            "acp",
+        ])
+        .env("ACP_TEE_TEST_MARK", &marker)
+        .output()
+        .unwrap();
+    assert!(
+        teed.status.success(),
+        "yopo through acp-tee failed: {}",
+        String::from_utf8_lossy(&teed.stderr)
+    );
+    let printed = String::from_utf8(teed.stdout).unwrap();
+    assert_eq!(printed, String::from_utf8(direct.stdout).unwrap());
+
+    // yopo SIGKILLs acp-tee the instant it has its answer: elizacp must die
+    // with it, and the trace must still hold that answer.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while processes_marked(&marker)
+        .iter()
+        .any(|c| c.trim() == "elizacp")
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "elizacp outlived acp-tee"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let trace = store.only_trace();
+    let export = Command::new(bin())
+        .args([
+            "export",
+            "--db",
+            store.db.to_str().unwrap(),
+            "--trace",
+            &trace.id.to_string(),
+        ])
+        .output()
+        .unwrap();
+    assert!(export.status.success());
+    let doc: Value = serde_json::from_slice(&export.stdout).unwrap();
+    assert_eq!(doc["format"], "acp-tee-trace");
+    assert_eq!(doc["version"], 1);
+    let t = &doc["traces"][0];
+    assert_eq!(
+        t["command"],
+        serde_json::json!([elizacp, "--deterministic", "acp"])
+    );
+    let frames = t["frames"].as_array().unwrap();
+
+    for method in ["initialize", "session/new", "session/prompt"] {
+        let req = frames
+            .iter()
+            .find(|f| f["kind"] == "request" && f["method"] == method)
+            .unwrap_or_else(|| panic!("no {method} request"));
+        assert_eq!(req["dir"], "client_to_agent");
+        let resp = frames
+            .iter()
+            .find(|f| f["reply_to_seq"] == req["seq"])
+            .unwrap_or_else(|| panic!("no response to {method}"));
+        assert_eq!(resp["dir"], "agent_to_client");
+        assert_eq!(resp["kind"], "response");
+        assert_eq!(resp["id"], req["id"]);
+        assert_eq!(resp["method"], method);
+        assert!(resp["latency_ns"].as_i64().unwrap() > 0);
+        assert_eq!(
+            resp["latency_ns"].as_i64().unwrap(),
+            resp["t_ns"].as_i64().unwrap() - req["t_ns"].as_i64().unwrap()
+        );
+    }
+    let session = frames
+        .iter()
+        .find(|f| f["method"] == "session/new" && f["kind"] == "response")
+        .unwrap()["session_id"]
+        .clone();
+    assert!(session.is_string());
+    let updates: Vec<&Value> = frames
+        .iter()
+        .filter(|f| f["method"] == "session/update")
+        .collect();
+    assert!(!updates.is_empty(), "no session/update notifications");
+    for u in updates {
+        assert_eq!(u["kind"], "notification");
+        assert_eq!(u["dir"], "agent_to_client");
+        assert_eq!(u["session_id"], session);
+    }
+    // What yopo printed is what the recorded message chunks say.
+    let mut reply = String::new();
+    for f in frames.iter().filter(|f| f["method"] == "session/update") {
+        let msg: Value = serde_json::from_str(f["raw"].as_str().unwrap()).unwrap();
+        if msg["params"]["update"]["sessionUpdate"] == "agent_message_chunk" {
+            reply.push_str(msg["params"]["update"]["content"]["text"].as_str().unwrap());
+        }
+    }
+    assert!(!reply.trim().is_empty());
+    assert!(
+        printed.contains(reply.trim()),
+        "yopo printed {printed:?}, the trace says {reply:?}"
+    );
+}
