@@ -34,11 +34,7 @@ pub enum Direction {
 
 impl Direction {
     /// Every direction, in the order lanes are drawn.
-    pub const ALL: [Direction; 3] = [
-        Direction::ClientToAgent,
-        Direction::AgentToClient,
-        Direction::AgentStderr,
-    ];
+    pub const ALL: [Direction; 3] = [Direction::ClientToAgent, Direction::AgentToClient, Direction::AgentStderr];
 
     /// The name used in the store and the export (`client_to_agent`, ...).
     pub fn as_str(self) -> &'static str {
@@ -128,10 +124,7 @@ impl FromStr for Direction {
         Direction::ALL
             .into_iter()
             .find(|d| d.as_str() == s)
-            .ok_or_else(|| UnknownName {
-                what: "direction",
-                name: s.to_owned(),
-            })
+            .ok_or_else(|| UnknownName { what: "direction", name: s.to_owned() })
     }
 }
 
@@ -141,10 +134,7 @@ impl FromStr for FrameKind {
         FrameKind::ALL
             .into_iter()
             .find(|k| k.as_str() == s)
-            .ok_or_else(|| UnknownName {
-                what: "kind",
-                name: s.to_owned(),
-            })
+            .ok_or_else(|| UnknownName { what: "kind", name: s.to_owned() })
     }
 }
 
@@ -229,6 +219,19 @@ pub struct ExportFrame {
     /// The exact bytes, base64 (standard alphabet, padded), when they are not UTF-8.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub raw_base64: Option<String>,
+    /// `"mcp"` for MCP-over-ACP messages; absent for plain ACP.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protocol: Option<String>,
+    /// For `mcp/message`: the inner MCP method.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mcp_method: Option<String>,
+    /// Proxy mode: the exact bytes on the successor side of the hop (the
+    /// `proxy/successor` envelope), when they are UTF-8.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub envelope: Option<String>,
+    /// Proxy mode: the envelope's bytes, base64, when they are not UTF-8.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub envelope_base64: Option<String>,
 }
 
 /// The first line of an NDJSON export of one trace; its frames follow, one a line.
@@ -253,10 +256,7 @@ pub struct ExportHeader {
 
 impl Default for ExportHeader {
     fn default() -> Self {
-        ExportHeader {
-            format: FORMAT_NAME.to_owned(),
-            version: FORMAT_VERSION,
-        }
+        ExportHeader { format: FORMAT_NAME.to_owned(), version: FORMAT_VERSION }
     }
 }
 
@@ -274,10 +274,7 @@ mod tests {
             assert_eq!(k.as_str().parse::<FrameKind>().unwrap(), k);
             assert_eq!(serde_json::to_string(&k).unwrap(), format!("\"{k}\""));
         }
-        assert_eq!(
-            "sideways".parse::<Direction>().unwrap_err().to_string(),
-            "unknown direction `sideways`"
-        );
+        assert_eq!("sideways".parse::<Direction>().unwrap_err().to_string(), "unknown direction `sideways`");
     }
 
     #[test]
@@ -294,6 +291,10 @@ mod tests {
             latency_ns: None,
             raw: Some("hi\n".into()),
             raw_base64: None,
+            protocol: None,
+            mcp_method: None,
+            envelope: None,
+            envelope_base64: None,
         };
         assert_eq!(
             serde_json::to_string(&f).unwrap(),

@@ -15,12 +15,7 @@ where
     S: Subscriber + for<'a> LookupSpan<'a>,
     N: for<'a> FormatFields<'a> + 'static,
 {
-    fn format_event(
-        &self,
-        ctx: &FmtContext<'_, S, N>,
-        mut w: Writer<'_>,
-        event: &Event<'_>,
-    ) -> fmt::Result {
+    fn format_event(&self, ctx: &FmtContext<'_, S, N>, mut w: Writer<'_>, event: &Event<'_>) -> fmt::Result {
         let level = match *event.metadata().level() {
             Level::ERROR => "error",
             Level::WARN => "warning",
@@ -38,9 +33,7 @@ fn main() {
     // stdout is the protocol in wrap mode: every log line goes to stderr.
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
-        .with_env_filter(
-            EnvFilter::try_from_env("ACP_TEE_LOG").unwrap_or_else(|_| EnvFilter::new("warn")),
-        )
+        .with_env_filter(EnvFilter::try_from_env("ACP_TEE_LOG").unwrap_or_else(|_| EnvFilter::new("warn")))
         .event_format(Plain)
         .init();
     let code = acp_tee::cli::main(std::env::args_os().collect());

@@ -21,10 +21,7 @@ fn segment() -> impl Strategy<Value = Vec<u8>> {
             .into_bytes()
         }),
         // A batch.
-        (0u32..1000).prop_map(|id| format!(
-            "[{{\"id\":{id},\"method\":\"a\"}},{{\"method\":\"b\"}}]\n"
-        )
-        .into_bytes()),
+        (0u32..1000).prop_map(|id| format!("[{{\"id\":{id},\"method\":\"a\"}},{{\"method\":\"b\"}}]\n").into_bytes()),
         Just(b"\n".to_vec()),
         Just(b"\r\n".to_vec()),
         // A large line.
@@ -39,27 +36,12 @@ fn segment() -> impl Strategy<Value = Vec<u8>> {
 fn check_round_trip(input: Vec<u8>) {
     let store = TempStore::new();
     let out = run_with_input(tee_command(&store.db, &[], &["cat"]), input.clone());
-    assert!(
-        out.status.success(),
-        "acp-tee failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(
-        out.stdout == input,
-        "output differs from input ({} vs {} bytes)",
-        out.stdout.len(),
-        input.len()
-    );
+    assert!(out.status.success(), "acp-tee failed: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(out.stdout == input, "output differs from input ({} vs {} bytes)", out.stdout.len(), input.len());
     let trace = store.only_trace();
     assert_eq!(trace.missing_frames, 0);
-    assert!(
-        store.stream(trace.id, Direction::ClientToAgent) == input,
-        "client->agent frames differ"
-    );
-    assert!(
-        store.stream(trace.id, Direction::AgentToClient) == input,
-        "agent->client frames differ"
-    );
+    assert!(store.stream(trace.id, Direction::ClientToAgent) == input, "client->agent frames differ");
+    assert!(store.stream(trace.id, Direction::AgentToClient) == input, "agent->client frames differ");
     let newlines = input.iter().filter(|&&b| b == b'\n').count();
     let expected_frames = newlines + usize::from(!input.is_empty() && input.last() != Some(&b'\n'));
     assert_eq!(trace.frame_count as usize, 2 * expected_frames);
@@ -85,42 +67,25 @@ fn a_32_mib_line_and_an_unterminated_tail() {
 fn frames_are_classified_and_paired() {
     let store = TempStore::new();
     // The agent answers with the line it got, as if the client had sent a response.
-    let input =
-        b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{}}\nnot json\n"
-            .to_vec();
-    let agent =
-        sh(r#"read req; echo '{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":1}}'; cat"#);
+    let input = b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{}}\nnot json\n".to_vec();
+    let agent = sh(r#"read req; echo '{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":1}}'; cat"#);
     let out = run_with_input(tee_command(&store.db, &[], &as_strs(&agent)), input);
     assert!(out.status.success());
     let trace = store.only_trace();
     let frames = store.frames(trace.id);
-    let summary: Vec<(Direction, FrameKind, Option<&str>, Option<i64>)> = frames
-        .iter()
-        .map(|f| (f.dir, f.kind, f.method.as_deref(), f.reply_to_seq))
-        .collect();
+    let summary: Vec<(Direction, FrameKind, Option<&str>, Option<i64>)> =
+        frames.iter().map(|f| (f.dir, f.kind, f.method.as_deref(), f.reply_to_seq)).collect();
     // The client's two lines arrive in one write, so both are framed before
     // the agent's answer.
     assert_eq!(
         summary,
         vec![
-            (
-                Direction::ClientToAgent,
-                FrameKind::Request,
-                Some("initialize"),
-                None
-            ),
+            (Direction::ClientToAgent, FrameKind::Request, Some("initialize"), None),
             (Direction::ClientToAgent, FrameKind::Invalid, None, None),
-            (
-                Direction::AgentToClient,
-                FrameKind::Response,
-                Some("initialize"),
-                Some(1)
-            ),
+            (Direction::AgentToClient, FrameKind::Response, Some("initialize"), Some(1)),
             (Direction::AgentToClient, FrameKind::Invalid, None, None),
         ]
     );
     assert!(frames[2].latency_ns.unwrap() > 0);
-    assert!(frames
-        .windows(2)
-        .all(|w| w[0].t_ns <= w[1].t_ns && w[0].seq + 1 == w[1].seq));
+    assert!(frames.windows(2).all(|w| w[0].t_ns <= w[1].t_ns && w[0].seq + 1 == w[1].seq));
 }

@@ -16,24 +16,12 @@ fn client_eof_stops_an_agent_that_never_exits() {
     let mut cmd = tee_command(&store.db, &["--grace", "200ms"], &as_strs(&agent));
     cmd.current_dir(store.dir.path());
     let out = run_with_input(cmd, b"hello\n".to_vec());
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(out.stdout, b"hello\n");
     let trace = store.only_trace();
     assert_eq!(trace.exit_signal, Some(libc::SIGTERM));
-    assert!(trace
-        .end_reason
-        .unwrap()
-        .contains("stopped after the grace period"));
-    let pid: u32 = std::fs::read_to_string(store.dir.path().join("pid"))
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
+    assert!(trace.end_reason.unwrap().contains("stopped after the grace period"));
+    let pid: u32 = std::fs::read_to_string(store.dir.path().join("pid")).unwrap().trim().parse().unwrap();
     assert!(wait_gone(pid), "agent still running");
 }
 
@@ -41,10 +29,7 @@ fn client_eof_stops_an_agent_that_never_exits() {
 fn an_agent_ignoring_sigterm_is_killed_after_another_grace() {
     let store = TempStore::new();
     let agent = sh("trap '' TERM; cat >/dev/null; exec sleep 1000");
-    let out = run_with_input(
-        tee_command(&store.db, &["--grace", "100ms"], &as_strs(&agent)),
-        vec![],
-    );
+    let out = run_with_input(tee_command(&store.db, &["--grace", "100ms"], &as_strs(&agent)), vec![]);
     assert_eq!(out.status.code(), Some(0));
     assert_eq!(store.only_trace().exit_signal, Some(libc::SIGKILL));
 }
@@ -53,9 +38,7 @@ fn an_agent_ignoring_sigterm_is_killed_after_another_grace() {
 fn agent_exit_delivers_all_output_and_passes_the_code_on() {
     let store = TempStore::new();
     let agent = sh("printf 'one\\ntwo-without-newline'; echo oops >&2; exit 3");
-    let mut child = tee_command(&store.db, &[], &as_strs(&agent))
-        .spawn()
-        .unwrap();
+    let mut child = tee_command(&store.db, &[], &as_strs(&agent)).spawn().unwrap();
     // Keep our end of the client's stdin open: the agent ends the run, not us.
     let stdin = child.stdin.take().unwrap();
     let out = child.wait_with_output().unwrap();
@@ -67,27 +50,16 @@ fn agent_exit_delivers_all_output_and_passes_the_code_on() {
     assert_eq!((trace.exit_code, trace.exit_signal), (Some(3), None));
     assert_eq!(trace.end_reason.as_deref(), Some("the agent exited"));
     let frames = store.frames(trace.id);
-    let a2c: Vec<&[u8]> = frames
-        .iter()
-        .filter(|f| f.dir == Direction::AgentToClient)
-        .map(|f| &f.raw[..])
-        .collect();
+    let a2c: Vec<&[u8]> = frames.iter().filter(|f| f.dir == Direction::AgentToClient).map(|f| &f.raw[..]).collect();
     assert_eq!(a2c, vec![&b"one\n"[..], b"two-without-newline"]);
-    let stderr: Vec<&[u8]> = frames
-        .iter()
-        .filter(|f| f.kind == FrameKind::Stderr)
-        .map(|f| &f.raw[..])
-        .collect();
+    let stderr: Vec<&[u8]> = frames.iter().filter(|f| f.kind == FrameKind::Stderr).map(|f| &f.raw[..]).collect();
     assert_eq!(stderr, vec![&b"oops\n"[..]]);
 }
 
 #[test]
 fn a_crashing_agent_gives_128_plus_signal() {
     let store = TempStore::new();
-    let out = run_with_input(
-        tee_command(&store.db, &[], &as_strs(&sh("kill -SEGV $$"))),
-        vec![],
-    );
+    let out = run_with_input(tee_command(&store.db, &[], &as_strs(&sh("kill -SEGV $$"))), vec![]);
     assert_eq!(out.status.code(), Some(128 + libc::SIGSEGV));
     let trace = store.only_trace();
     assert_eq!(trace.exit_code, Some(128 + libc::SIGSEGV));
@@ -99,18 +71,13 @@ fn agent_output_after_the_client_stopped_reading_is_still_recorded() {
     let store = TempStore::new();
     // The agent speaks only after its stdin closes, when nobody reads us any more.
     let agent = sh("cat >/dev/null; echo last-words");
-    let mut child = tee_command(&store.db, &[], &as_strs(&agent))
-        .spawn()
-        .unwrap();
+    let mut child = tee_command(&store.db, &[], &as_strs(&agent)).spawn().unwrap();
     drop(child.stdout.take());
     drop(child.stdin.take());
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(0));
     let trace = store.only_trace();
-    assert_eq!(
-        store.stream(trace.id, Direction::AgentToClient),
-        b"last-words\n"
-    );
+    assert_eq!(store.stream(trace.id, Direction::AgentToClient), b"last-words\n");
 }
 
 #[test]
@@ -133,35 +100,20 @@ fn sigkill_of_acp_tee_keeps_every_forwarded_frame_and_kills_the_agent() {
     child.kill().unwrap();
     child.wait().unwrap();
     let trace = store.only_trace();
-    assert_eq!(
-        trace.end_reason.as_deref(),
-        Some(acp_tee::recorder::RELAY_KILLED)
-    );
+    assert_eq!(trace.end_reason.as_deref(), Some(acp_tee::recorder::RELAY_KILLED));
     assert_eq!(store.stream(trace.id, Direction::ClientToAgent), expected);
     assert_eq!(store.stream(trace.id, Direction::AgentToClient), expected);
     assert_eq!(trace.frame_count, 400);
-    let pid: u32 = std::fs::read_to_string(store.dir.path().join("pid"))
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
+    let pid: u32 = std::fs::read_to_string(store.dir.path().join("pid")).unwrap().trim().parse().unwrap();
     assert!(wait_gone(pid), "the agent outlived a SIGKILLed acp-tee");
 }
 
 #[test]
 fn signals_are_passed_on_to_the_agent() {
-    for (sig, name) in [
-        (libc::SIGTERM, "TERM"),
-        (libc::SIGHUP, "HUP"),
-        (libc::SIGINT, "INT"),
-    ] {
+    for (sig, name) in [(libc::SIGTERM, "TERM"), (libc::SIGHUP, "HUP"), (libc::SIGINT, "INT")] {
         let store = TempStore::new();
-        let agent = sh(&format!(
-            "trap 'echo got-{name}; exit 42' {name}; echo ready; while :; do sleep 0.05; done"
-        ));
-        let mut child = tee_command(&store.db, &[], &as_strs(&agent))
-            .spawn()
-            .unwrap();
+        let agent = sh(&format!("trap 'echo got-{name}; exit 42' {name}; echo ready; while :; do sleep 0.05; done"));
+        let mut child = tee_command(&store.db, &[], &as_strs(&agent)).spawn().unwrap();
         assert_eq!(read_exact_from(&mut child, 6), b"ready\n");
         kill(child.id(), sig);
         let out = child.wait_with_output().unwrap();
@@ -169,10 +121,7 @@ fn signals_are_passed_on_to_the_agent() {
         assert_eq!(out.stdout, format!("got-{name}\n").as_bytes());
         let trace = store.only_trace();
         assert_eq!(trace.exit_code, Some(42));
-        assert_eq!(
-            trace.end_reason,
-            Some(format!("signal {sig} passed on to the agent"))
-        );
+        assert_eq!(trace.end_reason, Some(format!("signal {sig} passed on to the agent")));
     }
 }
 
@@ -180,9 +129,7 @@ fn signals_are_passed_on_to_the_agent() {
 fn sigterm_escalates_to_sigkill_for_an_agent_ignoring_it() {
     let store = TempStore::new();
     let agent = sh("trap '' TERM; echo ready; while :; do sleep 0.05; done");
-    let mut child = tee_command(&store.db, &["--grace", "100ms"], &as_strs(&agent))
-        .spawn()
-        .unwrap();
+    let mut child = tee_command(&store.db, &["--grace", "100ms"], &as_strs(&agent)).spawn().unwrap();
     assert_eq!(read_exact_from(&mut child, 6), b"ready\n");
     kill(child.id(), libc::SIGTERM);
     let status = child.wait().unwrap();
@@ -192,28 +139,16 @@ fn sigterm_escalates_to_sigkill_for_an_agent_ignoring_it() {
 #[test]
 fn a_missing_agent_is_one_clear_error_and_records_nothing() {
     let store = TempStore::new();
-    let out = run_with_input(
-        tee_command(&store.db, &[], &["/nonexistent/agent", "acp"]),
-        vec![],
-    );
+    let out = run_with_input(tee_command(&store.db, &[], &["/nonexistent/agent", "acp"]), vec![]);
     assert_eq!(out.status.code(), Some(127));
     let stderr = String::from_utf8(out.stderr).unwrap();
-    assert_eq!(
-        stderr,
-        "acp-tee: error: cannot start agent `/nonexistent/agent`: no such program (is it on PATH?)\n"
-    );
+    assert_eq!(stderr, "acp-tee: error: cannot start agent `/nonexistent/agent`: no such program (is it on PATH?)\n");
     assert!(out.stdout.is_empty());
-    assert!(
-        !store.db.exists(),
-        "a store was created for a run that never started"
-    );
+    assert!(!store.db.exists(), "a store was created for a run that never started");
 
     let script = store.dir.path().join("not-executable");
     std::fs::write(&script, "#!/bin/sh\n").unwrap();
-    let out = run_with_input(
-        tee_command(&store.db, &[], &[script.to_str().unwrap()]),
-        vec![],
-    );
+    let out = run_with_input(tee_command(&store.db, &[], &[script.to_str().unwrap()]), vec![]);
     assert_eq!(out.status.code(), Some(126));
     assert!(String::from_utf8_lossy(&out.stderr).contains("permission denied"));
     assert!(!store.db.exists());

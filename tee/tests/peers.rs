@@ -44,59 +44,30 @@ fn processes_marked(marker: &str) -> Vec<String> {
 #[test]
 fn yopo_and_elizacp_through_acp_tee() {
     let (yopo, elizacp) = (peer("yopo"), peer("elizacp"));
-    let direct = Command::new(&yopo)
-        .args([PROMPT, "--", &elizacp, "--deterministic", "acp"])
-        .output()
-        .unwrap();
+    let direct = Command::new(&yopo).args([PROMPT, "--", &elizacp, "--deterministic", "acp"]).output().unwrap();
     assert!(direct.status.success(), "yopo without acp-tee failed");
 
     let store = TempStore::new();
     let marker = format!("{}", std::process::id());
     let teed = Command::new(&yopo)
-        .args([
-            PROMPT,
-            "--",
-            bin(),
-            "--db",
-            store.db.to_str().unwrap(),
-            "--",
-            &elizacp,
-            "--deterministic",
-            "acp",
-        ])
+        .args([PROMPT, "--", bin(), "--db", store.db.to_str().unwrap(), "--", &elizacp, "--deterministic", "acp"])
         .env("ACP_TEE_TEST_MARK", &marker)
         .output()
         .unwrap();
-    assert!(
-        teed.status.success(),
-        "yopo through acp-tee failed: {}",
-        String::from_utf8_lossy(&teed.stderr)
-    );
+    assert!(teed.status.success(), "yopo through acp-tee failed: {}", String::from_utf8_lossy(&teed.stderr));
     let printed = String::from_utf8(teed.stdout).unwrap();
     assert_eq!(printed, String::from_utf8(direct.stdout).unwrap());
 
     // yopo SIGKILLs acp-tee the instant it has its answer: elizacp must die
     // with it, and the trace must still hold that answer.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while processes_marked(&marker)
-        .iter()
-        .any(|c| c.trim() == "elizacp")
-    {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "elizacp outlived acp-tee"
-        );
+    while processes_marked(&marker).iter().any(|c| c.trim() == "elizacp") {
+        assert!(std::time::Instant::now() < deadline, "elizacp outlived acp-tee");
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
     let trace = store.only_trace();
     let export = Command::new(bin())
-        .args([
-            "export",
-            "--db",
-            store.db.to_str().unwrap(),
-            "--trace",
-            &trace.id.to_string(),
-        ])
+        .args(["export", "--db", store.db.to_str().unwrap(), "--trace", &trace.id.to_string()])
         .output()
         .unwrap();
     assert!(export.status.success());
@@ -104,10 +75,7 @@ fn yopo_and_elizacp_through_acp_tee() {
     assert_eq!(doc["format"], "acp-tee-trace");
     assert_eq!(doc["version"], 1);
     let t = &doc["traces"][0];
-    assert_eq!(
-        t["command"],
-        serde_json::json!([elizacp, "--deterministic", "acp"])
-    );
+    assert_eq!(t["command"], serde_json::json!([elizacp, "--deterministic", "acp"]));
     let frames = t["frames"].as_array().unwrap();
 
     for method in ["initialize", "session/new", "session/prompt"] {
@@ -130,16 +98,10 @@ fn yopo_and_elizacp_through_acp_tee() {
             resp["t_ns"].as_i64().unwrap() - req["t_ns"].as_i64().unwrap()
         );
     }
-    let session = frames
-        .iter()
-        .find(|f| f["method"] == "session/new" && f["kind"] == "response")
-        .unwrap()["session_id"]
-        .clone();
+    let session =
+        frames.iter().find(|f| f["method"] == "session/new" && f["kind"] == "response").unwrap()["session_id"].clone();
     assert!(session.is_string());
-    let updates: Vec<&Value> = frames
-        .iter()
-        .filter(|f| f["method"] == "session/update")
-        .collect();
+    let updates: Vec<&Value> = frames.iter().filter(|f| f["method"] == "session/update").collect();
     assert!(!updates.is_empty(), "no session/update notifications");
     for u in updates {
         assert_eq!(u["kind"], "notification");
@@ -155,8 +117,5 @@ fn yopo_and_elizacp_through_acp_tee() {
         }
     }
     assert!(!reply.trim().is_empty());
-    assert!(
-        printed.contains(reply.trim()),
-        "yopo printed {printed:?}, the trace says {reply:?}"
-    );
+    assert!(printed.contains(reply.trim()), "yopo printed {printed:?}, the trace says {reply:?}");
 }

@@ -12,23 +12,14 @@ fn an_unwritable_store_warns_once_and_forwarding_goes_on() {
     let blocker = store.dir.path().join("file");
     std::fs::write(&blocker, "").unwrap();
     let db = blocker.join("traces.db");
-    let input: Vec<u8> = (0..500)
-        .flat_map(|i| format!("{{\"id\":{i},\"method\":\"m\"}}\n").into_bytes())
-        .collect();
+    let input: Vec<u8> = (0..500).flat_map(|i| format!("{{\"id\":{i},\"method\":\"m\"}}\n").into_bytes()).collect();
     let out = run_with_input(tee_command(&db, &[], &["cat"]), input.clone());
     assert_eq!(out.status.code(), Some(0));
     assert!(out.stdout == input, "forwarded bytes changed");
     let stderr = String::from_utf8(out.stderr).unwrap();
-    assert_eq!(
-        stderr.matches("not recording to").count(),
-        1,
-        "stderr: {stderr}"
-    );
+    assert_eq!(stderr.matches("not recording to").count(), 1, "stderr: {stderr}");
     assert_eq!(stderr.lines().count(), 1, "stderr: {stderr}");
-    assert!(
-        stderr.contains(db.to_str().unwrap()),
-        "the warning names the store: {stderr}"
-    );
+    assert!(stderr.contains(db.to_str().unwrap()), "the warning names the store: {stderr}");
 }
 
 #[test]
@@ -51,20 +42,10 @@ fn four_concurrent_tees_into_one_store_lose_nothing() {
             let db = store.db.clone();
             std::thread::spawn(move || {
                 let input: Vec<u8> = (0..lines)
-                    .flat_map(|i| {
-                        format!("{{\"jsonrpc\":\"2.0\",\"id\":{i},\"method\":\"tee{n}\"}}\n")
-                            .into_bytes()
-                    })
+                    .flat_map(|i| format!("{{\"jsonrpc\":\"2.0\",\"id\":{i},\"method\":\"tee{n}\"}}\n").into_bytes())
                     .collect();
-                let out = run_with_input(
-                    tee_command(&db, &["--name", &format!("tee{n}")], &["cat"]),
-                    input.clone(),
-                );
-                assert!(
-                    out.status.success(),
-                    "{}",
-                    String::from_utf8_lossy(&out.stderr)
-                );
+                let out = run_with_input(tee_command(&db, &["--name", &format!("tee{n}")], &["cat"]), input.clone());
+                assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
                 assert!(out.stdout == input);
                 (format!("tee{n}"), input)
             })
@@ -74,10 +55,7 @@ fn four_concurrent_tees_into_one_store_lose_nothing() {
     let traces = store.ended_traces(4);
     assert_eq!(traces.len(), 4);
     for (name, input) in inputs {
-        let trace = traces
-            .iter()
-            .find(|t| t.name.as_deref() == Some(&name))
-            .unwrap();
+        let trace = traces.iter().find(|t| t.name.as_deref() == Some(&name)).unwrap();
         assert_eq!(trace.missing_frames, 0);
         assert_eq!(trace.frame_count, 2 * lines);
         assert!(store.stream(trace.id, Direction::ClientToAgent) == input);

@@ -5,42 +5,22 @@ use chrono::DateTime;
 
 /// Renders `traces` as an aligned table with a header row.
 pub fn render(traces: &[TraceMeta]) -> String {
-    let mut rows = vec![[
-        "ID",
-        "NAME",
-        "STARTED (UTC)",
-        "DURATION",
-        "FRAMES",
-        "ERRORS",
-        "EXIT",
-    ]
-    .map(String::from)];
+    let mut rows = vec![["ID", "NAME", "STARTED (UTC)", "DURATION", "FRAMES", "ERRORS", "EXIT"].map(String::from)];
     for t in traces {
         rows.push([
             t.id.to_string(),
-            t.name
-                .clone()
-                .unwrap_or_else(|| t.command.first().cloned().unwrap_or_default()),
-            t.started_at
-                .get(..19)
-                .unwrap_or(&t.started_at)
-                .replace('T', " "),
+            t.name.clone().unwrap_or_else(|| t.command.first().cloned().unwrap_or_default()),
+            t.started_at.get(..19).unwrap_or(&t.started_at).replace('T', " "),
             duration(t),
             frames(t),
             t.error_count.to_string(),
             exit(t),
         ]);
     }
-    let widths: Vec<usize> = (0..7)
-        .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
-        .collect();
+    let widths: Vec<usize> = (0..7).map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0)).collect();
     let mut out = String::new();
     for row in &rows {
-        let cells: Vec<String> = row
-            .iter()
-            .zip(&widths)
-            .map(|(cell, w)| format!("{cell:<w$}"))
-            .collect();
+        let cells: Vec<String> = row.iter().zip(&widths).map(|(cell, w)| format!("{cell:<w$}")).collect();
         out.push_str(cells.join("  ").trim_end());
         out.push('\n');
     }
@@ -51,10 +31,7 @@ fn duration(t: &TraceMeta) -> String {
     let Some(end) = &t.ended_at else {
         return "live".into();
     };
-    let (Ok(a), Ok(b)) = (
-        DateTime::parse_from_rfc3339(&t.started_at),
-        DateTime::parse_from_rfc3339(end),
-    ) else {
+    let (Ok(a), Ok(b)) = (DateTime::parse_from_rfc3339(&t.started_at), DateTime::parse_from_rfc3339(end)) else {
         return "?".into();
     };
     let ms = (b - a).num_milliseconds().max(0);

@@ -151,24 +151,12 @@ fn parse_duration(s: &str) -> Result<Duration, String> {
 }
 
 /// Subcommand names that may come first; anything else means `record`.
-const SUBCOMMANDS: &[&str] = &[
-    "record",
-    "list",
-    "export",
-    "__recorder",
-    "help",
-    "-h",
-    "--help",
-    "-V",
-    "--version",
-];
+const SUBCOMMANDS: &[&str] = &["record", "list", "export", "__recorder", "help", "-h", "--help", "-V", "--version"];
 
 /// Inserts the implicit `record` so `acp-tee -- AGENT` and
 /// `acp-tee --db X -- AGENT` work.
 pub fn with_default_subcommand(mut args: Vec<OsString>) -> Vec<OsString> {
-    let needs_record = args
-        .get(1)
-        .is_some_and(|first| !SUBCOMMANDS.iter().any(|s| first == *s));
+    let needs_record = args.get(1).is_some_and(|first| !SUBCOMMANDS.iter().any(|s| first == *s));
     if needs_record {
         args.insert(1, "record".into());
     }
@@ -193,17 +181,10 @@ pub fn main(args: Vec<OsString>) -> i32 {
 fn run(cli: Cli) -> anyhow::Result<i32> {
     match cli.command {
         Command::Record(a) => {
-            let name = a.name.or_else(|| {
-                std::path::Path::new(&a.agent[0])
-                    .file_name()
-                    .map(|n| n.to_string_lossy().into_owned())
-            });
-            let opts = WrapOptions {
-                command: a.agent,
-                name,
-                db: a.store.path()?,
-                grace: a.grace,
-            };
+            let name = a
+                .name
+                .or_else(|| std::path::Path::new(&a.agent[0]).file_name().map(|n| n.to_string_lossy().into_owned()));
+            let opts = WrapOptions { command: a.agent, name, db: a.store.path()?, grace: a.grace };
             Ok(relay::run(&opts)?)
         }
         Command::List(a) => {
@@ -221,8 +202,8 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             };
             match &a.output {
                 Some(path) => {
-                    let file = std::fs::File::create(path)
-                        .with_context(|| format!("cannot create {}", path.display()))?;
+                    let file =
+                        std::fs::File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
                     let mut out = std::io::BufWriter::new(file);
                     export::export(&store, a.trace, format, &mut out)?;
                 }
@@ -264,14 +245,8 @@ mod tests {
 
     #[test]
     fn record_is_the_default_subcommand() {
-        assert_eq!(
-            args(&["acp-tee", "--", "a"]),
-            ["acp-tee", "record", "--", "a"]
-        );
-        assert_eq!(
-            args(&["acp-tee", "--db", "x", "--", "a"]),
-            ["acp-tee", "record", "--db", "x", "--", "a"]
-        );
+        assert_eq!(args(&["acp-tee", "--", "a"]), ["acp-tee", "record", "--", "a"]);
+        assert_eq!(args(&["acp-tee", "--db", "x", "--", "a"]), ["acp-tee", "record", "--db", "x", "--", "a"]);
         assert_eq!(args(&["acp-tee", "list"]), ["acp-tee", "list"]);
         assert_eq!(args(&["acp-tee", "--help"]), ["acp-tee", "--help"]);
         assert_eq!(args(&["acp-tee"]), ["acp-tee"]);
@@ -283,9 +258,7 @@ mod tests {
         assert_eq!(parse_duration("250ms").unwrap(), Duration::from_millis(250));
         assert_eq!(parse_duration("1.5").unwrap(), Duration::from_millis(1500));
         assert_eq!(parse_duration("2m").unwrap(), Duration::from_secs(120));
-        assert!(parse_duration("soon")
-            .unwrap_err()
-            .contains("not a duration"));
+        assert!(parse_duration("soon").unwrap_err().contains("not a duration"));
         assert!(parse_duration("3h").is_err());
         assert!(parse_duration("-1s").is_err());
     }

@@ -7,9 +7,7 @@
 //! untouched: as `raw` text when they are UTF-8, else as `raw_base64`.
 
 use crate::store::{Store, StoreError, StoredFrame};
-use acp_tee_shared::{
-    ExportFrame, ExportHeader, NdjsonHeader, TraceMeta, FORMAT_NAME, FORMAT_VERSION,
-};
+use acp_tee_shared::{ExportFrame, ExportHeader, NdjsonHeader, TraceMeta, FORMAT_NAME, FORMAT_VERSION};
 use base64::Engine;
 use std::io::{self, Write};
 
@@ -39,11 +37,10 @@ impl std::str::FromStr for TraceSelection {
         match s {
             "latest" => Ok(TraceSelection::Latest),
             "all" => Ok(TraceSelection::All),
-            _ => s.parse::<i64>().map(TraceSelection::Id).map_err(|_| {
-                format!(
-                    "`{s}` is not a trace id; use a number from `acp-tee list`, `latest` or `all`"
-                )
-            }),
+            _ => s
+                .parse::<i64>()
+                .map(TraceSelection::Id)
+                .map_err(|_| format!("`{s}` is not a trace id; use a number from `acp-tee list`, `latest` or `all`")),
         }
     }
 }
@@ -85,28 +82,33 @@ pub fn export(
 
 /// The export form of a stored frame.
 pub fn export_frame(f: StoredFrame) -> ExportFrame {
-    let (raw, raw_base64) = match String::from_utf8(f.raw) {
-        Ok(text) => (Some(text), None),
-        Err(e) => (
-            None,
-            Some(base64::engine::general_purpose::STANDARD.encode(e.into_bytes())),
-        ),
-    };
+    let (raw, raw_base64) = text_or_base64(f.raw);
+    let (envelope, envelope_base64) = f.envelope.map(text_or_base64).unwrap_or_default();
     ExportFrame {
         seq: f.seq,
         t_ns: f.t_ns,
         dir: f.dir,
         kind: f.kind,
         // Ids are stored as the JSON text they were on the wire.
-        id: f
-            .rpc_id
-            .map(|id| serde_json::from_str(&id).unwrap_or(serde_json::Value::String(id))),
+        id: f.rpc_id.map(|id| serde_json::from_str(&id).unwrap_or(serde_json::Value::String(id))),
         method: f.method,
         session_id: f.session_id,
         reply_to_seq: f.reply_to_seq,
         latency_ns: f.latency_ns,
         raw,
         raw_base64,
+        protocol: f.mcp.then(|| "mcp".to_owned()),
+        mcp_method: f.mcp_method,
+        envelope,
+        envelope_base64,
+    }
+}
+
+/// Bytes as text when they are UTF-8, else as base64: `(text, base64)`.
+fn text_or_base64(bytes: Vec<u8>) -> (Option<String>, Option<String>) {
+    match String::from_utf8(bytes) {
+        Ok(text) => (Some(text), None),
+        Err(e) => (None, Some(base64::engine::general_purpose::STANDARD.encode(e.into_bytes()))),
     }
 }
 
@@ -132,17 +134,9 @@ fn write_json(store: &Store, traces: &[TraceMeta], out: &mut dyn Write) -> Resul
     Ok(())
 }
 
-fn write_ndjson(
-    store: &Store,
-    traces: &[TraceMeta],
-    out: &mut dyn Write,
-) -> Result<(), ExportError> {
+fn write_ndjson(store: &Store, traces: &[TraceMeta], out: &mut dyn Write) -> Result<(), ExportError> {
     for trace in traces {
-        let header = NdjsonHeader {
-            format: FORMAT_NAME.into(),
-            version: FORMAT_VERSION,
-            trace: trace.clone(),
-        };
+        let header = NdjsonHeader { format: FORMAT_NAME.into(), version: FORMAT_VERSION, trace: trace.clone() };
         serde_json::to_writer(&mut *out, &header).map_err(io::Error::from)?;
         out.write_all(b"\n")?;
         store.for_each_frame(trace.id, |f| -> Result<(), ExportError> {
@@ -174,42 +168,20 @@ mod tests {
         let id = store.create_trace(&start, 1).unwrap();
         let mut framer = Framer::new();
         let mut frames = Vec::new();
-        framer.chunk(
-            Direction::ClientToAgent,
-            1000,
-            b"{\"id\":1,\"method\":\"initialize\"}\n",
-            |f| frames.push(f),
-        );
-        framer.chunk(Direction::AgentStderr, 1500, b"bad \xff byte\n", |f| {
+        framer.chunk(Direction::ClientToAgent, 1000, b"{\"id\":1,\"method\":\"initialize\"}\n", |f| frames.push(f));
+        framer.chunk(Direction::AgentStderr, 1500, b"bad \xff byte\n", |f| frames.push(f));
+        framer.chunk(Direction::AgentToClient, 4000, b"{\"id\":1,\"error\":{\"code\":-1,\"message\":\"no\"}}\n", |f| {
             frames.push(f)
         });
-        framer.chunk(
-            Direction::AgentToClient,
-            4000,
-            b"{\"id\":1,\"error\":{\"code\":-1,\"message\":\"no\"}}\n",
-            |f| frames.push(f),
-        );
         store.insert_frames(id, &frames).unwrap();
-        let end = TraceEnd {
-            exit_code: Some(0),
-            exit_signal: None,
-            end_reason: "the agent exited".into(),
-        };
-        store
-            .finish_trace(id, &end, 0, "2026-11-30T10:00:01.000000Z")
-            .unwrap();
+        let end = TraceEnd { exit_code: Some(0), exit_signal: None, end_reason: "the agent exited".into() };
+        store.finish_trace(id, &end, 0, "2026-11-30T10:00:01.000000Z").unwrap();
         store
     }
 
     fn export_to_string(format: ExportFormat) -> String {
         let mut out = Vec::new();
-        export(
-            &store_with_trace(),
-            TraceSelection::Latest,
-            format,
-            &mut out,
-        )
-        .unwrap();
+        export(&store_with_trace(), TraceSelection::Latest, format, &mut out).unwrap();
         String::from_utf8(out).unwrap()
     }
 
@@ -231,18 +203,14 @@ mod tests {
 
     #[test]
     fn ndjson_lines() {
-        let expect = format!(
-            "{{\"format\":\"acp-tee-trace\",\"version\":1,\"trace\":{{{META}}}}}\n{F1}\n{F2}\n{F3}\n"
-        );
+        let expect = format!("{{\"format\":\"acp-tee-trace\",\"version\":1,\"trace\":{{{META}}}}}\n{F1}\n{F2}\n{F3}\n");
         assert_eq!(export_to_string(ExportFormat::Ndjson), expect);
     }
 
     #[test]
     fn frames_read_back_as_shared_types() {
-        let doc: serde_json::Value =
-            serde_json::from_str(&export_to_string(ExportFormat::Json)).unwrap();
-        let frames: Vec<ExportFrame> =
-            serde_json::from_value(doc["traces"][0]["frames"].clone()).unwrap();
+        let doc: serde_json::Value = serde_json::from_str(&export_to_string(ExportFormat::Json)).unwrap();
+        let frames: Vec<ExportFrame> = serde_json::from_value(doc["traces"][0]["frames"].clone()).unwrap();
         assert_eq!(frames[2].latency_ns, Some(3000));
         let meta: TraceMeta = serde_json::from_value({
             let mut t = doc["traces"][0].clone();
@@ -259,22 +227,13 @@ mod tests {
         let mut out = Vec::new();
         let err = export(&store, TraceSelection::Latest, ExportFormat::Json, &mut out).unwrap_err();
         assert!(err.to_string().contains("no traces yet"), "{err}");
-        let err = export(
-            &store_with_trace(),
-            TraceSelection::Id(9),
-            ExportFormat::Json,
-            &mut out,
-        )
-        .unwrap_err();
+        let err = export(&store_with_trace(), TraceSelection::Id(9), ExportFormat::Json, &mut out).unwrap_err();
         assert!(err.to_string().contains("no trace with id 9"), "{err}");
     }
 
     #[test]
     fn selections_parse() {
-        assert_eq!(
-            "latest".parse::<TraceSelection>(),
-            Ok(TraceSelection::Latest)
-        );
+        assert_eq!("latest".parse::<TraceSelection>(), Ok(TraceSelection::Latest));
         assert_eq!("all".parse::<TraceSelection>(), Ok(TraceSelection::All));
         assert_eq!("12".parse::<TraceSelection>(), Ok(TraceSelection::Id(12)));
         assert!("newest".parse::<TraceSelection>().is_err());

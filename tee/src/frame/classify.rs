@@ -15,21 +15,29 @@ pub struct Classified {
     pub method: Option<String>,
     /// `params.sessionId`, or `result.sessionId` of a response.
     pub session_id: Option<String>,
+    /// MCP-over-ACP: `params.connectionId`, or `result.connectionId` of the
+    /// response to `mcp/connect`.
+    pub connection_id: Option<String>,
+    /// For `mcp/message`: the inner MCP method (`params.method`).
+    pub mcp_method: Option<String>,
     /// For a batch: each element, classified like a frame of its own.
     pub elements: Vec<Classified>,
 }
 
 impl Classified {
     fn invalid() -> Self {
-        Classified {
-            kind: Some(FrameKind::Invalid),
-            ..Default::default()
-        }
+        Classified { kind: Some(FrameKind::Invalid), ..Default::default() }
     }
 
     /// The kind, `invalid` if none was set.
     pub fn frame_kind(&self) -> FrameKind {
         self.kind.unwrap_or(FrameKind::Invalid)
+    }
+
+    /// True for MCP-over-ACP messages (`mcp/connect`, `mcp/message`, ...);
+    /// for responses, once pairing has filled in the method.
+    pub fn is_mcp(&self) -> bool {
+        self.method.as_deref().is_some_and(|m| m.starts_with("mcp/"))
     }
 
     /// How many JSON-RPC error responses the frame carries.
@@ -63,10 +71,14 @@ struct MessageProbe<'a> {
     error: Option<&'a RawValue>,
 }
 
-#[derive(Deserialize)]
-struct SessionProbe {
+/// The members of `params` (or `result`) we look at.
+#[derive(Deserialize, Default)]
+struct ParamsProbe {
     #[serde(rename = "sessionId")]
     session_id: Option<String>,
+    #[serde(rename = "connectionId")]
+    connection_id: Option<String>,
+    method: Option<String>,
 }
 
 /// Classifies one frame of client/agent traffic (not stderr).
@@ -111,22 +123,24 @@ fn classify_message(text: &str) -> Classified {
         (None, Some(_)) if probe.result.is_some() => (FrameKind::Response, probe.result),
         _ => return Classified::invalid(),
     };
+    let inner = session_source.map(probe_params).unwrap_or_default();
+    let mcp_method = inner.method.filter(|_| method.as_deref() == Some("mcp/message"));
     Classified {
         kind: Some(kind),
         id,
         method,
-        session_id: session_source.and_then(session_of),
+        session_id: inner.session_id,
+        connection_id: inner.connection_id,
+        mcp_method,
         elements: Vec::new(),
     }
 }
 
-fn session_of(value: &RawValue) -> Option<String> {
+fn probe_params(value: &RawValue) -> ParamsProbe {
     if !value.get().starts_with('{') {
-        return None;
+        return ParamsProbe::default();
     }
-    serde_json::from_str::<SessionProbe>(value.get())
-        .ok()
-        .and_then(|p| p.session_id)
+    serde_json::from_str(value.get()).unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -160,26 +174,14 @@ mod tests {
                 r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"agent_message_chunk"}}}"#,
                 (Notification, None, s("session/update"), s("s1")),
             ),
-            (
-                r#"{"jsonrpc":"2.0","id":1,"result":{"sessionId":"s9"}}"#,
-                (Response, s("1"), None, s("s9")),
-            ),
-            (
-                r#"{"jsonrpc":"2.0","id":2,"result":null}"#,
-                (Response, s("2"), None, None),
-            ),
-            (
-                r#"{"jsonrpc":"2.0","id":3,"error":{"code":-32800,"message":"cancelled"}}"#,
-                (Error, s("3"), None, None),
-            ),
+            (r#"{"jsonrpc":"2.0","id":1,"result":{"sessionId":"s9"}}"#, (Response, s("1"), None, s("s9"))),
+            (r#"{"jsonrpc":"2.0","id":2,"result":null}"#, (Response, s("2"), None, None)),
+            (r#"{"jsonrpc":"2.0","id":3,"error":{"code":-32800,"message":"cancelled"}}"#, (Error, s("3"), None, None)),
             (
                 r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"parse error"}}"#,
                 (Error, s("null"), None, None),
             ),
-            (
-                "{\"id\":4,\"result\":{}}\r\n",
-                (Response, s("4"), None, None),
-            ),
+            ("{\"id\":4,\"result\":{}}\r\n", (Response, s("4"), None, None)),
         ];
         for (raw, expect) in cases {
             assert_eq!(&kind_id_method_session(raw), expect, "{raw}");
@@ -206,13 +208,26 @@ mod tests {
 
     #[test]
     fn batches_classify_each_element() {
-        let c = classify(
-            br#"[{"id":1,"method":"a"},{"method":"b"},{"id":1,"error":{"code":1,"message":"x"}},7]"#,
-        );
+        let c = classify(br#"[{"id":1,"method":"a"},{"method":"b"},{"id":1,"error":{"code":1,"message":"x"}},7]"#);
         assert_eq!(c.frame_kind(), Batch);
         let kinds: Vec<FrameKind> = c.elements.iter().map(Classified::frame_kind).collect();
         assert_eq!(kinds, vec![Request, Notification, Error, Invalid]);
         assert_eq!(c.error_count(), 1);
+    }
+
+    #[test]
+    fn mcp_over_acp() {
+        let c = classify(
+            br#"{"id":4,"method":"mcp/message","params":{"connectionId":"c1","method":"tools/call","params":{"name":"x"}}}"#,
+        );
+        assert!(c.is_mcp());
+        assert_eq!(c.connection_id.as_deref(), Some("c1"));
+        assert_eq!(c.mcp_method.as_deref(), Some("tools/call"));
+        let c = classify(br#"{"id":5,"result":{"connectionId":"c2"}}"#);
+        assert_eq!(c.connection_id.as_deref(), Some("c2"));
+        assert!(!c.is_mcp(), "a response is MCP only once paired");
+        let c = classify(br#"{"id":6,"method":"session/prompt","params":{"method":"nope"}}"#);
+        assert_eq!(c.mcp_method, None);
     }
 
     #[test]

@@ -46,13 +46,7 @@ impl Pairer {
     /// Notes the frame `seq` seen at `t_ns` going `dir`. For a response this
     /// returns its request, and fills in the method (and session, when the
     /// response has none) from that request.
-    pub fn observe(
-        &mut self,
-        seq: i64,
-        t_ns: i64,
-        dir: Direction,
-        frame: &mut Classified,
-    ) -> Pairing {
+    pub fn observe(&mut self, seq: i64, t_ns: i64, dir: Direction, frame: &mut Classified) -> Pairing {
         match frame.frame_kind() {
             FrameKind::Batch => {
                 let mut first = Pairing::default();
@@ -68,24 +62,13 @@ impl Pairer {
         }
     }
 
-    fn observe_message(
-        &mut self,
-        seq: i64,
-        t_ns: i64,
-        dir: Direction,
-        msg: &mut Classified,
-    ) -> Pairing {
+    fn observe_message(&mut self, seq: i64, t_ns: i64, dir: Direction, msg: &mut Classified) -> Pairing {
         let Some(id) = msg.id.clone() else {
             return Pairing::default();
         };
         match msg.frame_kind() {
             FrameKind::Request => {
-                let pending = Pending {
-                    seq,
-                    t_ns,
-                    method: msg.method.clone(),
-                    session_id: msg.session_id.clone(),
-                };
+                let pending = Pending { seq, t_ns, method: msg.method.clone(), session_id: msg.session_id.clone() };
                 self.pending.insert((dir, id), pending);
                 Pairing::default()
             }
@@ -102,10 +85,7 @@ impl Pairer {
                 if msg.session_id.is_none() {
                     msg.session_id = req.session_id;
                 }
-                Pairing {
-                    reply_to_seq: Some(req.seq),
-                    latency_ns: Some(t_ns - req.t_ns),
-                }
+                Pairing { reply_to_seq: Some(req.seq), latency_ns: Some(t_ns - req.t_ns) }
             }
             _ => Pairing::default(),
         }
@@ -133,35 +113,16 @@ mod tests {
     }
 
     fn paired(seq: i64, latency: i64) -> Pairing {
-        Pairing {
-            reply_to_seq: Some(seq),
-            latency_ns: Some(latency),
-        }
+        Pairing { reply_to_seq: Some(seq), latency_ns: Some(latency) }
     }
 
     #[test]
     fn ids_are_scoped_per_direction() {
         let out = run(&[
-            (
-                ClientToAgent,
-                10,
-                r#"{"id":7,"method":"session/prompt","params":{"sessionId":"s"}}"#,
-            ),
-            (
-                AgentToClient,
-                20,
-                r#"{"id":7,"method":"session/request_permission","params":{"sessionId":"s"}}"#,
-            ),
-            (
-                ClientToAgent,
-                35,
-                r#"{"id":7,"result":{"outcome":"allow"}}"#,
-            ),
-            (
-                AgentToClient,
-                100,
-                r#"{"id":7,"result":{"stopReason":"end_turn"}}"#,
-            ),
+            (ClientToAgent, 10, r#"{"id":7,"method":"session/prompt","params":{"sessionId":"s"}}"#),
+            (AgentToClient, 20, r#"{"id":7,"method":"session/request_permission","params":{"sessionId":"s"}}"#),
+            (ClientToAgent, 35, r#"{"id":7,"result":{"outcome":"allow"}}"#),
+            (AgentToClient, 100, r#"{"id":7,"result":{"stopReason":"end_turn"}}"#),
         ]);
         assert_eq!(out[2].0.as_deref(), Some("session/request_permission"));
         assert_eq!(out[2].2, paired(2, 15));
@@ -176,16 +137,8 @@ mod tests {
             (ClientToAgent, 1, r#"{"id":1,"method":"a"}"#),
             (ClientToAgent, 2, r#"{"id":1,"result":{}}"#),
             (AgentToClient, 3, r#"{"id":"1","result":{}}"#),
-            (
-                AgentToClient,
-                4,
-                r#"{"id":2,"error":{"code":1,"message":"m"}}"#,
-            ),
-            (
-                AgentToClient,
-                5,
-                r#"{"id":1,"error":{"code":1,"message":"m"}}"#,
-            ),
+            (AgentToClient, 4, r#"{"id":2,"error":{"code":1,"message":"m"}}"#),
+            (AgentToClient, 5, r#"{"id":1,"error":{"code":1,"message":"m"}}"#),
             (AgentToClient, 6, r#"{"id":1,"result":{}}"#),
         ]);
         let pairings: Vec<Pairing> = out.iter().map(|o| o.2).collect();
@@ -196,11 +149,7 @@ mod tests {
     #[test]
     fn batch_elements_pair() {
         let out = run(&[
-            (
-                ClientToAgent,
-                1,
-                r#"[{"id":1,"method":"a"},{"id":2,"method":"b"}]"#,
-            ),
+            (ClientToAgent, 1, r#"[{"id":1,"method":"a"},{"id":2,"method":"b"}]"#),
             (AgentToClient, 9, r#"{"id":2,"result":{}}"#),
             (AgentToClient, 12, r#"[{"id":1,"result":{}}]"#),
         ]);

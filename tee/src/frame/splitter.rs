@@ -73,10 +73,7 @@ mod tests {
 
     #[test]
     fn crlf_stays_in_the_frame() {
-        assert_eq!(
-            split(&[b"a\r\nb\r\n"]),
-            vec![b"a\r\n".to_vec(), b"b\r\n".to_vec()]
-        );
+        assert_eq!(split(&[b"a\r\nb\r\n"]), vec![b"a\r\n".to_vec(), b"b\r\n".to_vec()]);
     }
 
     #[test]

@@ -32,6 +32,7 @@ const TAG_START: u8 = b'S';
 const TAG_CHUNK: u8 = b'C';
 const TAG_EOF: u8 = b'E';
 const TAG_END: u8 = b'X';
+const TAG_FRAME: u8 = b'F';
 
 /// What the recorder needs to know to open a trace.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -72,6 +73,18 @@ pub enum Message {
         t_ns: u64,
         /// The bytes, exactly as read.
         data: Vec<u8>,
+    },
+    /// One whole logical message (proxy mode), already framed.
+    Frame {
+        /// Which way the message went.
+        dir: Direction,
+        /// Monotonic nanoseconds since the run started.
+        t_ns: u64,
+        /// The message's exact bytes as the client side sees them.
+        raw: Vec<u8>,
+        /// The exact bytes on the successor side of the hop (the
+        /// `proxy/successor` envelope), when there was one.
+        envelope: Option<Vec<u8>>,
     },
     /// The stream going `dir` ended.
     Eof {
@@ -131,11 +144,7 @@ mod tests {
         buf[HEADER_LEN..].copy_from_slice(b"ab\ncd");
         writer.chunk(Direction::AgentToClient, &mut buf);
         writer.eof(Direction::ClientToAgent);
-        let end = TraceEnd {
-            exit_code: Some(3),
-            exit_signal: None,
-            end_reason: "agent exited".into(),
-        };
+        let end = TraceEnd { exit_code: Some(3), exit_signal: None, end_reason: "agent exited".into() };
         writer.end(&end);
         drop(writer);
         let mut reader = HandoffReader::new(r);
@@ -147,16 +156,8 @@ mod tests {
             }
             other => panic!("expected a chunk, got {other:?}"),
         }
-        assert!(matches!(
-            reader.read_message().unwrap(),
-            Some(Message::Eof {
-                dir: Direction::ClientToAgent,
-                ..
-            })
-        ));
-        assert!(
-            matches!(reader.read_message().unwrap(), Some(Message::End { end: e, .. }) if e == end)
-        );
+        assert!(matches!(reader.read_message().unwrap(), Some(Message::Eof { dir: Direction::ClientToAgent, .. })));
+        assert!(matches!(reader.read_message().unwrap(), Some(Message::End { end: e, .. }) if e == end));
         assert_eq!(reader.read_message().unwrap(), None);
     }
 
@@ -168,19 +169,13 @@ mod tests {
         let err = reader.read_message().unwrap_err();
         assert_eq!(err.kind(), std::io::ErrorKind::InvalidData);
         let mut reader = HandoffReader::new(&b"C\x00\x01"[..]);
-        assert_eq!(
-            reader.read_message().unwrap_err().kind(),
-            std::io::ErrorKind::InvalidData
-        );
+        assert_eq!(reader.read_message().unwrap_err().kind(), std::io::ErrorKind::InvalidData);
     }
 
     #[test]
     fn unknown_tag_is_invalid_data() {
         let bytes = encode_header(b'?', 0, 1, 0);
         let mut reader = HandoffReader::new(&bytes[..]);
-        assert_eq!(
-            reader.read_message().unwrap_err().kind(),
-            std::io::ErrorKind::InvalidData
-        );
+        assert_eq!(reader.read_message().unwrap_err().kind(), std::io::ErrorKind::InvalidData);
     }
 }

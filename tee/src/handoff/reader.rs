@@ -11,9 +11,7 @@ pub struct HandoffReader<R: Read> {
 impl<R: Read> HandoffReader<R> {
     /// Reads from `input`.
     pub fn new(input: R) -> Self {
-        HandoffReader {
-            input: BufReader::with_capacity(256 * 1024, input),
-        }
+        HandoffReader { input: BufReader::with_capacity(256 * 1024, input) }
     }
 
     /// The next message; `Ok(None)` at a clean end-of-file between messages,
@@ -26,9 +24,7 @@ impl<R: Read> HandoffReader<R> {
             return Ok(None);
         }
         if got < HEADER_LEN {
-            return Err(invalid(format!(
-                "handoff ended inside a header ({got} of {HEADER_LEN} bytes)"
-            )));
+            return Err(invalid(format!("handoff ended inside a header ({got} of {HEADER_LEN} bytes)")));
         }
         let tag = header[0];
         let dir = header[1];
@@ -37,29 +33,28 @@ impl<R: Read> HandoffReader<R> {
         let mut payload = vec![0u8; len];
         let got = read_full(&mut self.input, &mut payload)?;
         if got < len {
-            return Err(invalid(format!(
-                "handoff ended inside a message ({got} of {len} bytes)"
-            )));
+            return Err(invalid(format!("handoff ended inside a message ({got} of {len} bytes)")));
         }
-        let direction =
-            || dir_from_code(dir).ok_or_else(|| invalid(format!("unknown direction code {dir}")));
+        let direction = || dir_from_code(dir).ok_or_else(|| invalid(format!("unknown direction code {dir}")));
         let msg = match tag {
-            TAG_START => Message::Start(
-                serde_json::from_slice(&payload).map_err(|e| invalid(e.to_string()))?,
-            ),
-            TAG_CHUNK => Message::Chunk {
-                dir: direction()?,
-                t_ns,
-                data: payload,
-            },
-            TAG_EOF => Message::Eof {
-                dir: direction()?,
-                t_ns,
-            },
-            TAG_END => Message::End {
-                t_ns,
-                end: serde_json::from_slice(&payload).map_err(|e| invalid(e.to_string()))?,
-            },
+            TAG_START => Message::Start(serde_json::from_slice(&payload).map_err(|e| invalid(e.to_string()))?),
+            TAG_CHUNK => Message::Chunk { dir: direction()?, t_ns, data: payload },
+            TAG_FRAME => {
+                let dir = direction()?;
+                let raw_len = payload
+                    .get(..4)
+                    .map(|b| u32::from_le_bytes(b.try_into().expect("4 bytes")) as usize)
+                    .filter(|&n| n <= payload.len() - 4)
+                    .ok_or_else(|| invalid("frame message with a bad length".to_owned()))?;
+                let envelope = payload.split_off(4 + raw_len);
+                payload.drain(..4);
+                let envelope = (!envelope.is_empty()).then_some(envelope);
+                Message::Frame { dir, t_ns, raw: payload, envelope }
+            }
+            TAG_EOF => Message::Eof { dir: direction()?, t_ns },
+            TAG_END => {
+                Message::End { t_ns, end: serde_json::from_slice(&payload).map_err(|e| invalid(e.to_string()))? }
+            }
             other => return Err(invalid(format!("unknown handoff tag {other:#04x}"))),
         };
         Ok(Some(msg))

@@ -23,24 +23,12 @@ struct Inner {
 impl HandoffWriter {
     /// Writes to `out`; timestamps count from `start`.
     pub fn new(out: impl Write + Send + 'static, start: Instant) -> Self {
-        HandoffWriter {
-            inner: Mutex::new(Inner {
-                out: Some(Box::new(out)),
-                lost_chunks: 0,
-            }),
-            start,
-        }
+        HandoffWriter { inner: Mutex::new(Inner { out: Some(Box::new(out)), lost_chunks: 0 }), start }
     }
 
     /// A writer that records nothing (no recorder could be started).
     pub fn disconnected(start: Instant) -> Self {
-        HandoffWriter {
-            inner: Mutex::new(Inner {
-                out: None,
-                lost_chunks: 0,
-            }),
-            start,
-        }
+        HandoffWriter { inner: Mutex::new(Inner { out: None, lost_chunks: 0 }), start }
     }
 
     /// Nanoseconds since the run started.
@@ -65,6 +53,18 @@ impl HandoffWriter {
         let t_ns = self.now_ns();
         buf[..HEADER_LEN].copy_from_slice(&encode_header(TAG_CHUNK, dir_code(dir), t_ns, len));
         inner.write(buf);
+    }
+
+    /// Hands off one logical message going `dir` with the envelope it travelled
+    /// in on the other side of the hop. Payload: `raw_len: u32 LE`, `raw`,
+    /// then the envelope (an empty envelope means none).
+    pub fn frame(&self, dir: Direction, raw: &[u8], envelope: Option<&[u8]>) {
+        let envelope = envelope.unwrap_or_default();
+        let mut payload = Vec::with_capacity(4 + raw.len() + envelope.len());
+        payload.extend_from_slice(&(raw.len() as u32).to_le_bytes());
+        payload.extend_from_slice(raw);
+        payload.extend_from_slice(envelope);
+        self.send_owned(TAG_FRAME, dir_code(dir), &payload);
     }
 
     /// Tells the recorder that the stream going `dir` ended.
@@ -111,9 +111,7 @@ impl Inner {
             return;
         };
         if let Err(e) = out.write_all(msg) {
-            tracing::warn!(
-                "the recorder stopped taking frames ({e}); forwarding goes on without recording"
-            );
+            tracing::warn!("the recorder stopped taking frames ({e}); forwarding goes on without recording");
             self.out = None;
             self.lost_chunks += 1;
         }

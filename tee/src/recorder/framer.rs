@@ -3,13 +3,22 @@
 use crate::frame::{classify, FrameSplitter, Pairer};
 use crate::store::NewFrame;
 use acp_tee_shared::{Direction, FrameKind};
+use std::collections::HashMap;
 
 /// One splitter per direction, one sequence counter and one pairer per trace.
 #[derive(Default)]
 pub struct Framer {
     splitters: [FrameSplitter; 3],
+    meta: Annotator,
+}
+
+/// What numbers, classifies and pairs frames, whatever cut them.
+#[derive(Default)]
+struct Annotator {
     pairer: Pairer,
     last_seq: i64,
+    /// MCP-over-ACP connection id -> the ACP session it was opened in.
+    mcp_sessions: HashMap<String, String>,
 }
 
 fn slot(dir: Direction) -> usize {
@@ -28,33 +37,21 @@ impl Framer {
 
     /// Feeds bytes read going `dir` at `t_ns`; each completed frame goes to `emit`
     /// stamped with `t_ns`, the moment its last byte arrived.
-    pub fn chunk(
-        &mut self,
-        dir: Direction,
-        t_ns: u64,
-        data: &[u8],
-        mut emit: impl FnMut(NewFrame),
-    ) {
-        let Framer {
-            splitters,
-            pairer,
-            last_seq,
-        } = self;
-        splitters[slot(dir)].push(data, |raw| {
-            emit(make_frame(pairer, last_seq, dir, t_ns, raw))
-        });
+    pub fn chunk(&mut self, dir: Direction, t_ns: u64, data: &[u8], mut emit: impl FnMut(NewFrame)) {
+        let Framer { splitters, meta } = self;
+        splitters[slot(dir)].push(data, |raw| emit(meta.frame(dir, t_ns, raw, None)));
+    }
+
+    /// One whole message (proxy mode), with the envelope it travelled in on
+    /// the successor side of the hop.
+    pub fn message(&mut self, dir: Direction, t_ns: u64, raw: Vec<u8>, envelope: Option<Vec<u8>>) -> NewFrame {
+        self.meta.frame(dir, t_ns, raw, envelope)
     }
 
     /// The stream going `dir` ended: its unterminated last line, if any, is a frame.
     pub fn eof(&mut self, dir: Direction, t_ns: u64, mut emit: impl FnMut(NewFrame)) {
         if let Some(raw) = self.splitters[slot(dir)].finish() {
-            emit(make_frame(
-                &mut self.pairer,
-                &mut self.last_seq,
-                dir,
-                t_ns,
-                raw,
-            ));
+            emit(self.meta.frame(dir, t_ns, raw, None));
         }
     }
 
@@ -67,22 +64,16 @@ impl Framer {
 
     /// The seq given to the newest frame (0 before the first).
     pub fn last_seq(&self) -> i64 {
-        self.last_seq
+        self.meta.last_seq
     }
 }
 
-fn make_frame(
-    pairer: &mut Pairer,
-    last_seq: &mut i64,
-    dir: Direction,
-    t_ns: u64,
-    raw: Vec<u8>,
-) -> NewFrame {
-    *last_seq += 1;
-    let seq = *last_seq;
-    let t_ns = i64::try_from(t_ns).unwrap_or(i64::MAX);
-    if dir == Direction::AgentStderr {
-        return NewFrame {
+impl Annotator {
+    fn frame(&mut self, dir: Direction, t_ns: u64, raw: Vec<u8>, envelope: Option<Vec<u8>>) -> NewFrame {
+        self.last_seq += 1;
+        let seq = self.last_seq;
+        let t_ns = i64::try_from(t_ns).unwrap_or(i64::MAX);
+        let mut frame = NewFrame {
             seq,
             t_ns,
             dir,
@@ -94,22 +85,42 @@ fn make_frame(
             latency_ns: None,
             errors: 0,
             raw,
+            envelope,
+            mcp: false,
+            mcp_method: None,
         };
+        if dir == Direction::AgentStderr {
+            return frame;
+        }
+        let mut c = classify(&frame.raw);
+        let pairing = self.pairer.observe(seq, t_ns, dir, &mut c);
+        self.tie_mcp_session(&mut c);
+        frame.kind = c.frame_kind();
+        frame.errors = c.error_count() as i64;
+        frame.mcp = c.is_mcp();
+        frame.rpc_id = c.id;
+        frame.method = c.method;
+        frame.session_id = c.session_id;
+        frame.mcp_method = c.mcp_method;
+        frame.reply_to_seq = pairing.reply_to_seq;
+        frame.latency_ns = pairing.latency_ns;
+        frame
     }
-    let mut c = classify(&raw);
-    let pairing = pairer.observe(seq, t_ns, dir, &mut c);
-    NewFrame {
-        seq,
-        t_ns,
-        dir,
-        kind: c.frame_kind(),
-        errors: c.error_count() as i64,
-        rpc_id: c.id,
-        method: c.method,
-        session_id: c.session_id,
-        reply_to_seq: pairing.reply_to_seq,
-        latency_ns: pairing.latency_ns,
-        raw,
+
+    /// MCP-over-ACP messages name a connection, not a session: remember the
+    /// session each connection was opened in and fill it in later.
+    fn tie_mcp_session(&mut self, c: &mut crate::frame::Classified) {
+        if !c.is_mcp() {
+            return;
+        }
+        let Some(conn) = c.connection_id.clone() else { return };
+        match (&c.session_id, c.method.as_deref()) {
+            (Some(session), Some("mcp/connect")) => {
+                self.mcp_sessions.insert(conn, session.clone());
+            }
+            (None, _) => c.session_id = self.mcp_sessions.get(&conn).cloned(),
+            _ => {}
+        }
     }
 }
 
@@ -121,67 +132,51 @@ mod tests {
     fn frames_from_interleaved_streams() {
         let mut f = Framer::new();
         let mut out = Vec::new();
-        f.chunk(
-            Direction::ClientToAgent,
-            10,
-            b"{\"id\":1,\"method\":\"initialize\"}\n{\"id\":2,",
-            |x| out.push(x),
-        );
-        f.chunk(Direction::AgentStderr, 11, b"starting\nhalf", |x| {
-            out.push(x)
-        });
-        f.chunk(
-            Direction::AgentToClient,
-            20,
-            b"{\"id\":1,\"result\":{}}\n",
-            |x| out.push(x),
-        );
-        f.chunk(
-            Direction::ClientToAgent,
-            30,
-            b"\"method\":\"session/new\"}\n",
-            |x| out.push(x),
-        );
+        f.chunk(Direction::ClientToAgent, 10, b"{\"id\":1,\"method\":\"initialize\"}\n{\"id\":2,", |x| out.push(x));
+        f.chunk(Direction::AgentStderr, 11, b"starting\nhalf", |x| out.push(x));
+        f.chunk(Direction::AgentToClient, 20, b"{\"id\":1,\"result\":{}}\n", |x| out.push(x));
+        f.chunk(Direction::ClientToAgent, 30, b"\"method\":\"session/new\"}\n", |x| out.push(x));
         f.eof_all(40, |x| out.push(x));
-        type Summary<'a> = (
-            i64,
-            i64,
-            FrameKind,
-            Option<&'a str>,
-            Option<i64>,
-            Option<i64>,
-        );
-        let summary: Vec<Summary> = out
-            .iter()
-            .map(|x| {
-                (
-                    x.seq,
-                    x.t_ns,
-                    x.kind,
-                    x.method.as_deref(),
-                    x.reply_to_seq,
-                    x.latency_ns,
-                )
-            })
-            .collect();
+        type Summary<'a> = (i64, i64, FrameKind, Option<&'a str>, Option<i64>, Option<i64>);
+        let summary: Vec<Summary> =
+            out.iter().map(|x| (x.seq, x.t_ns, x.kind, x.method.as_deref(), x.reply_to_seq, x.latency_ns)).collect();
         assert_eq!(
             summary,
             vec![
                 (1, 10, FrameKind::Request, Some("initialize"), None, None),
                 (2, 11, FrameKind::Stderr, None, None, None),
-                (
-                    3,
-                    20,
-                    FrameKind::Response,
-                    Some("initialize"),
-                    Some(1),
-                    Some(10)
-                ),
+                (3, 20, FrameKind::Response, Some("initialize"), Some(1), Some(10)),
                 (4, 30, FrameKind::Request, Some("session/new"), None, None),
                 (5, 40, FrameKind::Stderr, None, None, None),
             ]
         );
         assert_eq!(out[4].raw, b"half");
         assert_eq!(f.last_seq(), 5);
+    }
+
+    #[test]
+    fn mcp_messages_inherit_the_session_of_their_connection() {
+        let mut f = Framer::new();
+        let mut msg = |dir, t, raw: &str| f.message(dir, t, raw.as_bytes().to_vec(), Some(b"env".to_vec()));
+        let connect = msg(
+            Direction::AgentToClient,
+            1,
+            r#"{"id":"m1","method":"mcp/connect","params":{"sessionId":"s1","acpUrl":"acp:x"}}"#,
+        );
+        assert!(connect.mcp);
+        assert_eq!(connect.envelope.as_deref(), Some(&b"env"[..]));
+        let connected = msg(Direction::ClientToAgent, 2, r#"{"id":"m1","result":{"connectionId":"c1"}}"#);
+        assert!(connected.mcp);
+        assert_eq!(connected.session_id.as_deref(), Some("s1"));
+        let call = msg(
+            Direction::AgentToClient,
+            3,
+            r#"{"id":"m2","method":"mcp/message","params":{"connectionId":"c1","method":"tools/list"}}"#,
+        );
+        assert_eq!(call.session_id.as_deref(), Some("s1"));
+        assert_eq!(call.mcp_method.as_deref(), Some("tools/list"));
+        let prompt =
+            msg(Direction::ClientToAgent, 4, r#"{"id":1,"method":"session/prompt","params":{"sessionId":"s1"}}"#);
+        assert!(!prompt.mcp);
     }
 }

@@ -81,6 +81,10 @@ pub fn run(db: &Path, input: impl Read) -> Option<RecorderSummary> {
                 last_t = t_ns;
                 framer.chunk(dir, t_ns, &data, |f| queue.push(f));
             }
+            Ok(Some(Message::Frame { dir, t_ns, raw, envelope })) => {
+                last_t = t_ns;
+                queue.push(framer.message(dir, t_ns, raw, envelope));
+            }
             Ok(Some(Message::Eof { dir, t_ns })) => {
                 last_t = t_ns;
                 framer.eof(dir, t_ns, |f| queue.push(f));
@@ -104,18 +108,9 @@ pub fn run(db: &Path, input: impl Read) -> Option<RecorderSummary> {
     }
     framer.eof_all(last_t, |f| queue.push(f));
     queue.close();
-    let mut writer = writer_thread
-        .join()
-        .expect("the store writer thread panicked");
-    let end = end.unwrap_or_else(|| TraceEnd {
-        exit_code: None,
-        exit_signal: None,
-        end_reason: RELAY_KILLED.to_owned(),
-    });
+    let mut writer = writer_thread.join().expect("the store writer thread panicked");
+    let end =
+        end.unwrap_or_else(|| TraceEnd { exit_code: None, exit_signal: None, end_reason: RELAY_KILLED.to_owned() });
     writer.finish(&end);
-    Some(RecorderSummary {
-        trace_id: writer.trace_id(),
-        written: writer.written(),
-        missing: writer.missing(),
-    })
+    Some(RecorderSummary { trace_id: writer.trace_id(), written: writer.written(), missing: writer.missing() })
 }

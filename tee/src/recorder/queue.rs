@@ -30,11 +30,7 @@ impl<T: Weighted> ByteQueue<T> {
     /// An empty queue holding at most `capacity` bytes.
     pub fn new(capacity: usize) -> Self {
         ByteQueue {
-            state: Mutex::new(State {
-                items: VecDeque::new(),
-                bytes: 0,
-                closed: false,
-            }),
+            state: Mutex::new(State { items: VecDeque::new(), bytes: 0, closed: false }),
             not_empty: Condvar::new(),
             not_full: Condvar::new(),
             capacity,

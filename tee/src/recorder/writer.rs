@@ -36,11 +36,8 @@ impl StoreWriter {
             missing: 0,
             warned: false,
         };
-        let opened = Store::create_or_open(path).and_then(|store| {
-            store
-                .create_trace(start, std::process::id())
-                .map(|id| (store, id))
-        });
+        let opened = Store::create_or_open(path)
+            .and_then(|store| store.create_trace(start, std::process::id()).map(|id| (store, id)));
         match opened {
             Ok(target) => w.target = Some(target),
             Err(e) => w.warn(&e.to_string()),
@@ -93,9 +90,7 @@ impl StoreWriter {
     pub fn finish(&mut self, end: &TraceEnd) {
         let missing = self.missing;
         if let Some((store, trace_id)) = self.target.as_ref() {
-            if let Err(e) =
-                store.finish_trace(*trace_id, end, missing, &crate::clock::now_rfc3339())
-            {
+            if let Err(e) = store.finish_trace(*trace_id, end, missing, &crate::clock::now_rfc3339()) {
                 let msg = e.to_string();
                 self.warn(&msg);
             }

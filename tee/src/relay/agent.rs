@@ -48,11 +48,7 @@ pub fn spawn(command: &[String]) -> Result<Child, SpawnError> {
     let program = command[0].clone();
     let parent = std::process::id() as libc::pid_t;
     let mut cmd = Command::new(&program);
-    cmd.args(&command[1..])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0);
+    cmd.args(&command[1..]).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).process_group(0);
     // SAFETY: the closure runs in the forked child before exec and only makes
     // async-signal-safe calls (prctl, getppid, _exit).
     unsafe {
@@ -79,17 +75,11 @@ pub fn signal_group(pid: u32, signal: i32) {
     // SAFETY: kill has no memory-safety preconditions.
     let rc = unsafe { libc::kill(-(pid as libc::pid_t), signal) };
     if rc != 0 {
-        tracing::debug!(
-            "signal {signal} to agent group {pid}: {}",
-            io::Error::last_os_error()
-        );
+        tracing::debug!("signal {signal} to agent group {pid}: {}", io::Error::last_os_error());
     }
 }
 
 /// The code a shell would report for `status`: the exit code, or 128 + signal.
 pub fn shell_code(status: ExitStatus) -> i32 {
-    status
-        .code()
-        .or_else(|| status.signal().map(|s| 128 + s))
-        .unwrap_or(1)
+    status.code().or_else(|| status.signal().map(|s| 128 + s)).unwrap_or(1)
 }

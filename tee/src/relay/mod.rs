@@ -45,17 +45,15 @@ pub fn run(opts: &WrapOptions) -> Result<i32, SpawnError> {
     let t0 = Instant::now();
     let started_at = crate::clock::now_rfc3339();
     // Installed before the agent exists, so no signal can end us unrelayed.
-    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP])
-        .expect("cannot install signal handlers");
+    let mut signals =
+        signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]).expect("cannot install signal handlers");
     let mut child = agent::spawn(&opts.command)?;
     let pid = child.id();
     let (recorder, handoff) = recorder_process::start(&opts.db, t0);
     handoff.start(&TraceStart {
         name: opts.name.clone(),
         command: opts.command.clone(),
-        cwd: std::env::current_dir()
-            .ok()
-            .map(|p| p.display().to_string()),
+        cwd: std::env::current_dir().ok().map(|p| p.display().to_string()),
         mode: "wrap".into(),
         started_at,
     });
@@ -66,10 +64,7 @@ pub fn run(opts: &WrapOptions) -> Result<i32, SpawnError> {
     let agent_out = child.stdout.take().expect("agent stdout was piped");
     let agent_err = child.stderr.take().expect("agent stderr was piped");
     let spawn = |name: &str, job: Box<dyn FnOnce() + Send>| {
-        std::thread::Builder::new()
-            .name(name.into())
-            .spawn(job)
-            .expect("cannot start a relay thread");
+        std::thread::Builder::new().name(name.into()).spawn(job).expect("cannot start a relay thread");
     };
     {
         let (h, tx) = (handoff.clone(), tx.clone());
@@ -83,18 +78,8 @@ pub fn run(opts: &WrapOptions) -> Result<i32, SpawnError> {
         );
     }
     for (name, from, fd, dir) in [
-        (
-            "agent-to-client",
-            File::from(std::os::fd::OwnedFd::from(agent_out)),
-            1,
-            Direction::AgentToClient,
-        ),
-        (
-            "agent-stderr",
-            File::from(std::os::fd::OwnedFd::from(agent_err)),
-            2,
-            Direction::AgentStderr,
-        ),
+        ("agent-to-client", File::from(std::os::fd::OwnedFd::from(agent_out)), 1, Direction::AgentToClient),
+        ("agent-stderr", File::from(std::os::fd::OwnedFd::from(agent_err)), 2, Direction::AgentStderr),
     ] {
         let (h, tx) = (handoff.clone(), tx.clone());
         spawn(
@@ -117,15 +102,13 @@ pub fn run(opts: &WrapOptions) -> Result<i32, SpawnError> {
     }
     {
         let tx = tx.clone();
-        let _ = std::thread::Builder::new()
-            .name("signals".into())
-            .spawn(move || {
-                for sig in signals.forever() {
-                    if tx.send(Event::Signal(sig)).is_err() {
-                        break;
-                    }
+        let _ = std::thread::Builder::new().name("signals".into()).spawn(move || {
+            for sig in signals.forever() {
+                if tx.send(Event::Signal(sig)).is_err() {
+                    break;
                 }
-            });
+            }
+        });
     }
     drop(tx);
 
@@ -149,11 +132,7 @@ pub fn run(opts: &WrapOptions) -> Result<i32, SpawnError> {
 fn dup_fd(fd: i32) -> File {
     // SAFETY: dup of a standard descriptor; the result is owned by the File.
     let new = unsafe { libc::dup(fd) };
-    assert!(
-        new >= 0,
-        "cannot duplicate fd {fd}: {}",
-        std::io::Error::last_os_error()
-    );
+    assert!(new >= 0, "cannot duplicate fd {fd}: {}", std::io::Error::last_os_error());
     // SAFETY: `new` is a fresh descriptor nobody else owns.
     unsafe { File::from_raw_fd(new) }
 }

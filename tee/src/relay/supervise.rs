@@ -132,7 +132,9 @@ impl Supervisor {
                 Ok(Event::OutputClosed(dir)) => self.note_closed(dir),
                 Ok(_) => {}
                 Err(_) => {
-                    tracing::warn!("the agent exited but something it started still holds its output open; not waiting for it");
+                    tracing::warn!(
+                        "the agent exited but something it started still holds its output open; not waiting for it"
+                    );
                     return;
                 }
             }
@@ -143,23 +145,13 @@ impl Supervisor {
         let agent_signal = status.signal();
         let reason = match (self.forwarded, self.stopped_by_us, self.client_closed) {
             (Some(sig), _, _) => format!("signal {sig} passed on to the agent"),
-            (None, true, _) => {
-                "the client closed; the agent was stopped after the grace period".to_owned()
-            }
+            (None, true, _) => "the client closed; the agent was stopped after the grace period".to_owned(),
             (None, false, true) => "the client closed; the agent exited".to_owned(),
             (None, false, false) => "the agent exited".to_owned(),
         };
         // Stopping the agent after the client left is the normal end of a
         // session, not the agent's failure.
-        let exit_code = if self.stopped_by_us && self.forwarded.is_none() {
-            0
-        } else {
-            shell_code(status)
-        };
-        Outcome {
-            exit_code,
-            agent_signal,
-            reason,
-        }
+        let exit_code = if self.stopped_by_us && self.forwarded.is_none() { 0 } else { shell_code(status) };
+        Outcome { exit_code, agent_signal, reason }
     }
 }

@@ -7,9 +7,7 @@ use std::path::PathBuf;
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     /// Neither `XDG_DATA_HOME` nor `HOME` is set.
-    #[error(
-        "cannot find a place for the trace store: neither XDG_DATA_HOME nor HOME is set; pass --db"
-    )]
+    #[error("cannot find a place for the trace store: neither XDG_DATA_HOME nor HOME is set; pass --db")]
     NoDefaultPath,
     /// The file or its directory could not be created or opened.
     #[error("cannot open trace store {}: {source}; pass --db to use another file", path.display())]

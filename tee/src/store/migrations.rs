@@ -4,9 +4,10 @@ use rusqlite::{Connection, TransactionBehavior};
 
 /// Every migration, in order; migration `i` brings the schema to version `i + 1`.
 /// Append-only: a released migration is never edited.
-const MIGRATIONS: &[&str] = &[include_str!(
-    "../../../migrations/0001_traces_and_frames.sql"
-)];
+const MIGRATIONS: &[&str] = &[
+    include_str!("../../../migrations/0001_traces_and_frames.sql"),
+    include_str!("../../../migrations/0002_proxy_hops_and_mcp.sql"),
+];
 
 /// The schema version this build writes.
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
@@ -24,10 +25,7 @@ pub fn apply(conn: &mut Connection) -> Result<i64, MigrationError> {
     let tx = conn.transaction_with_behavior(TransactionBehavior::Exclusive)?;
     let found: i64 = tx.query_row("PRAGMA user_version", [], |r| r.get(0))?;
     if found > SCHEMA_VERSION {
-        return Err(MigrationError::TooNew {
-            found,
-            known: SCHEMA_VERSION,
-        });
+        return Err(MigrationError::TooNew { found, known: SCHEMA_VERSION });
     }
     for sql in &MIGRATIONS[found as usize..] {
         tx.execute_batch(sql)?;
@@ -75,8 +73,7 @@ mod tests {
     #[test]
     fn newer_store_is_refused() {
         let mut conn = Connection::open_in_memory().unwrap();
-        conn.pragma_update(None, "user_version", SCHEMA_VERSION + 1)
-            .unwrap();
+        conn.pragma_update(None, "user_version", SCHEMA_VERSION + 1).unwrap();
         let err = apply(&mut conn).unwrap_err();
         assert!(err.to_string().contains("upgrade acp-tee"), "{err}");
     }

@@ -60,6 +60,12 @@ pub struct NewFrame {
     pub errors: i64,
     /// The exact bytes.
     pub raw: Vec<u8>,
+    /// Proxy mode: the exact bytes on the successor side of the hop.
+    pub envelope: Option<Vec<u8>>,
+    /// An MCP-over-ACP message.
+    pub mcp: bool,
+    /// For `mcp/message`: the inner MCP method.
+    pub mcp_method: Option<String>,
 }
 
 /// An open store.
@@ -77,10 +83,7 @@ impl Store {
                 .recursive(true)
                 .mode(0o700)
                 .create(dir)
-                .map_err(|source| StoreError::CreateDir {
-                    path: dir.to_owned(),
-                    source,
-                })?;
+                .map_err(|source| StoreError::CreateDir { path: dir.to_owned(), source })?;
         }
         // Create the file ourselves so that its mode is 0600 whatever the umask;
         // SQLite gives its -wal and -shm files the same mode.
@@ -91,58 +94,35 @@ impl Store {
             .truncate(false)
             .mode(0o600)
             .open(path)
-            .map_err(|source| StoreError::Io {
-                path: path.to_owned(),
-                source,
-            })?;
+            .map_err(|source| StoreError::Io { path: path.to_owned(), source })?;
         Self::open_with(path, OpenFlags::SQLITE_OPEN_READ_WRITE)
     }
 
     /// Opens an existing store; a missing file is an error, not a new store.
     pub fn open_existing(path: &Path) -> Result<Store, StoreError> {
         if !path.exists() {
-            return Err(StoreError::Missing {
-                path: path.to_owned(),
-            });
+            return Err(StoreError::Missing { path: path.to_owned() });
         }
         Self::open_with(path, OpenFlags::SQLITE_OPEN_READ_WRITE)
     }
 
     fn open_with(path: &Path, flags: OpenFlags) -> Result<Store, StoreError> {
-        let wrap = |source| StoreError::Open {
-            path: path.to_owned(),
-            source,
-        };
+        let wrap = |source| StoreError::Open { path: path.to_owned(), source };
         let flags = flags | OpenFlags::SQLITE_OPEN_NO_MUTEX;
         let mut conn = Connection::open_with_flags(path, flags).map_err(wrap)?;
         conn.busy_timeout(BUSY_TIMEOUT).map_err(wrap)?;
-        conn.pragma_update(None, "journal_mode", "WAL")
-            .map_err(wrap)?;
-        conn.pragma_update(None, "synchronous", "NORMAL")
-            .map_err(wrap)?;
-        conn.pragma_update(None, "foreign_keys", "ON")
-            .map_err(wrap)?;
-        migrations::apply(&mut conn).map_err(|source| StoreError::Migrate {
-            path: path.to_owned(),
-            source,
-        })?;
-        Ok(Store {
-            conn,
-            path: path.to_owned(),
-        })
+        conn.pragma_update(None, "journal_mode", "WAL").map_err(wrap)?;
+        conn.pragma_update(None, "synchronous", "NORMAL").map_err(wrap)?;
+        conn.pragma_update(None, "foreign_keys", "ON").map_err(wrap)?;
+        migrations::apply(&mut conn).map_err(|source| StoreError::Migrate { path: path.to_owned(), source })?;
+        Ok(Store { conn, path: path.to_owned() })
     }
 
     /// An in-memory store, for tests.
     pub fn in_memory() -> Result<Store, StoreError> {
         let mut conn = Connection::open_in_memory()?;
-        migrations::apply(&mut conn).map_err(|source| StoreError::Migrate {
-            path: ":memory:".into(),
-            source,
-        })?;
-        Ok(Store {
-            conn,
-            path: PathBuf::from(":memory:"),
-        })
+        migrations::apply(&mut conn).map_err(|source| StoreError::Migrate { path: ":memory:".into(), source })?;
+        Ok(Store { conn, path: PathBuf::from(":memory:") })
     }
 
     /// The file this store lives in.
@@ -156,14 +136,7 @@ impl Store {
         self.conn.execute(
             "INSERT INTO traces (name, command, cwd, mode, started_at, recorder_pid)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-            params![
-                start.name,
-                command,
-                start.cwd,
-                start.mode,
-                start.started_at,
-                recorder_pid
-            ],
+            params![start.name, command, start.cwd, start.mode, start.started_at, recorder_pid],
         )?;
         Ok(self.conn.last_insert_rowid())
     }
@@ -171,14 +144,12 @@ impl Store {
     /// Stores `frames` of trace `trace_id` in one transaction and adds them to
     /// the trace's counts.
     pub fn insert_frames(&mut self, trace_id: i64, frames: &[NewFrame]) -> Result<(), StoreError> {
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         {
             let mut insert = tx.prepare_cached(
                 "INSERT INTO frames (trace_id, seq, t_ns, dir, kind, rpc_id, method, session_id,
-                                     reply_to_seq, latency_ns, raw)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+                                     reply_to_seq, latency_ns, raw, envelope, protocol, mcp_method)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
             )?;
             for f in frames {
                 insert.execute(params![
@@ -193,6 +164,9 @@ impl Store {
                     f.reply_to_seq,
                     f.latency_ns,
                     f.raw,
+                    f.envelope,
+                    if f.mcp { "mcp" } else { "acp" },
+                    f.mcp_method,
                 ])?;
             }
             let errors: i64 = frames.iter().map(|f| f.errors).sum();
@@ -218,14 +192,7 @@ impl Store {
             "UPDATE traces SET ended_at = ?1, exit_code = ?2, exit_signal = ?3, end_reason = ?4,
                                missing_frames = ?5
              WHERE id = ?6",
-            params![
-                ended_at,
-                end.exit_code,
-                end.exit_signal,
-                end.end_reason,
-                missing_frames as i64,
-                trace_id
-            ],
+            params![ended_at, end.exit_code, end.exit_signal, end.end_reason, missing_frames as i64, trace_id],
         )?;
         Ok(())
     }

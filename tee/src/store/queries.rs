@@ -27,17 +27,21 @@ pub struct StoredFrame {
     pub latency_ns: Option<i64>,
     /// The exact bytes.
     pub raw: Vec<u8>,
+    /// Proxy mode: the exact bytes on the successor side of the hop.
+    pub envelope: Option<Vec<u8>>,
+    /// An MCP-over-ACP message.
+    pub mcp: bool,
+    /// For `mcp/message`: the inner MCP method.
+    pub mcp_method: Option<String>,
 }
 
-const TRACE_COLUMNS: &str =
-    "id, name, command, cwd, mode, started_at, ended_at, exit_code, exit_signal,
+const TRACE_COLUMNS: &str = "id, name, command, cwd, mode, started_at, ended_at, exit_code, exit_signal,
      end_reason, frame_count, error_count, missing_frames";
 
 fn trace_from_row(row: &Row<'_>) -> rusqlite::Result<TraceMeta> {
     let command: String = row.get(2)?;
-    let command = serde_json::from_str(&command).map_err(|e| {
-        rusqlite::Error::FromSqlConversionFailure(2, rusqlite::types::Type::Text, Box::new(e))
-    })?;
+    let command = serde_json::from_str(&command)
+        .map_err(|e| rusqlite::Error::FromSqlConversionFailure(2, rusqlite::types::Type::Text, Box::new(e)))?;
     Ok(TraceMeta {
         id: row.get(0)?,
         name: row.get(1)?,
@@ -59,9 +63,7 @@ fn parse_name<T: std::str::FromStr<Err = acp_tee_shared::UnknownName>>(
     idx: usize,
     text: String,
 ) -> rusqlite::Result<T> {
-    text.parse().map_err(|e| {
-        rusqlite::Error::FromSqlConversionFailure(idx, rusqlite::types::Type::Text, Box::new(e))
-    })
+    text.parse().map_err(|e| rusqlite::Error::FromSqlConversionFailure(idx, rusqlite::types::Type::Text, Box::new(e)))
 }
 
 fn frame_from_row(row: &Row<'_>) -> rusqlite::Result<StoredFrame> {
@@ -76,6 +78,9 @@ fn frame_from_row(row: &Row<'_>) -> rusqlite::Result<StoredFrame> {
         reply_to_seq: row.get(7)?,
         latency_ns: row.get(8)?,
         raw: row.get(9)?,
+        envelope: row.get(10)?,
+        mcp: row.get::<_, String>(11)? == "mcp",
+        mcp_method: row.get(12)?,
     })
 }
 
@@ -84,27 +89,20 @@ impl Store {
     pub fn list_traces(&self) -> Result<Vec<TraceMeta>, StoreError> {
         let sql = format!("SELECT {TRACE_COLUMNS} FROM traces ORDER BY id DESC");
         let mut stmt = self.conn.prepare(&sql)?;
-        let traces = stmt
-            .query_map([], trace_from_row)?
-            .collect::<Result<_, _>>()?;
+        let traces = stmt.query_map([], trace_from_row)?.collect::<Result<_, _>>()?;
         Ok(traces)
     }
 
     /// The trace with id `id`.
     pub fn trace(&self, id: i64) -> Result<TraceMeta, StoreError> {
         let sql = format!("SELECT {TRACE_COLUMNS} FROM traces WHERE id = ?1");
-        self.conn
-            .query_row(&sql, params![id], trace_from_row)
-            .optional()?
-            .ok_or(StoreError::NoSuchTrace(id))
+        self.conn.query_row(&sql, params![id], trace_from_row).optional()?.ok_or(StoreError::NoSuchTrace(id))
     }
 
     /// The id of the newest trace.
     pub fn latest_trace_id(&self) -> Result<i64, StoreError> {
         self.conn
-            .query_row("SELECT max(id) FROM traces", [], |r| {
-                r.get::<_, Option<i64>>(0)
-            })?
+            .query_row("SELECT max(id) FROM traces", [], |r| r.get::<_, Option<i64>>(0))?
             .ok_or(StoreError::NoTraces)
     }
 
@@ -118,7 +116,8 @@ impl Store {
         let mut stmt = self
             .conn
             .prepare(
-                "SELECT seq, t_ns, dir, kind, rpc_id, method, session_id, reply_to_seq, latency_ns, raw
+                "SELECT seq, t_ns, dir, kind, rpc_id, method, session_id, reply_to_seq, latency_ns, raw,
+                        envelope, protocol, mcp_method
                  FROM frames WHERE trace_id = ?1 ORDER BY seq",
             )
             .map_err(StoreError::from)?;

@@ -69,11 +69,7 @@ impl TempStore {
 
     /// The stored bytes of one direction, concatenated.
     pub fn stream(&self, trace_id: i64, dir: Direction) -> Vec<u8> {
-        self.frames(trace_id)
-            .into_iter()
-            .filter(|f| f.dir == dir)
-            .flat_map(|f| f.raw)
-            .collect()
+        self.frames(trace_id).into_iter().filter(|f| f.dir == dir).flat_map(|f| f.raw).collect()
     }
 }
 
@@ -81,9 +77,7 @@ impl TempStore {
 pub fn tee_command(db: &Path, extra: &[&str], agent: &[&str]) -> Command {
     let mut cmd = Command::new(bin());
     cmd.arg("--db").arg(db).args(extra).arg("--").args(agent);
-    cmd.stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+    cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
     cmd
 }
 
@@ -102,12 +96,7 @@ pub fn run_with_input(mut cmd: Command, input: Vec<u8>) -> Output {
 /// Reads exactly `n` bytes from the child's stdout.
 pub fn read_exact_from(child: &mut Child, n: usize) -> Vec<u8> {
     let mut buf = vec![0u8; n];
-    child
-        .stdout
-        .as_mut()
-        .unwrap()
-        .read_exact(&mut buf)
-        .expect("read from acp-tee");
+    child.stdout.as_mut().unwrap().read_exact(&mut buf).expect("read from acp-tee");
     buf
 }
 
@@ -116,10 +105,7 @@ pub fn process_alive(pid: u32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
         Ok(stat) => {
             // The state follows the parenthesised command name.
-            let state = stat
-                .rsplit(')')
-                .next()
-                .and_then(|rest| rest.split_whitespace().next());
+            let state = stat.rsplit(')').next().and_then(|rest| rest.split_whitespace().next());
             !matches!(state, Some("Z") | Some("X"))
         }
         Err(_) => false,
@@ -149,10 +135,6 @@ pub fn as_strs(v: &[String]) -> Vec<&str> {
 
 /// Sends `sig` to `pid`.
 pub fn kill(pid: u32, sig: i32) {
-    let status = Command::new("kill")
-        .arg(format!("-{sig}"))
-        .arg(pid.to_string())
-        .status()
-        .unwrap();
+    let status = Command::new("kill").arg(format!("-{sig}")).arg(pid.to_string()).status().unwrap();
     assert!(status.success(), "kill -{sig} {pid}");
 }
