@@ -3,6 +3,7 @@
 //! # Layout
 //! - [`frame`]: splitting byte streams into frames, classifying and pairing them (pure).
 //! - [`relay`]: wrap mode; spawns the agent and moves bytes, handing copies off.
+//! - [`chain`]: proxy mode under the ACP conductor; routes `proxy/successor` envelopes.
 //! - [`handoff`]: the pipe protocol from the relay to the recorder process.
 //! - [`recorder`]: the recorder process; frames what it is handed and stores it.
 //! - [`store`]: the SQLite trace store; migrations and typed queries.
@@ -12,6 +13,7 @@
 //!
 //! See ARCHITECTURE.md for the invariants each module keeps.
 
+pub mod chain;
 pub mod cli;
 pub mod clock;
 pub mod export;

@@ -9,21 +9,6 @@ use std::process::Command;
 
 const PROMPT: &str = "I feel like testing my tools today";
 
-fn peer(name: &str) -> String {
-    let found = std::env::var_os("PATH")
-        .into_iter()
-        .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
-        .map(|dir| dir.join(name))
-        .find(|p| p.is_file());
-    match found {
-        Some(p) => p.display().to_string(),
-        None => panic!(
-            "`{name}` is not on PATH; install the real peers with \
-             `cargo install --locked elizacp@12.0.0 yopo@11.0.0` (or run .ci/run)"
-        ),
-    }
-}
-
 /// Every process still running with `marker` in its environment.
 fn processes_marked(marker: &str) -> Vec<String> {
     let needle = format!("ACP_TEE_TEST_MARK={marker}");
@@ -66,37 +51,10 @@ fn yopo_and_elizacp_through_acp_tee() {
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
     let trace = store.only_trace();
-    let export = Command::new(bin())
-        .args(["export", "--db", store.db.to_str().unwrap(), "--trace", &trace.id.to_string()])
-        .output()
-        .unwrap();
-    assert!(export.status.success());
-    let doc: Value = serde_json::from_slice(&export.stdout).unwrap();
-    assert_eq!(doc["format"], "acp-tee-trace");
-    assert_eq!(doc["version"], 1);
-    let t = &doc["traces"][0];
-    assert_eq!(t["command"], serde_json::json!([elizacp, "--deterministic", "acp"]));
-    let frames = t["frames"].as_array().unwrap();
-
+    assert_eq!(trace.command, [elizacp.as_str(), "--deterministic", "acp"]);
+    let frames = exported_frames(&store.db, trace.id);
     for method in ["initialize", "session/new", "session/prompt"] {
-        let req = frames
-            .iter()
-            .find(|f| f["kind"] == "request" && f["method"] == method)
-            .unwrap_or_else(|| panic!("no {method} request"));
-        assert_eq!(req["dir"], "client_to_agent");
-        let resp = frames
-            .iter()
-            .find(|f| f["reply_to_seq"] == req["seq"])
-            .unwrap_or_else(|| panic!("no response to {method}"));
-        assert_eq!(resp["dir"], "agent_to_client");
-        assert_eq!(resp["kind"], "response");
-        assert_eq!(resp["id"], req["id"]);
-        assert_eq!(resp["method"], method);
-        assert!(resp["latency_ns"].as_i64().unwrap() > 0);
-        assert_eq!(
-            resp["latency_ns"].as_i64().unwrap(),
-            resp["t_ns"].as_i64().unwrap() - req["t_ns"].as_i64().unwrap()
-        );
+        assert_paired(&frames, method);
     }
     let session =
         frames.iter().find(|f| f["method"] == "session/new" && f["kind"] == "response").unwrap()["session_id"].clone();

@@ -39,6 +39,9 @@ enum Command {
     /// Run AGENT, relay its stdio and record every frame (the default subcommand)
     #[command(long_about = RECORD_ABOUT)]
     Record(RecordArgs),
+    /// Run as a proxy component under the ACP conductor, recording the hop
+    #[command(long_about = PROXY_ABOUT)]
+    Proxy(ProxyArgs),
     /// List the traces in the store
     List(ListArgs),
     /// Write traces as acp-tee-trace JSON (see the README for the format)
@@ -98,6 +101,26 @@ struct RecordArgs {
     agent: Vec<String>,
 }
 
+const PROXY_ABOUT: &str = "\
+Run as a proxy component under the ACP conductor, recording the hop.
+
+Put it in a chain, e.g.
+    agent-client-protocol-conductor agent \"acp-tee proxy --name hop1\" \"my-agent acp\"
+It answers proxy/initialize by forwarding initialize to its successor, passes
+every message on unchanged (wrapped in proxy/successor toward the agent,
+unwrapped toward the client), and records the logical messages (client to
+agent, agent to client) with their exact envelopes. Several acp-tee proxies in
+one chain each record their own trace; give each a --name.";
+
+#[derive(Debug, Args)]
+struct ProxyArgs {
+    #[command(flatten)]
+    store: StoreArg,
+    /// A name for the trace, telling which hop of the chain it is (default: proxy)
+    #[arg(long)]
+    name: Option<String>,
+}
+
 #[derive(Debug, Args)]
 struct ListArgs {
     #[command(flatten)]
@@ -151,7 +174,8 @@ fn parse_duration(s: &str) -> Result<Duration, String> {
 }
 
 /// Subcommand names that may come first; anything else means `record`.
-const SUBCOMMANDS: &[&str] = &["record", "list", "export", "__recorder", "help", "-h", "--help", "-V", "--version"];
+const SUBCOMMANDS: &[&str] =
+    &["record", "proxy", "list", "export", "__recorder", "help", "-h", "--help", "-V", "--version"];
 
 /// Inserts the implicit `record` so `acp-tee -- AGENT` and
 /// `acp-tee --db X -- AGENT` work.
@@ -186,6 +210,10 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
                 .or_else(|| std::path::Path::new(&a.agent[0]).file_name().map(|n| n.to_string_lossy().into_owned()));
             let opts = WrapOptions { command: a.agent, name, db: a.store.path()?, grace: a.grace };
             Ok(relay::run(&opts)?)
+        }
+        Command::Proxy(a) => {
+            let name = Some(a.name.unwrap_or_else(|| "proxy".to_owned()));
+            Ok(crate::chain::run(&crate::chain::ProxyOptions { name, db: a.store.path()? }))
         }
         Command::List(a) => {
             let store = a.store.open_existing()?;

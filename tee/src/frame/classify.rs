@@ -52,7 +52,7 @@ impl Classified {
 
 /// Keeps a field's raw text even when it is `null`, so that `"id": null` is
 /// told apart from a missing id.
-fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::Error> {
+pub(crate) fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::Error> {
     <&RawValue>::deserialize(d).map(Some)
 }
 

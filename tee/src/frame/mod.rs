@@ -10,6 +10,7 @@ mod classify;
 mod pairing;
 mod splitter;
 
+pub(crate) use classify::present;
 pub use classify::{classify, Classified};
 pub use pairing::{Pairer, Pairing};
 pub use splitter::FrameSplitter;

@@ -93,6 +93,11 @@ impl Annotator {
             return frame;
         }
         let mut c = classify(&frame.raw);
+        // The conductor renames the client's `initialize` for proxies; the
+        // logical message is the client's initialize (raw keeps the wire name).
+        if matches!(c.method.as_deref(), Some("proxy/initialize" | "_proxy/initialize")) {
+            c.method = Some("initialize".to_owned());
+        }
         let pairing = self.pairer.observe(seq, t_ns, dir, &mut c);
         self.tie_mcp_session(&mut c);
         frame.kind = c.frame_kind();

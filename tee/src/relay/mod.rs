@@ -11,7 +11,7 @@
 
 mod agent;
 mod pump;
-mod recorder_process;
+pub(crate) mod recorder_process;
 mod supervise;
 
 pub use agent::SpawnError;
@@ -129,7 +129,7 @@ pub fn run(opts: &WrapOptions) -> Result<i32, SpawnError> {
 }
 
 /// A new descriptor for our fd `fd` (0, 1 or 2), owned by the returned file.
-fn dup_fd(fd: i32) -> File {
+pub(crate) fn dup_fd(fd: i32) -> File {
     // SAFETY: dup of a standard descriptor; the result is owned by the File.
     let new = unsafe { libc::dup(fd) };
     assert!(new >= 0, "cannot duplicate fd {fd}: {}", std::io::Error::last_os_error());

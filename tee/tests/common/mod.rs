@@ -138,3 +138,51 @@ pub fn kill(pid: u32, sig: i32) {
     let status = Command::new("kill").arg(format!("-{sig}")).arg(pid.to_string()).status().unwrap();
     assert!(status.success(), "kill -{sig} {pid}");
 }
+
+/// The path of a real peer program on PATH; panics with the install command
+/// when it is missing (the tests never skip silently).
+pub fn peer(name: &str) -> String {
+    let found = std::env::var_os("PATH")
+        .into_iter()
+        .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
+        .map(|dir| dir.join(name))
+        .find(|p| p.is_file());
+    match found {
+        Some(p) => p.display().to_string(),
+        None => panic!(
+            "`{name}` is not on PATH; install the real peers with scripts/install-tools \
+             (elizacp 12.0.0, yopo 11.0.0, agent-client-protocol-conductor 5.0.0)"
+        ),
+    }
+}
+
+/// Parses an `acp-tee export` of one trace and returns its frames.
+pub fn exported_frames(db: &Path, trace_id: i64) -> Vec<serde_json::Value> {
+    let out = Command::new(bin())
+        .args(["export", "--db", db.to_str().unwrap(), "--trace", &trace_id.to_string()])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["format"], "acp-tee-trace");
+    doc["traces"][0]["frames"].as_array().unwrap().clone()
+}
+
+/// Checks that `method` was requested client to agent and answered agent to
+/// client, with the pairing and latency filled in.
+pub fn assert_paired(frames: &[serde_json::Value], method: &str) {
+    let req = frames
+        .iter()
+        .find(|f| f["kind"] == "request" && f["method"] == method)
+        .unwrap_or_else(|| panic!("no {method} request"));
+    assert_eq!(req["dir"], "client_to_agent", "{method}");
+    let resp =
+        frames.iter().find(|f| f["reply_to_seq"] == req["seq"]).unwrap_or_else(|| panic!("no response to {method}"));
+    assert_eq!(resp["dir"], "agent_to_client");
+    assert_eq!(resp["kind"], "response");
+    assert_eq!(resp["id"], req["id"]);
+    assert_eq!(resp["method"], method);
+    let latency = resp["latency_ns"].as_i64().unwrap();
+    assert!(latency > 0);
+    assert_eq!(latency, resp["t_ns"].as_i64().unwrap() - req["t_ns"].as_i64().unwrap());
+}

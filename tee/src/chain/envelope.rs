@@ -1,0 +1,152 @@
+//! Reading the conductor's lines and writing ours: plain JSON-RPC messages and
+//! `proxy/successor` envelopes, built from the exact text of ids, params,
+//! results and errors so nothing is re-encoded on the way through.
+
+use crate::frame::present;
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+
+/// The current name of the envelope for messages to and from the successor.
+pub const SUCCESSOR: &str = "proxy/successor";
+/// The SDK 2.x name of the envelope.
+pub const LEGACY_SUCCESSOR: &str = "_proxy/successor";
+/// What the conductor sends a proxy instead of `initialize`.
+pub const PROXY_INITIALIZE: &str = "proxy/initialize";
+/// The SDK 2.x name of `proxy/initialize`.
+pub const LEGACY_PROXY_INITIALIZE: &str = "_proxy/initialize";
+/// The cancellation notification; it is never wrapped and applies per hop.
+pub const CANCEL_REQUEST: &str = "$/cancel_request";
+
+/// One line from the conductor, as far as routing needs to know.
+#[derive(Debug)]
+pub enum Incoming<'a> {
+    /// A request (with `id`) or notification, plain.
+    Call {
+        /// The id's exact text, absent for notifications.
+        id: Option<&'a RawValue>,
+        /// The method.
+        method: String,
+        /// The params' exact text.
+        params: Option<&'a RawValue>,
+    },
+    /// A response: `result` or `error`, exact text.
+    Response {
+        /// The id's exact text.
+        id: &'a RawValue,
+        /// `result`, if a success.
+        result: Option<&'a RawValue>,
+        /// `error`, if a failure.
+        error: Option<&'a RawValue>,
+    },
+}
+
+#[derive(Deserialize)]
+struct LineProbe<'a> {
+    #[serde(default, borrow, deserialize_with = "present")]
+    id: Option<&'a RawValue>,
+    #[serde(default)]
+    method: Option<String>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    params: Option<&'a RawValue>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    result: Option<&'a RawValue>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    error: Option<&'a RawValue>,
+}
+
+/// The params of a `proxy/successor` envelope: the inner message's method and
+/// params (its own `_meta`, if any, is dropped as the conductor does).
+#[derive(Deserialize)]
+pub struct Wrapped<'a> {
+    /// The inner method.
+    pub method: String,
+    /// The inner params' exact text (absent or `null`: none).
+    #[serde(default, borrow)]
+    pub params: Option<&'a RawValue>,
+}
+
+/// Parses one line; `None` when it is not a JSON-RPC message we can route.
+pub fn parse(line: &[u8]) -> Option<Incoming<'_>> {
+    let text = std::str::from_utf8(line).ok()?;
+    let p: LineProbe = serde_json::from_str(text).ok()?;
+    match (p.method, p.id) {
+        (Some(method), id) => Some(Incoming::Call { id, method, params: p.params }),
+        (None, Some(id)) if p.result.is_some() || p.error.is_some() => {
+            Some(Incoming::Response { id, result: p.result, error: p.error })
+        }
+        _ => None,
+    }
+}
+
+/// Reads the inner message of an envelope's params.
+pub fn unwrap_params<'a>(params: Option<&'a RawValue>) -> Option<Wrapped<'a>> {
+    serde_json::from_str(params?.get()).ok()
+}
+
+/// The `requestId` of a `$/cancel_request`, as exact text.
+pub fn cancelled_id(params: Option<&RawValue>) -> Option<String> {
+    #[derive(Deserialize)]
+    struct Cancel<'a> {
+        #[serde(rename = "requestId", borrow)]
+        request_id: &'a RawValue,
+    }
+    serde_json::from_str::<Cancel>(params?.get()).ok().map(|c| c.request_id.get().to_owned())
+}
+
+#[derive(Serialize)]
+struct OutCall<'a, P: Serialize> {
+    jsonrpc: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    id: Option<&'a RawValue>,
+    method: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    params: Option<P>,
+}
+
+#[derive(Serialize)]
+struct Inner<'a> {
+    method: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    params: Option<&'a RawValue>,
+}
+
+#[derive(Serialize)]
+struct OutResponse<'a> {
+    jsonrpc: &'static str,
+    id: &'a RawValue,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    result: Option<&'a RawValue>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<&'a RawValue>,
+}
+
+fn line(value: &impl Serialize) -> Vec<u8> {
+    let mut out = serde_json::to_vec(value).expect("messages of raw JSON always serialise");
+    out.push(b'\n');
+    out
+}
+
+/// A plain request or notification line.
+pub fn call(id: Option<&RawValue>, method: &str, params: Option<&RawValue>) -> Vec<u8> {
+    line(&OutCall { jsonrpc: "2.0", id, method, params })
+}
+
+/// A line carrying `method(params)` to the successor inside `envelope_method`.
+pub fn wrap(envelope_method: &str, id: Option<&RawValue>, method: &str, params: Option<&RawValue>) -> Vec<u8> {
+    line(&OutCall { jsonrpc: "2.0", id, method: envelope_method, params: Some(Inner { method, params }) })
+}
+
+/// A response line with `result` or `error` copied exactly.
+pub fn response(id: &RawValue, result: Option<&RawValue>, error: Option<&RawValue>) -> Vec<u8> {
+    line(&OutResponse { jsonrpc: "2.0", id, result, error })
+}
+
+/// A `$/cancel_request` for the request with id text `request_id`.
+pub fn cancel(request_id: &RawValue) -> Vec<u8> {
+    #[derive(Serialize)]
+    struct Params<'a> {
+        #[serde(rename = "requestId")]
+        request_id: &'a RawValue,
+    }
+    line(&OutCall { jsonrpc: "2.0", id: None, method: CANCEL_REQUEST, params: Some(Params { request_id }) })
+}
