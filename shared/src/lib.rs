@@ -7,8 +7,12 @@
 //! - [`ExportFrame`], [`ExportHeader`], [`NdjsonHeader`]: the `acp-tee-trace`
 //!   export format, version [`FORMAT_VERSION`] (documented in the README).
 //!
+//! - [`api`]: the payloads of the HTTP API the viewer reads.
+//!
 //! This crate does no I/O and depends on serde only, so it builds for
 //! `wasm32-unknown-unknown`.
+
+pub mod api;
 
 use serde::{Deserialize, Serialize};
 use std::fmt;

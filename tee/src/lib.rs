@@ -6,6 +6,7 @@
 //! - [`chain`]: proxy mode under the ACP conductor; routes `proxy/successor` envelopes.
 //! - [`handoff`]: the pipe protocol from the relay to the recorder process.
 //! - [`recorder`]: the recorder process; frames what it is handed and stores it.
+//! - [`server`]: `acp-tee serve`, the viewer's axum server and JSON API.
 //! - [`store`]: the SQLite trace store; migrations and typed queries.
 //! - [`export`]: the `acp-tee-trace` JSON and NDJSON exports.
 //! - [`cli`]: the command line.
@@ -21,4 +22,5 @@ pub mod frame;
 pub mod handoff;
 pub mod recorder;
 pub mod relay;
+pub mod server;
 pub mod store;

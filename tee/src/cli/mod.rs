@@ -42,6 +42,9 @@ enum Command {
     /// Run as a proxy component under the ACP conductor, recording the hop
     #[command(long_about = PROXY_ABOUT)]
     Proxy(ProxyArgs),
+    /// Serve the trace viewer (browser app and JSON API) over HTTP
+    #[command(long_about = SERVE_ABOUT)]
+    Serve(ServeArgs),
     /// List the traces in the store
     List(ListArgs),
     /// Write traces as acp-tee-trace JSON (see the README for the format)
@@ -121,6 +124,38 @@ struct ProxyArgs {
     name: Option<String>,
 }
 
+const SERVE_ABOUT: &str = "\
+Serve the trace viewer (browser app and JSON API) over HTTP.
+
+The viewer lists the store's traces and draws each as a sequence diagram with
+timings, updating live while acp-tee records. The API under /api is read-only.
+Listening beyond loopback (--bind 0.0.0.0) requires a token: pass --token or
+one is generated; the printed URL carries it.";
+
+#[derive(Debug, Args)]
+struct ServeArgs {
+    #[command(flatten)]
+    store: StoreArg,
+    /// Address to listen on
+    #[arg(long, default_value = "127.0.0.1")]
+    bind: std::net::IpAddr,
+    /// Port to listen on (0: any free port)
+    #[arg(long, default_value_t = 7878)]
+    port: u16,
+    /// Require this token on every request (generated when --bind is not loopback)
+    #[arg(long)]
+    token: Option<String>,
+    /// Open a browser on the viewer
+    #[arg(long)]
+    open: bool,
+    /// Which trace the printed (and opened) URL shows: an id or `latest`
+    #[arg(long, value_name = "ID|latest")]
+    trace: Option<TraceSelection>,
+    /// The built viewer app (default: dist/ of the source tree, else ./dist)
+    #[arg(long, value_name = "DIR")]
+    dist: Option<PathBuf>,
+}
+
 #[derive(Debug, Args)]
 struct ListArgs {
     #[command(flatten)]
@@ -175,7 +210,7 @@ fn parse_duration(s: &str) -> Result<Duration, String> {
 
 /// Subcommand names that may come first; anything else means `record`.
 const SUBCOMMANDS: &[&str] =
-    &["record", "proxy", "list", "export", "__recorder", "help", "-h", "--help", "-V", "--version"];
+    &["record", "proxy", "serve", "list", "export", "__recorder", "help", "-h", "--help", "-V", "--version"];
 
 /// Inserts the implicit `record` so `acp-tee -- AGENT` and
 /// `acp-tee --db X -- AGENT` work.
@@ -214,6 +249,32 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Proxy(a) => {
             let name = Some(a.name.unwrap_or_else(|| "proxy".to_owned()));
             Ok(crate::chain::run(&crate::chain::ProxyOptions { name, db: a.store.path()? }))
+        }
+        Command::Serve(a) => {
+            let db = a.store.path()?;
+            let open_path = match a.trace {
+                None => "/".to_owned(),
+                Some(sel) => {
+                    let store = Store::open_existing(&db)?;
+                    let id = match sel {
+                        TraceSelection::Id(id) => store.trace(id)?.id,
+                        TraceSelection::Latest | TraceSelection::All => store.latest_trace_id()?,
+                    };
+                    format!("/traces/{id}")
+                }
+            };
+            let dist = a.dist.unwrap_or_else(crate::server::default_dist);
+            let opts = crate::server::ServeOptions {
+                db,
+                bind: a.bind,
+                port: a.port,
+                token: a.token,
+                open: a.open,
+                dist,
+                open_path,
+            };
+            crate::server::run(opts)?;
+            Ok(0)
         }
         Command::List(a) => {
             let store = a.store.open_existing()?;

@@ -8,9 +8,11 @@
 
 mod classify;
 mod pairing;
+mod preview;
 mod splitter;
 
 pub(crate) use classify::present;
 pub use classify::{classify, Classified};
 pub use pairing::{Pairer, Pairing};
+pub use preview::{preview, PREVIEW_CHARS};
 pub use splitter::FrameSplitter;

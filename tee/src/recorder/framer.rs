@@ -1,6 +1,6 @@
 //! Turns the relay's chunks into numbered, classified and paired frames.
 
-use crate::frame::{classify, FrameSplitter, Pairer};
+use crate::frame::{classify, preview, FrameSplitter, Pairer};
 use crate::store::NewFrame;
 use acp_tee_shared::{Direction, FrameKind};
 use std::collections::HashMap;
@@ -88,8 +88,10 @@ impl Annotator {
             envelope,
             mcp: false,
             mcp_method: None,
+            preview: None,
         };
         if dir == Direction::AgentStderr {
+            frame.preview = preview(FrameKind::Stderr, None, &frame.raw);
             return frame;
         }
         let mut c = classify(&frame.raw);
@@ -109,6 +111,7 @@ impl Annotator {
         frame.mcp_method = c.mcp_method;
         frame.reply_to_seq = pairing.reply_to_seq;
         frame.latency_ns = pairing.latency_ns;
+        frame.preview = preview(frame.kind, frame.method.as_deref(), &frame.raw);
         frame
     }
 

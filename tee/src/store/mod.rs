@@ -6,6 +6,7 @@
 //! Architecture Invariant: the schema only changes through `migrations/`,
 //! applied in order by [`migrations::apply`] when a store is opened.
 
+pub mod api;
 mod error;
 pub mod migrations;
 mod queries;
@@ -66,6 +67,8 @@ pub struct NewFrame {
     pub mcp: bool,
     /// For `mcp/message`: the inner MCP method.
     pub mcp_method: Option<String>,
+    /// A short text for the viewer's diagram.
+    pub preview: Option<String>,
 }
 
 /// An open store.
@@ -148,9 +151,10 @@ impl Store {
         {
             let mut insert = tx.prepare_cached(
                 "INSERT INTO frames (trace_id, seq, t_ns, dir, kind, rpc_id, method, session_id,
-                                     reply_to_seq, latency_ns, raw, envelope, protocol, mcp_method)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+                                     reply_to_seq, latency_ns, raw, envelope, protocol, mcp_method, preview)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
             )?;
+            let mut index = tx.prepare_cached("INSERT INTO frames_fts (rowid, text) VALUES (?1, ?2)")?;
             for f in frames {
                 insert.execute(params![
                     trace_id,
@@ -167,7 +171,11 @@ impl Store {
                     f.envelope,
                     if f.mcp { "mcp" } else { "acp" },
                     f.mcp_method,
+                    f.preview,
                 ])?;
+                // Search covers the frame's text; bytes that are not UTF-8
+                // are searched as far as they decode.
+                index.execute(params![tx.last_insert_rowid(), String::from_utf8_lossy(&f.raw)])?;
             }
             let errors: i64 = frames.iter().map(|f| f.errors).sum();
             tx.prepare_cached(

@@ -35,10 +35,10 @@ pub struct StoredFrame {
     pub mcp_method: Option<String>,
 }
 
-const TRACE_COLUMNS: &str = "id, name, command, cwd, mode, started_at, ended_at, exit_code, exit_signal,
+pub(super) const TRACE_COLUMNS: &str = "id, name, command, cwd, mode, started_at, ended_at, exit_code, exit_signal,
      end_reason, frame_count, error_count, missing_frames";
 
-fn trace_from_row(row: &Row<'_>) -> rusqlite::Result<TraceMeta> {
+pub(super) fn trace_from_row(row: &Row<'_>) -> rusqlite::Result<TraceMeta> {
     let command: String = row.get(2)?;
     let command = serde_json::from_str(&command)
         .map_err(|e| rusqlite::Error::FromSqlConversionFailure(2, rusqlite::types::Type::Text, Box::new(e)))?;

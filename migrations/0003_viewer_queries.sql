@@ -1,0 +1,15 @@
+-- acp-tee store, migration 3: what the viewer's queries need.
+
+-- A short text for the diagram (session/update text, error message, stderr
+-- line), computed when the frame is recorded.
+ALTER TABLE frames ADD COLUMN preview TEXT;
+
+-- Filters and pairing lookups.
+CREATE INDEX frames_by_method ON frames (trace_id, method);
+CREATE INDEX frames_by_reply ON frames (trace_id, reply_to_seq) WHERE reply_to_seq IS NOT NULL;
+CREATE INDEX frames_by_latency ON frames (trace_id, latency_ns) WHERE latency_ns IS NOT NULL;
+
+-- Full-text search over the frames' text. Contentless: the text lives in
+-- frames.raw only; frames_fts.rowid is frames.rowid.
+CREATE VIRTUAL TABLE frames_fts USING fts5 (text, content = '', tokenize = 'unicode61');
+INSERT INTO frames_fts (rowid, text) SELECT rowid, CAST(raw AS TEXT) FROM frames;

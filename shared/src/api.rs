@@ -1,0 +1,194 @@
+//! Payloads of the HTTP API that `acp-tee serve` offers and the viewer reads.
+//!
+//! Routes (all GET, all JSON unless said otherwise; errors are
+//! `{"error": "..."}` with status 400 for bad parameters and 404 for unknown ids):
+//! - `/api/traces` -> `Vec<TraceSummary>`, newest first
+//! - `/api/traces/{id}` -> [`TraceSummary`]
+//! - `/api/traces/{id}/frames?...` ([`FrameQuery`]) -> [`FramePage`]
+//! - `/api/traces/{id}/frames/{seq}` -> [`FrameDetail`]
+//! - `/api/traces/{id}/stats` -> [`TraceStats`]
+//! - `/api/traces/{id}/live?after=SEQ` -> Server-Sent Events: event `frames`
+//!   with data `Vec<FrameSummary>` (only frames with seq > after, in order,
+//!   unfiltered), event `trace` with data [`TraceSummary`] when counts or the
+//!   end change
+//! - `/api/traces/{id}/export?format=json|ndjson` -> the `acp-tee-trace` export
+
+use crate::{Direction, FrameKind, TraceMeta};
+use serde::{Deserialize, Serialize};
+
+/// A trace as listed: its metadata and whether it is still being recorded.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TraceSummary {
+    /// Everything stored about the run.
+    #[serde(flatten)]
+    pub meta: TraceMeta,
+    /// True while the recorder is still writing it.
+    pub live: bool,
+    /// `t_ns` of its last frame (0 when it has none).
+    pub last_t_ns: i64,
+}
+
+/// Filters and paging of `/api/traces/{id}/frames`. Every field is optional.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct FrameQuery {
+    /// Only frames with `seq` greater than this (cursor paging).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after: Option<i64>,
+    /// Skip this many matching frames first (window paging).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offset: Option<i64>,
+    /// At most this many frames (1..=1000, default 200).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<i64>,
+    /// Only this direction.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dir: Option<Direction>,
+    /// Only this kind.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<FrameKind>,
+    /// Only this method (responses carry their request's method).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub method: Option<String>,
+    /// Only this ACP session.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
+    /// Only error responses (and batches holding one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub errors: Option<bool>,
+    /// Only responses slower than this many milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_latency_ms: Option<f64>,
+    /// Full-text search over the frames' text (SQLite FTS5 query syntax
+    /// is not exposed: the words given must all occur).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub q: Option<String>,
+}
+
+/// A frame without its bytes: enough to draw it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FrameSummary {
+    /// Position in the trace, from 1.
+    pub seq: i64,
+    /// Nanoseconds since the trace started.
+    pub t_ns: i64,
+    /// Which way it went.
+    pub dir: Direction,
+    /// What it is.
+    pub kind: FrameKind,
+    /// The JSON-RPC id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<serde_json::Value>,
+    /// The method (for responses, the request's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub method: Option<String>,
+    /// The ACP session.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+    /// For responses: the request's seq.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reply_to_seq: Option<i64>,
+    /// For responses: nanoseconds since the request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_ns: Option<i64>,
+    /// For requests: the seq of their response, once it exists.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reply_seq: Option<i64>,
+    /// Size of the frame in bytes.
+    pub size: i64,
+    /// A short text for the diagram (a `session/update`'s text, an error's
+    /// message, a stderr line), at most 160 characters.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preview: Option<String>,
+    /// MCP-over-ACP.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub mcp: bool,
+    /// For `mcp/message`: the inner MCP method.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mcp_method: Option<String>,
+}
+
+/// One page of frames, in `seq` order.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FramePage {
+    /// The frames.
+    pub frames: Vec<FrameSummary>,
+    /// How many frames match the filters in all.
+    pub total: i64,
+    /// True when more frames follow this page.
+    pub has_more: bool,
+}
+
+/// One frame with its bytes and its pair.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FrameDetail {
+    /// The frame.
+    pub frame: FrameSummary,
+    /// Its exact bytes when UTF-8.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub raw: Option<String>,
+    /// Its exact bytes as base64 when not UTF-8.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub raw_base64: Option<String>,
+    /// Proxy mode: the message on the successor side of the hop.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub envelope: Option<String>,
+    /// The request this answers, or the response that answers this.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pair: Option<FrameSummary>,
+}
+
+/// One bar of a latency histogram: responses with `lo_ns <= latency < hi_ns`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct HistogramBucket {
+    /// Lower bound, nanoseconds, inclusive.
+    pub lo_ns: i64,
+    /// Upper bound, nanoseconds, exclusive.
+    pub hi_ns: i64,
+    /// How many responses fell in it.
+    pub count: i64,
+}
+
+/// Timing of one method.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MethodStats {
+    /// The method.
+    pub method: String,
+    /// Requests and notifications with this method.
+    pub count: i64,
+    /// Error responses.
+    pub errors: i64,
+    /// Responses with a latency.
+    pub answered: i64,
+    /// Latency percentiles and maximum, nanoseconds (absent without responses).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p50_ns: Option<i64>,
+    /// 95th percentile.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p95_ns: Option<i64>,
+    /// 99th percentile.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p99_ns: Option<i64>,
+    /// Maximum.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_ns: Option<i64>,
+    /// Latency histogram on log-spaced buckets (powers of two of microseconds).
+    pub histogram: Vec<HistogramBucket>,
+}
+
+/// Timing of a whole trace.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TraceStats {
+    /// Per method, most frequent first.
+    pub methods: Vec<MethodStats>,
+    /// The slowest responses (up to 20), slowest first.
+    pub slowest: Vec<FrameSummary>,
+    /// Frames per direction, in [`Direction::ALL`] order.
+    pub per_direction: Vec<i64>,
+}
+
+/// The body of every API error.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ApiError {
+    /// What was wrong, for a person.
+    pub error: String,
+}

@@ -1,0 +1,169 @@
+//! The short text the viewer draws beside a frame.
+
+use acp_tee_shared::FrameKind;
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+/// Longest preview, in characters.
+pub const PREVIEW_CHARS: usize = 160;
+
+#[derive(Deserialize)]
+struct MessageProbe<'a> {
+    #[serde(borrow, default)]
+    params: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    error: Option<&'a RawValue>,
+}
+
+#[derive(Deserialize)]
+struct ParamsProbe<'a> {
+    #[serde(borrow, default)]
+    update: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    prompt: Option<Vec<&'a RawValue>>,
+}
+
+#[derive(Deserialize)]
+struct UpdateProbe<'a> {
+    #[serde(rename = "sessionUpdate")]
+    kind: Option<String>,
+    #[serde(borrow, default)]
+    content: Option<&'a RawValue>,
+    title: Option<String>,
+    status: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct TextProbe {
+    text: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct ErrorProbe {
+    code: Option<i64>,
+    message: Option<String>,
+}
+
+fn parse<'a, T: Deserialize<'a>>(raw: Option<&'a RawValue>) -> Option<T> {
+    serde_json::from_str(raw?.get()).ok()
+}
+
+/// A one-line summary of a frame for the diagram: the text of a
+/// `session/update` chunk, a tool call's title, a prompt's first text, an
+/// error's message, a stderr line. `None` when there is nothing worth showing.
+pub fn preview(kind: FrameKind, method: Option<&str>, raw: &[u8]) -> Option<String> {
+    let text = String::from_utf8_lossy(raw);
+    let found = match kind {
+        FrameKind::Stderr | FrameKind::Invalid => Some(strip_ansi(&text)),
+        FrameKind::Error => {
+            let msg: MessageProbe = serde_json::from_str(&text).ok()?;
+            let e: ErrorProbe = parse(msg.error)?;
+            Some(format!("{} {}", e.code.map(|c| c.to_string()).unwrap_or_default(), e.message.unwrap_or_default()))
+        }
+        FrameKind::Notification | FrameKind::Request => {
+            let msg: MessageProbe = serde_json::from_str(&text).ok()?;
+            let params: ParamsProbe = parse(msg.params)?;
+            match method? {
+                "session/update" => update_text(parse(params.update)?),
+                "session/prompt" => params.prompt?.into_iter().find_map(|c| parse::<TextProbe>(Some(c))?.text),
+                _ => None,
+            }
+        }
+        _ => None,
+    };
+    found.map(|s| one_line(&s)).filter(|s| !s.is_empty())
+}
+
+fn update_text(u: UpdateProbe) -> Option<String> {
+    let kind = u.kind.unwrap_or_default();
+    let content_text = parse::<TextProbe>(u.content).and_then(|c| c.text);
+    match (content_text, u.title) {
+        (Some(text), _) => Some(text),
+        (None, Some(title)) => Some(match u.status {
+            Some(status) => format!("{kind}: {title} ({status})"),
+            None => format!("{kind}: {title}"),
+        }),
+        (None, None) => Some(kind),
+    }
+}
+
+/// Removes terminal colour codes (`ESC [ ... letter`), which agents' loggers
+/// write to stderr.
+fn strip_ansi(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            if chars.clone().next() == Some('[') {
+                for d in chars.by_ref().skip(1) {
+                    if d.is_ascii_alphabetic() {
+                        break;
+                    }
+                }
+            }
+            continue;
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Collapses whitespace runs (newlines included) to one space and cuts to
+/// [`PREVIEW_CHARS`] characters, marking a cut with an ellipsis.
+fn one_line(s: &str) -> String {
+    let mut out = String::new();
+    let mut count = 0;
+    for word in s.split_whitespace() {
+        if !out.is_empty() {
+            out.push(' ');
+            count += 1;
+        }
+        for c in word.chars() {
+            if count == PREVIEW_CHARS {
+                out.push('…');
+                return out;
+            }
+            out.push(c);
+            count += 1;
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(kind: FrameKind, method: Option<&str>, raw: &str) -> Option<String> {
+        preview(kind, method, raw.as_bytes())
+    }
+
+    #[test]
+    fn previews() {
+        let chunk = r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"How do you\ndo."}}}}"#;
+        assert_eq!(p(FrameKind::Notification, Some("session/update"), chunk).as_deref(), Some("How do you do."));
+        let tool = r#"{"method":"session/update","params":{"update":{"sessionUpdate":"tool_call","title":"Read file","status":"pending"}}}"#;
+        assert_eq!(
+            p(FrameKind::Notification, Some("session/update"), tool).as_deref(),
+            Some("tool_call: Read file (pending)")
+        );
+        let plan = r#"{"method":"session/update","params":{"update":{"sessionUpdate":"plan","entries":[]}}}"#;
+        assert_eq!(p(FrameKind::Notification, Some("session/update"), plan).as_deref(), Some("plan"));
+        let prompt = r#"{"id":3,"method":"session/prompt","params":{"sessionId":"s","prompt":[{"type":"image"},{"type":"text","text":"hello"}]}}"#;
+        assert_eq!(p(FrameKind::Request, Some("session/prompt"), prompt).as_deref(), Some("hello"));
+        let err = r#"{"id":3,"error":{"code":-32601,"message":"Method not found"}}"#;
+        assert_eq!(p(FrameKind::Error, None, err).as_deref(), Some("-32601 Method not found"));
+        let stderr = "\u{1b}[2m2026\u{1b}[0m \u{1b}[32m INFO\u{1b}[0m started\n";
+        assert_eq!(p(FrameKind::Stderr, None, stderr).as_deref(), Some("2026 INFO started"));
+        assert_eq!(p(FrameKind::Request, Some("initialize"), r#"{"id":1,"method":"initialize"}"#), None);
+        assert_eq!(p(FrameKind::Invalid, None, "\n"), None);
+    }
+
+    #[test]
+    fn long_text_is_cut() {
+        let long = format!("{}\n", "word ".repeat(100));
+        let out = p(FrameKind::Stderr, None, &long).unwrap();
+        assert_eq!(out.chars().count(), PREVIEW_CHARS + 1);
+        assert!(out.ends_with('…'));
+    }
+}

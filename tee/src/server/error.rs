@@ -1,0 +1,46 @@
+//! API errors as JSON bodies with the right status.
+
+use crate::store::StoreError;
+use acp_tee_shared::api::ApiError;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+
+/// An error a handler returns; becomes `{"error": "..."}`.
+#[derive(Debug)]
+pub enum AppError {
+    /// 400: the request was wrong.
+    BadRequest(String),
+    /// 404: no such thing.
+    NotFound(String),
+    /// 401: the token is missing or wrong.
+    Unauthorized,
+    /// 500: the store failed.
+    Internal(String),
+}
+
+impl From<StoreError> for AppError {
+    fn from(e: StoreError) -> Self {
+        match e {
+            StoreError::NoSuchTrace(_) | StoreError::NoTraces => AppError::NotFound(e.to_string()),
+            other => {
+                tracing::error!("serve: {other}");
+                AppError::Internal(other.to_string())
+            }
+        }
+    }
+}
+
+impl IntoResponse for AppError {
+    fn into_response(self) -> Response {
+        let (status, error) = match self {
+            AppError::BadRequest(m) => (StatusCode::BAD_REQUEST, m),
+            AppError::NotFound(m) => (StatusCode::NOT_FOUND, m),
+            AppError::Unauthorized => {
+                (StatusCode::UNAUTHORIZED, "a token is required: open the URL acp-tee serve printed".to_owned())
+            }
+            AppError::Internal(m) => (StatusCode::INTERNAL_SERVER_ERROR, m),
+        };
+        (status, Json(ApiError { error })).into_response()
+    }
+}

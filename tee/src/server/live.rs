@@ -1,0 +1,91 @@
+//! Live updates: noticing other processes' commits cheaply, and the SSE
+//! stream that pushes a trace's new frames.
+
+use super::db::Db;
+use crate::store::Store;
+use acp_tee_shared::api::TraceSummary;
+use axum::response::sse::Event;
+use futures_util::Stream;
+use std::convert::Infallible;
+use std::path::Path;
+use std::time::Duration;
+use tokio::sync::watch;
+
+/// How often the store's `data_version` is checked. A check is one pragma on
+/// an idle connection: it reads no frames.
+const POLL: Duration = Duration::from_millis(15);
+
+/// Frames sent per `frames` event at most.
+const BATCH: i64 = 1000;
+
+/// Starts a thread that bumps the returned counter whenever another process
+/// commits to the store at `path`. It stops when every receiver is gone.
+pub fn watch_store(path: &Path) -> watch::Receiver<u64> {
+    let (tx, rx) = watch::channel(0u64);
+    let path = path.to_owned();
+    let _ = std::thread::Builder::new().name("store-watch".into()).spawn(move || {
+        let Ok(store) = Store::open_existing(&path) else { return };
+        let mut seen = store.data_version().unwrap_or(0);
+        while !tx.is_closed() {
+            std::thread::sleep(POLL);
+            if let Ok(v) = store.data_version() {
+                if v != seen {
+                    seen = v;
+                    tx.send_modify(|n| *n += 1);
+                }
+            }
+        }
+    });
+    rx
+}
+
+struct LiveState {
+    db: Db,
+    trace_id: i64,
+    after: i64,
+    changes: watch::Receiver<u64>,
+    last_summary: Option<(i64, i64, Option<String>, bool)>,
+    finished: bool,
+}
+
+fn summary_key(s: &TraceSummary) -> (i64, i64, Option<String>, bool) {
+    (s.meta.frame_count, s.meta.missing_frames, s.meta.ended_at.clone(), s.live)
+}
+
+/// The SSE events of trace `trace_id` from seq `after` on: `frames` with new
+/// frames in order, `trace` when the trace's counts or state change. Once the
+/// trace has ended and every frame was sent, the stream stays open without
+/// events (only keep-alives), so browsers do not reconnect and replay it.
+pub fn trace_events(
+    db: Db,
+    trace_id: i64,
+    after: i64,
+    changes: watch::Receiver<u64>,
+) -> impl Stream<Item = Result<Event, Infallible>> {
+    let state = LiveState { db, trace_id, after, changes, last_summary: None, finished: false };
+    futures_util::stream::unfold(state, |mut st| async move {
+        loop {
+            if st.finished {
+                std::future::pending::<()>().await;
+            }
+            let (id, after) = (st.trace_id, st.after);
+            let Ok(frames) = st.db.run(move |s| s.frames_after(id, after, BATCH)).await else { return None };
+            if let Some(last) = frames.last() {
+                st.after = last.seq;
+                let event = Event::default().event("frames").json_data(&frames).ok()?;
+                return Some((Ok(event), st));
+            }
+            let Ok(summary) = st.db.run(move |s| s.trace_summary(id)).await else { return None };
+            let key = summary_key(&summary);
+            if st.last_summary.as_ref() != Some(&key) {
+                st.last_summary = Some(key);
+                st.finished = !summary.live;
+                let event = Event::default().event("trace").json_data(&summary).ok()?;
+                return Some((Ok(event), st));
+            }
+            // Nothing new: sleep until another process commits (or a while,
+            // so that a recorder that died is noticed).
+            let _ = tokio::time::timeout(Duration::from_secs(2), st.changes.changed()).await;
+        }
+    })
+}

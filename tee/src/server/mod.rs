@@ -1,0 +1,154 @@
+//! `acp-tee serve`: the viewer's HTTP server (axum).
+//!
+//! `/api/...` is a read-only JSON API over the store's typed queries (routes
+//! listed in `shared/src/api.rs`), plus a Server-Sent Events stream per trace.
+//! Everything else is the built viewer app from `dist/` (an `index.html`
+//! fallback for its client-side routes), or a page saying how to build it.
+//!
+//! Architecture Invariant: handlers only read; every value from a request is a
+//! bound SQL parameter; errors are JSON `{"error"}` with 400/401/404.
+
+mod auth;
+mod db;
+mod error;
+mod live;
+mod routes;
+
+pub use auth::{constant_time_eq, generate_token};
+pub use db::Db;
+pub use error::AppError;
+
+use anyhow::Context;
+use axum::http::StatusCode;
+use axum::response::{Html, IntoResponse};
+use axum::routing::get;
+use axum::Router;
+use std::net::{IpAddr, SocketAddr};
+use std::path::{Path, PathBuf};
+use tokio::sync::watch;
+use tower_http::services::{ServeDir, ServeFile};
+
+/// What the handlers share.
+#[derive(Clone)]
+pub struct AppState {
+    db: Db,
+    token: Option<String>,
+    changes: watch::Receiver<u64>,
+    dist: Option<PathBuf>,
+}
+
+impl AppState {
+    /// State over the store `db`; `token` is required on every request when
+    /// set; `dist` is the built viewer (its `index.html` must exist to be served).
+    pub fn new(db: Db, db_path: &Path, token: Option<String>, dist: Option<PathBuf>) -> Self {
+        let changes = live::watch_store(db_path);
+        AppState { db, token, changes, dist: dist.filter(|d| d.join("index.html").is_file()) }
+    }
+}
+
+const NOT_BUILT: &str = "<!doctype html><meta charset=utf-8><title>acp-tee</title>
+<body style=\"font-family:sans-serif;max-width:40em;margin:4em auto\">
+<h1>The acp-tee viewer app is not built</h1>
+<p>The API works (try <a href=\"/api/traces\">/api/traces</a>), but there is no built app to show.
+Build it from the repository with <code>scripts/build-viewer</code> (or <code>trunk build</code>),
+then reload, or pass <code>--dist DIR</code>.</p>";
+
+/// The whole application: API routes, token check, static app.
+pub fn app(state: AppState) -> Router {
+    let api = Router::new()
+        .route("/traces", get(routes::list_traces))
+        .route("/traces/{id}", get(routes::one_trace))
+        .route("/traces/{id}/frames", get(routes::frames))
+        .route("/traces/{id}/frames/{seq}", get(routes::frame))
+        .route("/traces/{id}/stats", get(routes::stats))
+        .route("/traces/{id}/live", get(routes::live))
+        .route("/traces/{id}/export", get(routes::export_trace))
+        .fallback(|| async { AppError::NotFound("no such API route".into()) });
+    let router = Router::new().nest("/api", api);
+    let router = match &state.dist {
+        Some(dist) => router.fallback_service(ServeDir::new(dist).fallback(ServeFile::new(dist.join("index.html")))),
+        None => router.fallback(|| async { (StatusCode::SERVICE_UNAVAILABLE, Html(NOT_BUILT)).into_response() }),
+    };
+    router.layer(axum::middleware::from_fn_with_state(state.clone(), auth::require_token)).with_state(state)
+}
+
+/// What `acp-tee serve` was asked to do.
+#[derive(Debug, Clone)]
+pub struct ServeOptions {
+    /// The store.
+    pub db: PathBuf,
+    /// Address to listen on.
+    pub bind: IpAddr,
+    /// Port (0: any free one).
+    pub port: u16,
+    /// Token to require; generated when listening beyond loopback without one.
+    pub token: Option<String>,
+    /// Open a browser on the URL.
+    pub open: bool,
+    /// The built viewer app.
+    pub dist: PathBuf,
+    /// Path (under the URL) to open, e.g. `/traces/3`.
+    pub open_path: String,
+}
+
+/// The `dist/` next to the source tree acp-tee was built from, else `./dist`.
+pub fn default_dist() -> PathBuf {
+    let built = Path::new(env!("CARGO_MANIFEST_DIR")).join("../dist");
+    if built.join("index.html").is_file() {
+        built
+    } else {
+        PathBuf::from("dist")
+    }
+}
+
+/// Serves until Ctrl-C.
+pub fn run(opts: ServeOptions) -> anyhow::Result<()> {
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    runtime.block_on(serve(opts))
+}
+
+async fn serve(opts: ServeOptions) -> anyhow::Result<()> {
+    let db = Db::open(&opts.db)?;
+    let token = match (opts.token.clone(), opts.bind.is_loopback()) {
+        (Some(t), _) => Some(t),
+        (None, true) => None,
+        (None, false) => Some(generate_token().context("cannot generate an access token")?),
+    };
+    if !opts.dist.join("index.html").is_file() {
+        tracing::warn!(
+            "no built viewer in {}; serving the API only (build it with scripts/build-viewer)",
+            opts.dist.display()
+        );
+    }
+    let state = AppState::new(db, &opts.db, token.clone(), Some(opts.dist.clone()));
+    let addr = SocketAddr::new(opts.bind, opts.port);
+    let listener =
+        tokio::net::TcpListener::bind(addr).await.with_context(|| format!("cannot listen on {addr}; pass --port"))?;
+    let local = listener.local_addr()?;
+    let mut url = format!("http://{local}{}", opts.open_path);
+    if let Some(t) = &token {
+        url.push_str(&format!("?token={t}"));
+    }
+    // stdout is free in this mode; scripts read the URL from it.
+    println!("acp-tee: serving {} at {url}", opts.db.display());
+    if opts.open {
+        open_browser(&url);
+    }
+    axum::serve(listener, app(state))
+        .with_graceful_shutdown(async {
+            let _ = tokio::signal::ctrl_c().await;
+        })
+        .await?;
+    Ok(())
+}
+
+fn open_browser(url: &str) {
+    let opened = std::process::Command::new("xdg-open")
+        .arg(url)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn();
+    if opened.is_err() {
+        tracing::warn!("cannot start a browser (xdg-open); open {url} yourself");
+    }
+}

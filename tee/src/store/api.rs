@@ -1,0 +1,342 @@
+//! The viewer's queries: trace summaries, filtered frame pages, one frame with
+//! its pair, per-method timing. Every value from a request is bound as a
+//! parameter, never spliced into SQL.
+
+use super::queries::{trace_from_row, TRACE_COLUMNS};
+use super::{Store, StoreError};
+use acp_tee_shared::api::{
+    FrameDetail, FramePage, FrameQuery, FrameSummary, HistogramBucket, MethodStats, TraceStats, TraceSummary,
+};
+use acp_tee_shared::{Direction, FrameKind};
+use base64::Engine;
+use rusqlite::types::Value;
+use rusqlite::{params, params_from_iter, OptionalExtension, Row};
+
+/// Columns read into a [`FrameSummary`], in `summary_from_row` order.
+const SUMMARY_COLUMNS: &str = "f.seq, f.t_ns, f.dir, f.kind, f.rpc_id, f.method, f.session_id, f.reply_to_seq,
+     f.latency_ns, length(f.raw), f.preview, f.protocol, f.mcp_method,
+     CASE WHEN f.kind IN ('request', 'batch') THEN
+       (SELECT r.seq FROM frames r WHERE r.trace_id = f.trace_id AND r.reply_to_seq = f.seq LIMIT 1)
+     END";
+
+fn summary_from_row(row: &Row<'_>) -> rusqlite::Result<FrameSummary> {
+    let conv = |i: usize, e: acp_tee_shared::UnknownName| {
+        rusqlite::Error::FromSqlConversionFailure(i, rusqlite::types::Type::Text, Box::new(e))
+    };
+    let id: Option<String> = row.get(4)?;
+    Ok(FrameSummary {
+        seq: row.get(0)?,
+        t_ns: row.get(1)?,
+        dir: row.get::<_, String>(2)?.parse().map_err(|e| conv(2, e))?,
+        kind: row.get::<_, String>(3)?.parse().map_err(|e| conv(3, e))?,
+        id: id.map(|id| serde_json::from_str(&id).unwrap_or(serde_json::Value::String(id))),
+        method: row.get(5)?,
+        session_id: row.get(6)?,
+        reply_to_seq: row.get(7)?,
+        latency_ns: row.get(8)?,
+        size: row.get(9)?,
+        preview: row.get(10)?,
+        mcp: row.get::<_, String>(11)? == "mcp",
+        mcp_method: row.get(12)?,
+        reply_seq: row.get(13)?,
+    })
+}
+
+/// Whether process `pid` still exists.
+fn process_exists(pid: i64) -> bool {
+    let Ok(pid) = libc::pid_t::try_from(pid) else { return false };
+    // SAFETY: signal 0 only checks that the process exists.
+    pid > 0
+        && (unsafe { libc::kill(pid, 0) } == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM))
+}
+
+/// Turns the words of a search box into an FTS5 query that needs them all:
+/// each word becomes a quoted phrase, so no FTS5 syntax is ever interpreted.
+pub fn fts_query(words: &str) -> Option<String> {
+    let phrases: Vec<String> = words.split_whitespace().map(|w| format!("\"{}\"", w.replace('"', "\"\""))).collect();
+    (!phrases.is_empty()).then(|| phrases.join(" "))
+}
+
+/// WHERE clause and parameters for a frame query's filters (not its paging).
+fn filters(trace_id: i64, q: &FrameQuery) -> (String, Vec<Value>) {
+    let mut sql = String::from("f.trace_id = ?");
+    let mut args = vec![Value::Integer(trace_id)];
+    let mut add = |clause: &str, v: Value| {
+        sql.push_str(" AND ");
+        sql.push_str(clause);
+        args.push(v);
+    };
+    if let Some(dir) = q.dir {
+        add("f.dir = ?", Value::Text(dir.as_str().into()));
+    }
+    if let Some(kind) = q.kind {
+        add("f.kind = ?", Value::Text(kind.as_str().into()));
+    }
+    if let Some(m) = &q.method {
+        add("f.method = ?", Value::Text(m.clone()));
+    }
+    if let Some(s) = &q.session {
+        add("f.session_id = ?", Value::Text(s.clone()));
+    }
+    if q.errors == Some(true) {
+        add("f.kind = ?", Value::Text(FrameKind::Error.as_str().into()));
+    }
+    if let Some(ms) = q.min_latency_ms {
+        add("f.latency_ns >= ?", Value::Integer((ms * 1e6) as i64));
+    }
+    if let Some(fts) = q.q.as_deref().and_then(fts_query) {
+        add("f.rowid IN (SELECT rowid FROM frames_fts WHERE frames_fts MATCH ?)", Value::Text(fts));
+    }
+    (sql, args)
+}
+
+fn has_filters(q: &FrameQuery) -> bool {
+    let FrameQuery { after: _, offset: _, limit: _, dir, kind, method, session, errors, min_latency_ms, q } = q;
+    dir.is_some()
+        || kind.is_some()
+        || method.is_some()
+        || session.is_some()
+        || *errors == Some(true)
+        || min_latency_ms.is_some()
+        || q.as_deref().and_then(fts_query).is_some()
+}
+
+impl Store {
+    /// Every trace with its live state, newest first.
+    pub fn trace_summaries(&self) -> Result<Vec<TraceSummary>, StoreError> {
+        let ids: Vec<i64> = self
+            .conn
+            .prepare("SELECT id FROM traces ORDER BY id DESC")?
+            .query_map([], |r| r.get(0))?
+            .collect::<Result<_, _>>()?;
+        ids.into_iter().map(|id| self.trace_summary(id)).collect()
+    }
+
+    /// One trace with its live state. A trace without an end whose recorder
+    /// process is gone was cut off (both acp-tee processes killed): not live.
+    pub fn trace_summary(&self, id: i64) -> Result<TraceSummary, StoreError> {
+        let sql = format!("SELECT {TRACE_COLUMNS}, recorder_pid FROM traces WHERE id = ?1");
+        let (meta, pid) = self
+            .conn
+            .query_row(&sql, params![id], |r| Ok((trace_from_row(r)?, r.get::<_, Option<i64>>(13)?)))
+            .optional()?
+            .ok_or(StoreError::NoSuchTrace(id))?;
+        let last_t_ns = self
+            .conn
+            .query_row("SELECT t_ns FROM frames WHERE trace_id = ?1 ORDER BY seq DESC LIMIT 1", params![id], |r| {
+                r.get(0)
+            })
+            .optional()?
+            .unwrap_or(0);
+        let live = meta.ended_at.is_none() && pid.is_some_and(process_exists);
+        Ok(TraceSummary { meta, live, last_t_ns })
+    }
+
+    /// A page of the frames of trace `trace_id` matching `q`, in seq order.
+    /// `q` must already be validated (limit within bounds).
+    pub fn frame_page(&self, trace_id: i64, q: &FrameQuery) -> Result<FramePage, StoreError> {
+        let meta = self.trace(trace_id)?;
+        let (where_sql, args) = filters(trace_id, q);
+        let total = if has_filters(q) {
+            self.conn.query_row(
+                &format!("SELECT count(*) FROM frames f WHERE {where_sql}"),
+                params_from_iter(args.iter()),
+                |r| r.get(0),
+            )?
+        } else {
+            meta.frame_count
+        };
+        let limit = q.limit.unwrap_or(200);
+        let mut page_sql = format!("SELECT {SUMMARY_COLUMNS} FROM frames f WHERE {where_sql}");
+        let mut page_args = args;
+        if let Some(after) = q.after {
+            page_sql.push_str(" AND f.seq > ?");
+            page_args.push(Value::Integer(after));
+        }
+        page_sql.push_str(" ORDER BY f.seq LIMIT ? OFFSET ?");
+        page_args.push(Value::Integer(limit + 1));
+        page_args.push(Value::Integer(q.offset.unwrap_or(0)));
+        let mut frames: Vec<FrameSummary> = self
+            .conn
+            .prepare(&page_sql)?
+            .query_map(params_from_iter(page_args.iter()), summary_from_row)?
+            .collect::<Result<_, _>>()?;
+        let has_more = frames.len() as i64 > limit;
+        frames.truncate(limit as usize);
+        Ok(FramePage { frames, total, has_more })
+    }
+
+    /// How many frames trace `trace_id` has stored so far.
+    pub fn frame_page_total(&self, trace_id: i64) -> i64 {
+        self.conn
+            .query_row("SELECT count(*) FROM frames WHERE trace_id = ?1", params![trace_id], |r| r.get(0))
+            .unwrap_or(0)
+    }
+
+    /// Frames of trace `trace_id` with seq greater than `after` (live updates).
+    pub fn frames_after(&self, trace_id: i64, after: i64, limit: i64) -> Result<Vec<FrameSummary>, StoreError> {
+        let sql = format!(
+            "SELECT {SUMMARY_COLUMNS} FROM frames f WHERE f.trace_id = ?1 AND f.seq > ?2 ORDER BY f.seq LIMIT ?3"
+        );
+        let frames: rusqlite::Result<Vec<FrameSummary>> =
+            self.conn.prepare(&sql)?.query_map(params![trace_id, after, limit], summary_from_row)?.collect();
+        Ok(frames?)
+    }
+
+    fn frame_summary(&self, trace_id: i64, seq: i64) -> Result<Option<FrameSummary>, StoreError> {
+        let sql = format!("SELECT {SUMMARY_COLUMNS} FROM frames f WHERE f.trace_id = ?1 AND f.seq = ?2");
+        Ok(self.conn.query_row(&sql, params![trace_id, seq], summary_from_row).optional()?)
+    }
+
+    /// One frame with its bytes and its pair; `None` when there is no such frame.
+    pub fn frame_detail(&self, trace_id: i64, seq: i64) -> Result<Option<FrameDetail>, StoreError> {
+        self.trace(trace_id)?;
+        let Some(frame) = self.frame_summary(trace_id, seq)? else { return Ok(None) };
+        let (raw, envelope): (Vec<u8>, Option<Vec<u8>>) = self.conn.query_row(
+            "SELECT raw, envelope FROM frames WHERE trace_id = ?1 AND seq = ?2",
+            params![trace_id, seq],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )?;
+        let pair_seq = frame.reply_to_seq.or(frame.reply_seq);
+        let pair = match pair_seq {
+            Some(p) => self.frame_summary(trace_id, p)?,
+            None => None,
+        };
+        let (raw, raw_base64) = match String::from_utf8(raw) {
+            Ok(text) => (Some(text), None),
+            Err(e) => (None, Some(base64::engine::general_purpose::STANDARD.encode(e.into_bytes()))),
+        };
+        let envelope = envelope.map(|e| String::from_utf8_lossy(&e).into_owned());
+        Ok(Some(FrameDetail { frame, raw, raw_base64, envelope, pair }))
+    }
+
+    /// Per-method timing, the slowest responses and frames per direction.
+    pub fn trace_stats(&self, trace_id: i64) -> Result<TraceStats, StoreError> {
+        self.trace(trace_id)?;
+        let mut methods: Vec<MethodStats> = self
+            .conn
+            .prepare(
+                "SELECT method,
+                        sum(kind IN ('request', 'notification')),
+                        sum(kind = 'error'),
+                        count(latency_ns)
+                 FROM frames WHERE trace_id = ?1 AND method IS NOT NULL
+                 GROUP BY method",
+            )?
+            .query_map(params![trace_id], |r| {
+                Ok(MethodStats {
+                    method: r.get(0)?,
+                    count: r.get(1)?,
+                    errors: r.get(2)?,
+                    answered: r.get(3)?,
+                    p50_ns: None,
+                    p95_ns: None,
+                    p99_ns: None,
+                    max_ns: None,
+                    histogram: Vec::new(),
+                })
+            })?
+            .collect::<Result<_, _>>()?;
+        let mut latencies = self.conn.prepare(
+            "SELECT latency_ns FROM frames WHERE trace_id = ?1 AND method = ?2 AND latency_ns IS NOT NULL
+             ORDER BY latency_ns",
+        )?;
+        for m in &mut methods {
+            let sorted: Vec<i64> =
+                latencies.query_map(params![trace_id, m.method], |r| r.get(0))?.collect::<Result<_, _>>()?;
+            fill_latency_stats(m, &sorted);
+        }
+        methods.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.method.cmp(&b.method)));
+        let slowest_sql = format!(
+            "SELECT {SUMMARY_COLUMNS} FROM frames f WHERE f.trace_id = ?1 AND f.latency_ns IS NOT NULL
+             ORDER BY f.latency_ns DESC LIMIT 20"
+        );
+        let slowest = self
+            .conn
+            .prepare(&slowest_sql)?
+            .query_map(params![trace_id], summary_from_row)?
+            .collect::<Result<_, _>>()?;
+        let mut per_direction = vec![0; Direction::ALL.len()];
+        let mut stmt = self.conn.prepare("SELECT dir, count(*) FROM frames WHERE trace_id = ?1 GROUP BY dir")?;
+        let rows = stmt.query_map(params![trace_id], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))?;
+        for row in rows {
+            let (dir, n) = row?;
+            if let Some(i) = Direction::ALL.iter().position(|d| d.as_str() == dir) {
+                per_direction[i] = n;
+            }
+        }
+        Ok(TraceStats { methods, slowest, per_direction })
+    }
+
+    /// SQLite's `data_version`: it changes when another connection commits,
+    /// which is how the server notices new frames without reading old ones.
+    pub fn data_version(&self) -> Result<i64, StoreError> {
+        Ok(self.conn.query_row("PRAGMA data_version", [], |r| r.get(0))?)
+    }
+}
+
+/// Nearest-rank percentiles, maximum and a histogram on power-of-two
+/// microsecond buckets, from latencies sorted ascending.
+pub fn fill_latency_stats(m: &mut MethodStats, sorted: &[i64]) {
+    let Some(&max) = sorted.last() else { return };
+    let rank = |p: f64| sorted[((p * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len()) - 1];
+    m.p50_ns = Some(rank(0.50));
+    m.p95_ns = Some(rank(0.95));
+    m.p99_ns = Some(rank(0.99));
+    m.max_ns = Some(max);
+    let bucket_of = |ns: i64| -> u32 { (ns.max(1000) / 1000).ilog2() };
+    let (first, last) = (bucket_of(sorted[0]), bucket_of(max));
+    m.histogram = (first..=last)
+        .map(|b| {
+            let lo = if b == first && sorted[0] < 1000 { 0 } else { 1000i64 << b };
+            HistogramBucket { lo_ns: lo, hi_ns: 1000i64 << (b + 1), count: 0 }
+        })
+        .collect();
+    for &ns in sorted {
+        m.histogram[(bucket_of(ns) - first) as usize].count += 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stats_of(latencies: &[i64]) -> MethodStats {
+        let mut m = MethodStats {
+            method: "m".into(),
+            count: 0,
+            errors: 0,
+            answered: 0,
+            p50_ns: None,
+            p95_ns: None,
+            p99_ns: None,
+            max_ns: None,
+            histogram: vec![],
+        };
+        fill_latency_stats(&mut m, latencies);
+        m
+    }
+
+    #[test]
+    fn percentiles_and_histogram() {
+        let lat: Vec<i64> = (1..=100).map(|i| i * 10_000).collect(); // 10 us .. 1 ms
+        let m = stats_of(&lat);
+        assert_eq!(
+            (m.p50_ns, m.p95_ns, m.p99_ns, m.max_ns),
+            (Some(500_000), Some(950_000), Some(990_000), Some(1_000_000))
+        );
+        assert_eq!(m.histogram.iter().map(|b| b.count).sum::<i64>(), 100);
+        assert_eq!(m.histogram[0].lo_ns, 8_000);
+        assert!(m.histogram.windows(2).all(|w| w[0].hi_ns == w[1].lo_ns));
+        let tiny = stats_of(&[5]);
+        assert_eq!(tiny.histogram, vec![HistogramBucket { lo_ns: 0, hi_ns: 2000, count: 1 }]);
+        assert_eq!(stats_of(&[]).p50_ns, None);
+    }
+
+    #[test]
+    fn search_words_never_become_fts_syntax() {
+        assert_eq!(fts_query("hello  world").as_deref(), Some("\"hello\" \"world\""));
+        assert_eq!(fts_query("a\"b OR c*").as_deref(), Some("\"a\"\"b\" \"OR\" \"c*\""));
+        assert_eq!(fts_query("   "), None);
+    }
+}

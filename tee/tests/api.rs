@@ -1,0 +1,279 @@
+//! The HTTP API on real SQLite stores: `app().oneshot(...)` for routes, and a
+//! real server on 127.0.0.1:0 for the live stream while a real acp-tee
+//! process records into the same store.
+
+mod common;
+
+use acp_tee::server::{app, AppState, Db};
+use acp_tee::store::Store;
+use axum::body::Body;
+use axum::http::{Request, StatusCode};
+use axum::Router;
+use common::*;
+use http_body_util::BodyExt;
+use serde_json::Value;
+use std::io::{BufRead, BufReader, Write};
+use std::time::{Duration, Instant};
+use tower::ServiceExt;
+
+/// A store holding one real session: yopo talking to elizacp through acp-tee.
+fn recorded_session() -> TempStore {
+    let store = TempStore::new();
+    let out = std::process::Command::new(peer("yopo"))
+        .args([
+            "Please help me with my tools",
+            "--",
+            bin(),
+            "--db",
+            store.db.to_str().unwrap(),
+            "--name",
+            "eliza",
+            "--",
+        ])
+        .args([peer("elizacp").as_str(), "--deterministic", "acp"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    store.only_trace();
+    store
+}
+
+fn router(store: &TempStore, token: Option<&str>) -> Router {
+    let db = Db::open(&store.db).unwrap();
+    app(AppState::new(db, &store.db, token.map(String::from), None))
+}
+
+async fn get_with(app: &Router, req: Request<Body>) -> (StatusCode, Vec<u8>) {
+    let resp = app.clone().oneshot(req).await.unwrap();
+    let status = resp.status();
+    (status, resp.into_body().collect().await.unwrap().to_bytes().to_vec())
+}
+
+async fn get(app: &Router, uri: &str) -> (StatusCode, Value) {
+    let (status, body) = get_with(app, Request::get(uri).body(Body::empty()).unwrap()).await;
+    let json =
+        serde_json::from_slice(&body).unwrap_or_else(|_| panic!("{uri}: not JSON: {}", String::from_utf8_lossy(&body)));
+    (status, json)
+}
+
+#[tokio::test]
+async fn traces_frames_detail_and_stats_of_a_real_session() {
+    let store = recorded_session();
+    let app = router(&store, None);
+    let (status, traces) = get(&app, "/api/traces").await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(traces.as_array().unwrap().len(), 1);
+    let t = &traces[0];
+    assert_eq!((t["name"].as_str(), t["live"].as_bool()), (Some("eliza"), Some(false)));
+    let id = t["id"].as_i64().unwrap();
+    let total = t["frame_count"].as_i64().unwrap();
+
+    // Paging: two pages of 4 cover the start of the trace, in order.
+    let (_, p1) = get(&app, &format!("/api/traces/{id}/frames?limit=4")).await;
+    let (_, p2) = get(&app, &format!("/api/traces/{id}/frames?limit=4&offset=4")).await;
+    let (_, p3) = get(&app, &format!("/api/traces/{id}/frames?limit=4&after=4")).await;
+    assert_eq!(p1["total"], total);
+    assert_eq!(p1["has_more"], true);
+    let seqs =
+        |p: &Value| p["frames"].as_array().unwrap().iter().map(|f| f["seq"].as_i64().unwrap()).collect::<Vec<_>>();
+    assert_eq!(seqs(&p1), [1, 2, 3, 4]);
+    assert_eq!(seqs(&p2), [5, 6, 7, 8]);
+    assert_eq!(seqs(&p3), seqs(&p2));
+
+    // Filters.
+    let (_, prompts) = get(&app, &format!("/api/traces/{id}/frames?method=session%2Fprompt")).await;
+    assert_eq!(prompts["total"], 2);
+    let kinds: Vec<&str> = prompts["frames"].as_array().unwrap().iter().map(|f| f["kind"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["request", "response"]);
+    let request = &prompts["frames"][0];
+    assert_eq!(request["preview"], "Please help me with my tools");
+    let (_, agent_side) = get(&app, &format!("/api/traces/{id}/frames?dir=agent_to_client&kind=notification")).await;
+    assert!(agent_side["total"].as_i64().unwrap() >= 1);
+    assert!(agent_side["frames"][0]["preview"].as_str().is_some_and(|p| !p.is_empty()));
+    let (_, slow) = get(&app, &format!("/api/traces/{id}/frames?min_latency_ms=100000")).await;
+    assert_eq!(slow["total"], 0);
+    let (_, errors) = get(&app, &format!("/api/traces/{id}/frames?errors=true")).await;
+    assert_eq!(errors["total"], 0);
+
+    // Full-text search finds the prompt text in the request frame.
+    let (_, found) = get(&app, &format!("/api/traces/{id}/frames?q=help+tools")).await;
+    assert!(seqs(&found).contains(&request["seq"].as_i64().unwrap()), "{found}");
+    let (_, none) = get(&app, &format!("/api/traces/{id}/frames?q=zyxwvut")).await;
+    assert_eq!(none["total"], 0);
+
+    // One frame with its pair.
+    let seq = request["seq"].as_i64().unwrap();
+    let (status, detail) = get(&app, &format!("/api/traces/{id}/frames/{seq}")).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(detail["raw"].as_str().unwrap().contains("\"session/prompt\""));
+    assert_eq!(detail["pair"]["reply_to_seq"], seq);
+    assert_eq!(detail["frame"]["reply_seq"], detail["pair"]["seq"]);
+
+    // Stats.
+    let (_, stats) = get(&app, &format!("/api/traces/{id}/stats")).await;
+    let methods = stats["methods"].as_array().unwrap();
+    let prompt = methods.iter().find(|m| m["method"] == "session/prompt").unwrap();
+    assert_eq!((prompt["count"].as_i64(), prompt["answered"].as_i64()), (Some(1), Some(1)));
+    assert_eq!(prompt["p50_ns"], prompt["max_ns"]);
+    assert_eq!(prompt["histogram"].as_array().unwrap().iter().map(|b| b["count"].as_i64().unwrap()).sum::<i64>(), 1);
+    assert_eq!(stats["slowest"].as_array().unwrap().len(), 3);
+    assert_eq!(stats["per_direction"].as_array().unwrap().iter().map(|n| n.as_i64().unwrap()).sum::<i64>(), total);
+}
+
+#[tokio::test]
+async fn bad_parameters_are_400_and_unknown_ids_404_with_json() {
+    let store = recorded_session();
+    let app = router(&store, None);
+    for uri in [
+        "/api/traces/abc",
+        "/api/traces/1/frames?limit=0",
+        "/api/traces/1/frames?limit=100000",
+        "/api/traces/1/frames?offset=-1",
+        "/api/traces/1/frames?dir=sideways",
+        "/api/traces/1/frames?kind=request%27%3B",
+        "/api/traces/1/frames?errors=maybe",
+        "/api/traces/1/frames?min_latency_ms=-5",
+        "/api/traces/1/frames?min_latency_ms=NaN",
+        "/api/traces/1/frames?after=x",
+        "/api/traces/1/frames/first",
+        "/api/traces/1/export?format=xml",
+        "/api/traces/1/live?after=soon",
+        "/api/traces/99999999999999999999999",
+    ] {
+        let (status, body) = get(&app, uri).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{uri}: {body}");
+        assert!(body["error"].as_str().is_some_and(|e| !e.is_empty()), "{uri}");
+    }
+    for uri in [
+        "/api/traces/42",
+        "/api/traces/42/frames",
+        "/api/traces/1/frames/100000",
+        "/api/traces/42/stats",
+        "/api/nothing",
+    ] {
+        let (status, body) = get(&app, uri).await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{uri}: {body}");
+        assert!(body["error"].is_string());
+    }
+}
+
+#[tokio::test]
+async fn sql_metacharacters_are_only_data() {
+    let store = recorded_session();
+    let app = router(&store, None);
+    for text in
+        ["' OR 1=1 --", "\"; DROP TABLE frames; --", "%", "_", "x') UNION SELECT * FROM traces --", "NEAR(", "*"]
+    {
+        let enc: String = text.bytes().map(|b| format!("%{b:02X}")).collect();
+        for param in ["method", "session", "q"] {
+            let (status, body) = get(&app, &format!("/api/traces/1/frames?{param}={enc}")).await;
+            assert_eq!(status, StatusCode::OK, "{param}={text}: {body}");
+            assert_eq!(body["total"], 0, "{param}={text}");
+        }
+    }
+    // The store is intact.
+    assert_eq!(Store::open_existing(&store.db).unwrap().list_traces().unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn a_token_guards_everything_when_set() {
+    let store = recorded_session();
+    let app = router(&store, Some("s3cret"));
+    let (status, body) = get(&app, "/api/traces").await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    assert!(body["error"].is_string());
+    let (status, _) = get(&app, "/api/traces?token=wrong").await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    let (status, _) = get(&app, "/api/traces?token=s3cret").await;
+    assert_eq!(status, StatusCode::OK);
+    let bearer = Request::get("/api/traces").header("authorization", "Bearer s3cret").body(Body::empty()).unwrap();
+    assert_eq!(get_with(&app, bearer).await.0, StatusCode::OK);
+    let cookie = Request::get("/api/traces").header("cookie", "a=b; acp_tee_token=s3cret").body(Body::empty()).unwrap();
+    assert_eq!(get_with(&app, cookie).await.0, StatusCode::OK);
+    // Without a built app the page says so, but only to those with the token.
+    let (status, _) = get_with(&app, Request::get("/").body(Body::empty()).unwrap()).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    let (status, page) = get_with(&app, Request::get("/?token=s3cret").body(Body::empty()).unwrap()).await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+    assert!(String::from_utf8(page).unwrap().contains("viewer app is not built"));
+}
+
+#[tokio::test]
+async fn the_export_route_streams_what_the_cli_exports() {
+    let store = recorded_session();
+    let app = router(&store, None);
+    let (status, body) =
+        get_with(&app, Request::get("/api/traces/1/export?format=ndjson").body(Body::empty()).unwrap()).await;
+    assert_eq!(status, StatusCode::OK);
+    let cli = std::process::Command::new(bin())
+        .args(["export", "--db", store.db.to_str().unwrap(), "--trace", "1", "--format", "ndjson"])
+        .output()
+        .unwrap();
+    assert!(body == cli.stdout, "the API export differs from the CLI export");
+}
+
+/// Reads SSE `event:`/`data:` pairs from a raw HTTP response (chunked or not).
+fn next_event(lines: &mut impl Iterator<Item = std::io::Result<String>>) -> (String, String) {
+    let mut event = String::new();
+    loop {
+        let line = lines.next().expect("the stream ended").unwrap();
+        if let Some(e) = line.strip_prefix("event: ") {
+            event = e.to_owned();
+        } else if let Some(d) = line.strip_prefix("data: ") {
+            return (event, d.to_owned());
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn live_stream_pushes_frames_another_process_records() {
+    let store = TempStore::new();
+    let mut tee = tee_command(&store.db, &["--name", "live"], &["cat"]).spawn().unwrap();
+    let mut tee_in = tee.stdin.take().unwrap();
+    writeln!(tee_in, r#"{{"jsonrpc":"2.0","id":0,"method":"initialize","params":{{}}}}"#).unwrap();
+    assert!(!read_exact_from(&mut tee, 1).is_empty());
+    // The recorder has the trace once its first frame is stored.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !store.db.exists() || Store::open_existing(&store.db).unwrap().frame_page_total(1) < 1 {
+        assert!(Instant::now() < deadline, "the first frame was never stored");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let router = router(&store, None);
+    tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
+
+    let events = tokio::task::spawn_blocking(move || {
+        let mut conn = std::net::TcpStream::connect(addr).unwrap();
+        write!(conn, "GET /api/traces/1/live?after=0 HTTP/1.1\r\nHost: t\r\nAccept: text/event-stream\r\n\r\n")
+            .unwrap();
+        let mut lines = BufReader::new(conn).lines();
+        let (event, data) = next_event(&mut lines);
+        assert_eq!(event, "frames");
+        let first: Vec<Value> = serde_json::from_str(&data).unwrap();
+        assert_eq!(first[0]["method"], "initialize");
+        let mut seen: Vec<Value> = first;
+        // Now a frame recorded after the stream opened must arrive.
+        writeln!(tee_in, r#"{{"jsonrpc":"2.0","method":"session/cancel","params":{{"sessionId":"late"}}}}"#).unwrap();
+        let sent = Instant::now();
+        let latency = loop {
+            let (event, data) = next_event(&mut lines);
+            if event == "frames" {
+                let frames: Vec<Value> = serde_json::from_str(&data).unwrap();
+                let max_seen = seen.last().unwrap()["seq"].as_i64().unwrap();
+                assert!(frames.iter().all(|f| f["seq"].as_i64().unwrap() > max_seen), "a frame was sent twice");
+                seen.extend(frames);
+                if seen.iter().any(|f| f["session_id"] == "late") {
+                    break sent.elapsed();
+                }
+            }
+        };
+        eprintln!("live push: frame written to SSE event received in {latency:?}");
+        drop(tee_in);
+        let seqs: Vec<i64> = seen.iter().map(|f| f["seq"].as_i64().unwrap()).collect();
+        assert_eq!(seqs, (1..=seqs.len() as i64).collect::<Vec<_>>(), "frames arrive in order without gaps");
+    })
+    .await;
+    events.unwrap();
+    tee.wait().unwrap();
+}
