@@ -10,6 +10,14 @@ CREATE INDEX frames_by_reply ON frames (trace_id, reply_to_seq) WHERE reply_to_s
 CREATE INDEX frames_by_latency ON frames (trace_id, latency_ns) WHERE latency_ns IS NOT NULL;
 
 -- Full-text search over the frames' text. Contentless: the text lives in
--- frames.raw only; frames_fts.rowid is frames.rowid.
+-- frames.raw only; frames_fts.rowid is frames.rowid. Recorders index frames
+-- when they are idle, not as they store them, so indexing never slows
+-- recording; search_index says how far the index reaches, and searches scan
+-- the frames beyond it.
 CREATE VIRTUAL TABLE frames_fts USING fts5 (text, content = '', tokenize = 'unicode61');
 INSERT INTO frames_fts (rowid, text) SELECT rowid, CAST(raw AS TEXT) FROM frames;
+CREATE TABLE search_index (
+    id             INTEGER PRIMARY KEY CHECK (id = 1),
+    indexed_rowid  INTEGER NOT NULL     -- every frame with rowid <= this is in frames_fts
+);
+INSERT INTO search_index (id, indexed_rowid) SELECT 1, coalesce(max(rowid), 0) FROM frames;

@@ -2,6 +2,18 @@
 
 use std::collections::VecDeque;
 use std::sync::{Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+/// What [`ByteQueue::pop_batch_within`] found.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Popped<T> {
+    /// Some items (never empty).
+    Items(Vec<T>),
+    /// Nothing arrived in time; the queue is still open.
+    Idle,
+    /// The queue is closed and drained (the vector is empty).
+    Closed(Vec<T>),
+}
 
 /// Something that knows how many bytes of memory it pins.
 pub trait Weighted {
@@ -57,16 +69,33 @@ impl<T: Weighted> ByteQueue<T> {
     /// Waits for at least one item, then takes up to `max_items` of those ready.
     /// An empty result means the queue is closed and drained.
     pub fn pop_batch(&self, max_items: usize) -> Vec<T> {
+        loop {
+            if let Popped::Items(batch) | Popped::Closed(batch) = self.pop_batch_within(max_items, Duration::from_secs(3600)) {
+                return batch;
+            }
+        }
+    }
+
+    /// Like [`ByteQueue::pop_batch`], but gives up after `idle` without items.
+    pub fn pop_batch_within(&self, max_items: usize, idle: Duration) -> Popped<T> {
+        let deadline = Instant::now() + idle;
         let mut s = self.lock();
         while s.items.is_empty() && !s.closed {
-            s = self.not_empty.wait(s).unwrap_or_else(|e| e.into_inner());
+            let now = Instant::now();
+            if now >= deadline {
+                return Popped::Idle;
+            }
+            s = self.not_empty.wait_timeout(s, deadline - now).unwrap_or_else(|e| e.into_inner()).0;
+        }
+        if s.items.is_empty() {
+            return Popped::Closed(Vec::new());
         }
         let n = s.items.len().min(max_items);
         let batch: Vec<T> = s.items.drain(..n).collect();
         s.bytes -= batch.iter().map(Weighted::weight).sum::<usize>();
         drop(s);
         self.not_full.notify_all();
-        batch
+        Popped::Items(batch)
     }
 
     /// No more pushes will come; the consumer drains what is left.
@@ -97,6 +126,16 @@ mod tests {
         q.close();
         assert_eq!(q.pop_batch(10), vec![vec![1u8; 4], vec![2u8; 4]]);
         assert!(q.pop_batch(10).is_empty());
+    }
+
+    #[test]
+    fn idle_and_closed_are_told_apart() {
+        let q: ByteQueue<Vec<u8>> = ByteQueue::new(10);
+        assert_eq!(q.pop_batch_within(5, Duration::from_millis(1)), Popped::Idle);
+        q.push(vec![1]);
+        assert_eq!(q.pop_batch_within(5, Duration::from_millis(1)), Popped::Items(vec![vec![1]]));
+        q.close();
+        assert_eq!(q.pop_batch_within(5, Duration::from_millis(1)), Popped::Closed(vec![]));
     }
 
     #[test]

@@ -1,12 +1,23 @@
 //! The thread that owns the store connection and commits frames in batches.
 
-use super::queue::{ByteQueue, Weighted};
+use super::queue::{ByteQueue, Popped, Weighted};
 use crate::handoff::{TraceEnd, TraceStart};
 use crate::store::{NewFrame, Store};
 use std::path::Path;
+use std::time::{Duration, Instant};
 
 /// Frames committed per transaction at most.
 const MAX_BATCH: usize = 4096;
+
+/// How long the queue must stay empty before the writer spends time on the
+/// search index, and how many frames it indexes per transaction then.
+const IDLE: Duration = Duration::from_millis(30);
+const INDEX_CHUNK: i64 = 2000;
+
+/// How long a finished recording goes on indexing before the process exits;
+/// what is left is indexed by the next recorder's idle time, and searches
+/// scan it meanwhile.
+const FINAL_INDEX_BUDGET: Duration = Duration::from_millis(500);
 
 impl Weighted for NewFrame {
     fn weight(&self) -> usize {
@@ -60,14 +71,34 @@ impl StoreWriter {
         self.missing
     }
 
-    /// Drains `queue` until it is closed and empty, one transaction per batch.
+    /// Drains `queue` until it is closed and empty, one transaction per
+    /// batch; while the queue is idle, indexes stored frames for search.
     pub fn drain(&mut self, queue: &ByteQueue<NewFrame>) {
+        let mut index_done = false;
         loop {
-            let batch = queue.pop_batch(MAX_BATCH);
-            if batch.is_empty() {
-                return;
+            let wait = if index_done { Duration::from_secs(3600) } else { IDLE };
+            match queue.pop_batch_within(MAX_BATCH, wait) {
+                Popped::Items(batch) => {
+                    self.write(&batch);
+                    index_done = false;
+                }
+                Popped::Idle => index_done = self.index_some() == 0,
+                Popped::Closed(_) => return,
             }
-            self.write(&batch);
+        }
+    }
+
+    /// Indexes one chunk of frames for search; returns how many. Failure only
+    /// delays search indexing (searches scan unindexed frames), so it is
+    /// logged at debug level, not warned about.
+    fn index_some(&mut self) -> usize {
+        let Some((store, _)) = self.target.as_mut() else { return 0 };
+        match store.index_for_search(INDEX_CHUNK) {
+            Ok(n) => n,
+            Err(e) => {
+                tracing::debug!("search indexing: {e}");
+                0
+            }
         }
     }
 
@@ -86,8 +117,15 @@ impl StoreWriter {
         }
     }
 
-    /// Records how the run ended and how many frames are missing.
+    /// Records how the run ended and how many frames are missing, then
+    /// indexes for search for a short while.
     pub fn finish(&mut self, end: &TraceEnd) {
+        self.record_end(end);
+        let until = Instant::now() + FINAL_INDEX_BUDGET;
+        while Instant::now() < until && self.index_some() > 0 {}
+    }
+
+    fn record_end(&mut self, end: &TraceEnd) {
         let missing = self.missing;
         if let Some((store, trace_id)) = self.target.as_ref() {
             if let Err(e) = store.finish_trace(*trace_id, end, missing, &crate::clock::now_rfc3339()) {

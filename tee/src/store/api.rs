@@ -85,7 +85,16 @@ fn filters(trace_id: i64, q: &FrameQuery) -> (String, Vec<Value>) {
         add("f.latency_ns >= ?", Value::Integer((ms * 1e6) as i64));
     }
     if let Some(fts) = q.q.as_deref().and_then(fts_query) {
-        add("f.rowid IN (SELECT rowid FROM frames_fts WHERE frames_fts MATCH ?)", Value::Text(fts));
+        // Indexed frames through FTS5; frames beyond the index (recorded
+        // while recorders were busy) by scanning for every word.
+        let words: Vec<String> = q.q.as_deref().unwrap_or_default().split_whitespace().map(str::to_lowercase).collect();
+        let scan = vec!["instr(lower(CAST(f.raw AS TEXT)), ?) > 0"; words.len()].join(" AND ");
+        sql.push_str(&format!(
+            " AND (f.rowid IN (SELECT rowid FROM frames_fts WHERE frames_fts MATCH ?)
+                   OR (f.rowid > (SELECT indexed_rowid FROM search_index WHERE id = 1) AND {scan}))"
+        ));
+        args.push(Value::Text(fts));
+        args.extend(words.into_iter().map(Value::Text));
     }
     (sql, args)
 }
@@ -331,6 +340,43 @@ mod tests {
         let tiny = stats_of(&[5]);
         assert_eq!(tiny.histogram, vec![HistogramBucket { lo_ns: 0, hi_ns: 2000, count: 1 }]);
         assert_eq!(stats_of(&[]).p50_ns, None);
+    }
+
+    #[test]
+    fn search_finds_frames_before_and_after_indexing() {
+        use crate::handoff::TraceStart;
+        use crate::recorder::Framer;
+        let mut store = Store::in_memory().unwrap();
+        let start = TraceStart {
+            name: None,
+            command: vec!["a".into()],
+            cwd: None,
+            mode: "wrap".into(),
+            started_at: "2026-01-01T00:00:00Z".into(),
+        };
+        let id = store.create_trace(&start, 1).unwrap();
+        let mut framer = Framer::new();
+        let mut frames = Vec::new();
+        let lines = b"{\"id\":1,\"method\":\"session/prompt\",\"params\":{\"text\":\"Purple Elephants\"}}\n{\"method\":\"x\",\"params\":{\"text\":\"grey mice\"}}\n";
+        framer.chunk(Direction::ClientToAgent, 5, lines, |f| frames.push(f));
+        store.insert_frames(id, &frames).unwrap();
+        let search = |store: &Store, words: &str| {
+            let q = FrameQuery { q: Some(words.into()), ..FrameQuery::default() };
+            store.frame_page(id, &q).unwrap().frames.iter().map(|f| f.seq).collect::<Vec<_>>()
+        };
+        // Not indexed yet: found by scanning.
+        assert_eq!(search(&store, "purple elephants"), [1]);
+        assert_eq!(search(&store, "mice"), [2]);
+        assert_eq!(search(&store, "purple mice"), Vec::<i64>::new());
+        assert_eq!(store.index_for_search(1).unwrap(), 1);
+        assert_eq!(store.index_for_search(10).unwrap(), 1);
+        assert_eq!(store.index_for_search(10).unwrap(), 0);
+        // Indexed: found through FTS5, the same answers.
+        assert_eq!(search(&store, "purple elephants"), [1]);
+        assert_eq!(search(&store, "mice"), [2]);
+        assert_eq!(search(&store, "purple mice"), Vec::<i64>::new());
+        let indexed: i64 = store.conn.query_row("SELECT count(*) FROM frames_fts", [], |r| r.get(0)).unwrap();
+        assert_eq!(indexed, 2);
     }
 
     #[test]

@@ -154,7 +154,6 @@ impl Store {
                                      reply_to_seq, latency_ns, raw, envelope, protocol, mcp_method, preview)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
             )?;
-            let mut index = tx.prepare_cached("INSERT INTO frames_fts (rowid, text) VALUES (?1, ?2)")?;
             for f in frames {
                 insert.execute(params![
                     trace_id,
@@ -173,9 +172,6 @@ impl Store {
                     f.mcp_method,
                     f.preview,
                 ])?;
-                // Search covers the frame's text; bytes that are not UTF-8
-                // are searched as far as they decode.
-                index.execute(params![tx.last_insert_rowid(), String::from_utf8_lossy(&f.raw)])?;
             }
             let errors: i64 = frames.iter().map(|f| f.errors).sum();
             tx.prepare_cached(
@@ -186,6 +182,33 @@ impl Store {
         }
         tx.commit()?;
         Ok(())
+    }
+
+    /// Adds up to `max_rows` stored frames that are not yet in the search
+    /// index to it, oldest first, in one transaction; returns how many. Any
+    /// recorder may do this for any trace: the high-water mark is global.
+    pub fn index_for_search(&mut self, max_rows: i64) -> Result<usize, StoreError> {
+        let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let done: i64 = tx.query_row("SELECT indexed_rowid FROM search_index WHERE id = 1", [], |r| r.get(0))?;
+        let mut last = done;
+        let mut count = 0;
+        {
+            let mut rows = tx.prepare_cached("SELECT rowid, raw FROM frames WHERE rowid > ?1 ORDER BY rowid LIMIT ?2")?;
+            let mut index = tx.prepare_cached("INSERT INTO frames_fts (rowid, text) VALUES (?1, ?2)")?;
+            let mut found = rows.query(params![done, max_rows])?;
+            while let Some(row) = found.next()? {
+                let (rowid, raw): (i64, Vec<u8>) = (row.get(0)?, row.get(1)?);
+                // Bytes that are not UTF-8 are searched as far as they decode.
+                index.execute(params![rowid, String::from_utf8_lossy(&raw)])?;
+                last = rowid;
+                count += 1;
+            }
+        }
+        if count > 0 {
+            tx.execute("UPDATE search_index SET indexed_rowid = ?1 WHERE id = 1", params![last])?;
+        }
+        tx.commit()?;
+        Ok(count)
     }
 
     /// Marks trace `trace_id` as ended at `ended_at` (UTC, RFC 3339).
