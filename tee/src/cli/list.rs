@@ -1,17 +1,18 @@
 //! `acp-tee list`: the traces as a text table.
 
+use acp_tee_shared::api::TraceSummary;
 use acp_tee_shared::TraceMeta;
 use chrono::DateTime;
 
 /// Renders `traces` as an aligned table with a header row.
-pub fn render(traces: &[TraceMeta]) -> String {
+pub fn render(traces: &[TraceSummary]) -> String {
     let mut rows = vec![["ID", "NAME", "STARTED (UTC)", "DURATION", "FRAMES", "ERRORS", "EXIT"].map(String::from)];
-    for t in traces {
+    for TraceSummary { meta: t, live, .. } in traces {
         rows.push([
             t.id.to_string(),
             t.name.clone().unwrap_or_else(|| t.command.first().cloned().unwrap_or_default()),
             t.started_at.get(..19).unwrap_or(&t.started_at).replace('T', " "),
-            duration(t),
+            duration(t, *live),
             frames(t),
             t.error_count.to_string(),
             exit(t),
@@ -27,9 +28,10 @@ pub fn render(traces: &[TraceMeta]) -> String {
     out
 }
 
-fn duration(t: &TraceMeta) -> String {
+fn duration(t: &TraceMeta, live: bool) -> String {
     let Some(end) = &t.ended_at else {
-        return "live".into();
+        // No end and no recorder: both acp-tee processes were killed.
+        return if live { "live" } else { "cut off" }.into();
     };
     let (Ok(a), Ok(b)) = (DateTime::parse_from_rfc3339(&t.started_at), DateTime::parse_from_rfc3339(end)) else {
         return "?".into();
@@ -63,8 +65,8 @@ fn exit(t: &TraceMeta) -> String {
 mod tests {
     use super::*;
 
-    fn trace(id: i64, ended: Option<&str>, exit_code: Option<i32>, missing: i64) -> TraceMeta {
-        TraceMeta {
+    fn trace(id: i64, ended: Option<&str>, exit_code: Option<i32>, missing: i64) -> TraceSummary {
+        let meta = TraceMeta {
             id,
             name: Some(format!("agent{id}")),
             command: vec!["agent".into()],
@@ -78,18 +80,21 @@ mod tests {
             frame_count: 12,
             error_count: 1,
             missing_frames: missing,
-        }
+        };
+        TraceSummary { live: id == 3, meta, last_t_ns: 0 }
     }
 
     #[test]
     fn table() {
         let out = render(&[
+            trace(4, None, None, 0),
             trace(3, None, None, 0),
             trace(2, Some("2026-11-30T16:02:03.500000Z"), Some(0), 2),
             trace(1, Some("2026-11-30T16:00:01.250000Z"), None, 0),
         ]);
         let expect = "\
 ID  NAME    STARTED (UTC)        DURATION  FRAMES           ERRORS  EXIT
+4   agent4  2026-11-30 16:00:00  cut off   12               1
 3   agent3  2026-11-30 16:00:00  live      12               1
 2   agent2  2026-11-30 16:00:00  2m03s     12 (+2 missing)  1       0
 1   agent1  2026-11-30 16:00:00  1.250s    12               1       killed

@@ -278,7 +278,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
         }
         Command::List(a) => {
             let store = a.store.open_existing()?;
-            let traces = store.list_traces()?;
+            let traces = store.trace_summaries()?;
             let mut out = std::io::stdout().lock();
             out.write_all(list::render(&traces).as_bytes())?;
             Ok(0)

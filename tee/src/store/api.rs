@@ -158,13 +158,21 @@ impl Store {
         let limit = q.limit.unwrap_or(200);
         let mut page_sql = format!("SELECT {SUMMARY_COLUMNS} FROM frames f WHERE {where_sql}");
         let mut page_args = args;
-        if let Some(after) = q.after {
+        let (mut after, mut offset) = (q.after, q.offset.unwrap_or(0));
+        // Unfiltered and without gaps, the frame at offset n has seq n + 1: a
+        // seek instead of stepping over n rows, so deep pages of a huge trace
+        // cost what the first does.
+        if !has_filters(q) && meta.missing_frames == 0 && after.is_none() {
+            after = Some(offset);
+            offset = 0;
+        }
+        if let Some(after) = after {
             page_sql.push_str(" AND f.seq > ?");
             page_args.push(Value::Integer(after));
         }
         page_sql.push_str(" ORDER BY f.seq LIMIT ? OFFSET ?");
         page_args.push(Value::Integer(limit + 1));
-        page_args.push(Value::Integer(q.offset.unwrap_or(0)));
+        page_args.push(Value::Integer(offset));
         let mut frames: Vec<FrameSummary> = self
             .conn
             .prepare(&page_sql)?
@@ -377,6 +385,38 @@ mod tests {
         assert_eq!(search(&store, "purple mice"), Vec::<i64>::new());
         let indexed: i64 = store.conn.query_row("SELECT count(*) FROM frames_fts", [], |r| r.get(0)).unwrap();
         assert_eq!(indexed, 2);
+    }
+
+    #[test]
+    fn offsets_count_frames_even_across_missing_ones() {
+        use crate::handoff::{TraceEnd, TraceStart};
+        use crate::recorder::Framer;
+        let mut store = Store::in_memory().unwrap();
+        let start = TraceStart {
+            name: None,
+            command: vec!["a".into()],
+            cwd: None,
+            mode: "wrap".into(),
+            started_at: "2026-01-01T00:00:00Z".into(),
+        };
+        let page = |store: &Store, id: i64, offset: i64| {
+            let q = FrameQuery { offset: Some(offset), limit: Some(2), ..FrameQuery::default() };
+            store.frame_page(id, &q).unwrap().frames.iter().map(|f| f.seq).collect::<Vec<_>>()
+        };
+        let mut framer = Framer::new();
+        let mut frames = Vec::new();
+        framer.chunk(Direction::AgentStderr, 1, b"1\n2\n3\n4\n5\n6\n", |f| frames.push(f));
+        let whole = store.create_trace(&start, 1).unwrap();
+        store.insert_frames(whole, &frames).unwrap();
+        assert_eq!(page(&store, whole, 2), [3, 4]);
+        // A store that failed for frames 3 and 4 left a gap in seq.
+        let gappy = store.create_trace(&start, 1).unwrap();
+        frames.retain(|f| f.seq != 3 && f.seq != 4);
+        store.insert_frames(gappy, &frames).unwrap();
+        let end = TraceEnd { exit_code: Some(0), exit_signal: None, end_reason: "x".into() };
+        store.finish_trace(gappy, &end, 2, "2026-01-01T00:00:01Z").unwrap();
+        assert_eq!(page(&store, gappy, 2), [5, 6]);
+        assert_eq!(page(&store, gappy, 0), [1, 2]);
     }
 
     #[test]
