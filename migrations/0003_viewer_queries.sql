@@ -4,8 +4,9 @@
 -- line), computed when the frame is recorded.
 ALTER TABLE frames ADD COLUMN preview TEXT;
 
--- Filters and pairing lookups.
-CREATE INDEX frames_by_method ON frames (trace_id, method);
+-- Filters and pairing lookups. frames_by_method also covers the per-method
+-- timing queries (counts by kind, latencies in order) without reading rows.
+CREATE INDEX frames_by_method ON frames (trace_id, method, latency_ns, kind);
 CREATE INDEX frames_by_reply ON frames (trace_id, reply_to_seq) WHERE reply_to_seq IS NOT NULL;
 CREATE INDEX frames_by_latency ON frames (trace_id, latency_ns) WHERE latency_ns IS NOT NULL;
 

@@ -39,6 +39,23 @@ pub fn watch_store(path: &Path) -> watch::Receiver<u64> {
     rx
 }
 
+/// Starts a thread that adds frames recorded under load (which recorders left
+/// out of the search index) to it, a chunk at a time with pauses, so searches
+/// soon stop scanning. It only writes the derived search index, and stops once
+/// `alive` can no longer be upgraded (the server state is gone).
+pub fn index_behind_recorders(path: &Path, alive: std::sync::Weak<()>) {
+    let path = path.to_owned();
+    let _ = std::thread::Builder::new().name("search-index".into()).spawn(move || {
+        let Ok(mut store) = Store::open_existing(&path) else { return };
+        while alive.upgrade().is_some() {
+            let indexed = store.index_for_search(2000).unwrap_or(0);
+            // Short pauses while catching up leave the write lock to
+            // recorders most of the time; long ones once caught up.
+            std::thread::sleep(if indexed > 0 { Duration::from_millis(20) } else { Duration::from_millis(500) });
+        }
+    });
+}
+
 struct LiveState {
     db: Db,
     trace_id: i64,

@@ -35,6 +35,8 @@ pub struct AppState {
     token: Option<String>,
     changes: watch::Receiver<u64>,
     dist: Option<PathBuf>,
+    /// Background threads of this state run while this lives.
+    _alive: std::sync::Arc<()>,
 }
 
 impl AppState {
@@ -42,7 +44,9 @@ impl AppState {
     /// set; `dist` is the built viewer (its `index.html` must exist to be served).
     pub fn new(db: Db, db_path: &Path, token: Option<String>, dist: Option<PathBuf>) -> Self {
         let changes = live::watch_store(db_path);
-        AppState { db, token, changes, dist: dist.filter(|d| d.join("index.html").is_file()) }
+        let alive = std::sync::Arc::new(());
+        live::index_behind_recorders(db_path, std::sync::Arc::downgrade(&alive));
+        AppState { db, token, changes, dist: dist.filter(|d| d.join("index.html").is_file()), _alive: alive }
     }
 }
 
