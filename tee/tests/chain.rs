@@ -13,7 +13,12 @@ const PROMPT: &str = "My proxies are watching me";
 fn yopo_through(components: &[String]) -> std::process::Output {
     let mut args = vec![PROMPT.to_owned(), "--".into(), peer("agent-client-protocol-conductor"), "agent".into()];
     args.extend_from_slice(components);
-    Command::new(peer("yopo")).args(&args).output().unwrap()
+    let marker = unique_marker(&format!("{}", components.len()));
+    let out = Command::new(peer("yopo")).args(&args).env("ACP_TEE_TEST_MARK", &marker).output().unwrap();
+    // yopo SIGKILLs the conductor, which leaves its agent running. (Our
+    // recorders are left alone: they finish the traces.)
+    kill_marked(&marker, "elizacp");
+    out
 }
 
 fn proxy(store: &TempStore, name: &str) -> String {

@@ -2,6 +2,8 @@
 //! and reading back the real SQLite store it wrote.
 #![allow(dead_code)]
 
+pub mod webdriver;
+
 use acp_tee::store::{Store, StoredFrame};
 use acp_tee_shared::{Direction, TraceMeta};
 use std::io::{Read, Write};
@@ -185,4 +187,33 @@ pub fn assert_paired(frames: &[serde_json::Value], method: &str) {
     let latency = resp["latency_ns"].as_i64().unwrap();
     assert!(latency > 0);
     assert_eq!(latency, resp["t_ns"].as_i64().unwrap() - req["t_ns"].as_i64().unwrap());
+}
+
+/// Kills every process named `comm` that has `ACP_TEE_TEST_MARK=marker` in its
+/// environment (what a killed conductor left behind: it does not stop its
+/// agent when it is SIGKILLed). Returns how many there were.
+pub fn kill_marked(marker: &str, comm: &str) -> usize {
+    let needle = format!("ACP_TEE_TEST_MARK={marker}");
+    let pids: Vec<u32> = std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|&pid| pid != std::process::id() && process_alive(pid))
+        .filter(|pid| std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == comm))
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/environ"))
+                .map(|env| env.split(|&b| b == 0).any(|kv| kv == needle.as_bytes()))
+                .unwrap_or(false)
+        })
+        .collect();
+    for &pid in &pids {
+        // SAFETY: kill has no memory-safety preconditions.
+        unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+    }
+    pids.len()
+}
+
+/// A marker unique to this test process and call site.
+pub fn unique_marker(tag: &str) -> String {
+    format!("{}-{tag}", std::process::id())
 }
