@@ -70,7 +70,9 @@ impl<T: Weighted> ByteQueue<T> {
     /// An empty result means the queue is closed and drained.
     pub fn pop_batch(&self, max_items: usize) -> Vec<T> {
         loop {
-            if let Popped::Items(batch) | Popped::Closed(batch) = self.pop_batch_within(max_items, Duration::from_secs(3600)) {
+            if let Popped::Items(batch) | Popped::Closed(batch) =
+                self.pop_batch_within(max_items, Duration::from_secs(3600))
+            {
                 return batch;
             }
         }

@@ -193,7 +193,8 @@ impl Store {
         let mut last = done;
         let mut count = 0;
         {
-            let mut rows = tx.prepare_cached("SELECT rowid, raw FROM frames WHERE rowid > ?1 ORDER BY rowid LIMIT ?2")?;
+            let mut rows =
+                tx.prepare_cached("SELECT rowid, raw FROM frames WHERE rowid > ?1 ORDER BY rowid LIMIT ?2")?;
             let mut index = tx.prepare_cached("INSERT INTO frames_fts (rowid, text) VALUES (?1, ?2)")?;
             let mut found = rows.query(params![done, max_rows])?;
             while let Some(row) = found.next()? {
