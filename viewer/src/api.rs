@@ -1,0 +1,148 @@
+//! The typed client of the `acp-tee serve` API: every call returns the shared payload types.
+//!
+//! Nothing here draws; the live stream hands decoded payloads to the closures it is given.
+
+use acp_tee_shared::api::{ApiError, FrameDetail, FramePage, FrameQuery, FrameSummary, TraceStats, TraceSummary};
+use gloo_net::http::Request;
+use serde::de::DeserializeOwned;
+use std::fmt;
+use wasm_bindgen::closure::Closure;
+use wasm_bindgen::JsCast;
+use web_sys::{Event, EventSource, MessageEvent};
+
+/// Why a call failed, in words for the page.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ApiFailure(pub String);
+
+impl fmt::Display for ApiFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+async fn get<T: DeserializeOwned>(url: &str) -> Result<T, ApiFailure> {
+    let resp = Request::get(url)
+        .send()
+        .await
+        .map_err(|e| ApiFailure(format!("cannot reach the acp-tee server ({e}); is `acp-tee serve` still running?")))?;
+    if !resp.ok() {
+        let status = resp.status();
+        let body = resp.text().await.unwrap_or_default();
+        let why = match serde_json::from_str::<ApiError>(&body) {
+            Ok(e) => e.error,
+            Err(_) => body.trim().chars().take(200).collect(),
+        };
+        return Err(ApiFailure(format!("{url} answered {status}: {why}")));
+    }
+    resp.json::<T>().await.map_err(|e| ApiFailure(format!("{url} answered something unexpected: {e}")))
+}
+
+/// Every trace in the store, newest first.
+pub async fn traces() -> Result<Vec<TraceSummary>, ApiFailure> {
+    get("/api/traces").await
+}
+
+/// One trace.
+pub async fn trace(id: i64) -> Result<TraceSummary, ApiFailure> {
+    get(&format!("/api/traces/{id}")).await
+}
+
+/// One page of a trace's frames under filters.
+pub async fn frames(id: i64, query: &FrameQuery) -> Result<FramePage, ApiFailure> {
+    get(&format!("/api/traces/{id}/frames{}", query_string(query))).await
+}
+
+/// One frame with its bytes and its pair.
+pub async fn frame(id: i64, seq: i64) -> Result<FrameDetail, ApiFailure> {
+    get(&format!("/api/traces/{id}/frames/{seq}")).await
+}
+
+/// Per-method timing of a trace.
+pub async fn stats(id: i64) -> Result<TraceStats, ApiFailure> {
+    get(&format!("/api/traces/{id}/stats")).await
+}
+
+/// The address of a trace's export in a format (`json`, `ndjson`).
+pub fn export_url(id: i64, format: &str) -> String {
+    format!("/api/traces/{id}/export?format={format}")
+}
+
+/// `?k=v&...` from a serializable query: absent fields are skipped by its serde attributes.
+fn query_string<T: serde::Serialize>(query: &T) -> String {
+    let Ok(serde_json::Value::Object(map)) = serde_json::to_value(query) else {
+        return String::new();
+    };
+    let parts: Vec<String> = map
+        .into_iter()
+        .filter_map(|(k, v)| {
+            let text = match v {
+                serde_json::Value::Null => return None,
+                serde_json::Value::String(s) => s,
+                other => other.to_string(),
+            };
+            Some(format!("{k}={}", crate::route::encode(&text)))
+        })
+        .collect();
+    if parts.is_empty() {
+        String::new()
+    } else {
+        format!("?{}", parts.join("&"))
+    }
+}
+
+/// What to do with the events of a live stream.
+pub struct LiveHandlers {
+    /// New frames (every frame with a larger seq, unfiltered, in order).
+    pub frames: Box<dyn Fn(Vec<FrameSummary>)>,
+    /// The trace's new counts or its end.
+    pub trace: Box<dyn Fn(TraceSummary)>,
+    /// The connection failed or closed.
+    pub error: Box<dyn Fn()>,
+}
+
+/// An open `/live` Server-Sent Events stream; dropping it closes the connection.
+pub struct LiveStream {
+    source: EventSource,
+    _listeners: Vec<Closure<dyn FnMut(Event)>>,
+}
+
+impl Drop for LiveStream {
+    fn drop(&mut self) {
+        self.source.close();
+    }
+}
+
+/// Opens the live stream of a trace for the frames after `after`.
+pub fn live(id: i64, after: i64, handlers: LiveHandlers) -> Result<LiveStream, ApiFailure> {
+    let url = format!("/api/traces/{id}/live?after={after}");
+    let source = EventSource::new(&url).map_err(|e| ApiFailure(format!("cannot open {url}: {e:?}")))?;
+    let LiveHandlers { frames, trace, error } = handlers;
+    let listeners = vec![
+        listen(&source, "frames", move |data| match serde_json::from_str(&data) {
+            Ok(batch) => frames(batch),
+            Err(e) => leptos::logging::warn!("live frames: {e}"),
+        }),
+        listen(&source, "trace", move |data| match serde_json::from_str(&data) {
+            Ok(t) => trace(t),
+            Err(e) => leptos::logging::warn!("live trace: {e}"),
+        }),
+        {
+            let closure = Closure::<dyn FnMut(Event)>::new(move |_: Event| error());
+            source.set_onerror(Some(closure.as_ref().unchecked_ref()));
+            closure
+        },
+    ];
+    Ok(LiveStream { source, _listeners: listeners })
+}
+
+fn listen(source: &EventSource, name: &str, on_data: impl Fn(String) + 'static) -> Closure<dyn FnMut(Event)> {
+    let closure = Closure::<dyn FnMut(Event)>::new(move |ev: Event| {
+        if let Some(data) = ev.dyn_ref::<MessageEvent>().and_then(|m| m.data().as_string()) {
+            on_data(data);
+        }
+    });
+    if source.add_event_listener_with_callback(name, closure.as_ref().unchecked_ref()).is_err() {
+        leptos::logging::warn!("cannot listen for {name} events");
+    }
+    closure
+}

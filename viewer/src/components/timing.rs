@@ -1,0 +1,211 @@
+//! The timing tab: per-method latency table, a latency histogram and the slowest responses.
+
+use super::trace_state;
+use crate::format;
+use crate::route::Tab;
+use crate::state::TraceState;
+use acp_tee_shared::api::{HistogramBucket, MethodStats, TraceStats};
+use leptos::prelude::*;
+
+const HIST_W: f64 = 720.0;
+const HIST_H: f64 = 220.0;
+const HIST_PAD: f64 = 28.0;
+
+fn opt_ns(ns: Option<i64>) -> String {
+    ns.map_or("–".to_owned(), format::duration_ns)
+}
+
+/// The timing tab's content.
+#[component]
+pub fn Timing() -> impl IntoView {
+    let st = trace_state();
+    // The histogram shows one method, or all together when none is picked.
+    let picked = RwSignal::new(None::<String>);
+    move || {
+        st.stats.with(|s| match s {
+            None => view! { <div class="notice">"Loading timing…"</div> }.into_any(),
+            Some(Err(e)) => view! { <div class="notice error">{e.0.clone()}</div> }.into_any(),
+            Some(Ok(stats)) if stats.methods.is_empty() => {
+                view! { <div class="notice">"No requests or notifications in this trace yet."</div> }.into_any()
+            }
+            Some(Ok(stats)) => view! {
+                <div class="timing">
+                    {method_table(stats, picked)}
+                    {histogram_section(stats, picked)}
+                    {slowest(st, stats)}
+                </div>
+            }
+            .into_any(),
+        })
+    }
+}
+
+fn method_table(stats: &TraceStats, picked: RwSignal<Option<String>>) -> impl IntoView {
+    let rows = stats
+        .methods
+        .iter()
+        .map(|m| {
+            let name = m.method.clone();
+            let for_click = name.clone();
+            let attr = name.clone();
+            let is_picked = {
+                let name = name.clone();
+                move || picked.with(|p| p.as_ref() == Some(&name))
+            };
+            view! {
+                <tr data-method=attr class:picked=is_picked on:click=move |_| picked.set(Some(for_click.clone()))>
+                    <td class="m">{name}</td>
+                    <td>{format::count(m.count)}</td>
+                    <td class:err=m.errors != 0>{format::count(m.errors)}</td>
+                    <td>{format::count(m.answered)}</td>
+                    <td>{opt_ns(m.p50_ns)}</td>
+                    <td>{opt_ns(m.p95_ns)}</td>
+                    <td>{opt_ns(m.p99_ns)}</td>
+                    <td>{opt_ns(m.max_ns)}</td>
+                </tr>
+            }
+        })
+        .collect_view();
+    view! {
+        <section class="card">
+            <h2>"Per method"</h2>
+            <table id="method-stats">
+                <thead>
+                    <tr><th class="m">"method"</th><th>"count"</th><th>"errors"</th><th>"answered"</th>
+                    <th>"p50"</th><th>"p95"</th><th>"p99"</th><th>"max"</th></tr>
+                </thead>
+                <tbody>{rows}</tbody>
+            </table>
+            <p class="hint">"Click a method to see its histogram."</p>
+        </section>
+    }
+}
+
+/// Buckets of one method, or of all methods added up (buckets share their bounds).
+fn buckets(methods: &[MethodStats], picked: Option<&str>) -> Vec<HistogramBucket> {
+    let mut all: Vec<HistogramBucket> = Vec::new();
+    for m in methods.iter().filter(|m| picked.is_none_or(|p| p == m.method)) {
+        for b in &m.histogram {
+            match all.iter_mut().find(|a| a.lo_ns == b.lo_ns && a.hi_ns == b.hi_ns) {
+                Some(a) => a.count += b.count,
+                None => all.push(b.clone()),
+            }
+        }
+    }
+    all.sort_by_key(|b| b.lo_ns);
+    fill_gaps(all)
+}
+
+/// Adds the empty buckets the server leaves out between two non-empty ones, so the x axis stays
+/// log-even (each bucket is as many times wider than the previous as the one before it).
+fn fill_gaps(sorted: Vec<HistogramBucket>) -> Vec<HistogramBucket> {
+    let mut out: Vec<HistogramBucket> = Vec::with_capacity(sorted.len());
+    for b in sorted {
+        while let Some(prev) = out.last() {
+            if prev.hi_ns >= b.lo_ns || prev.lo_ns <= 0 || out.len() > 64 {
+                break;
+            }
+            let ratio = prev.hi_ns as f64 / prev.lo_ns as f64;
+            let lo_ns = prev.hi_ns;
+            let hi_ns = ((lo_ns as f64 * ratio) as i64).min(b.lo_ns);
+            out.push(HistogramBucket { lo_ns, hi_ns, count: 0 });
+        }
+        out.push(b);
+    }
+    out
+}
+
+fn histogram_section(stats: &TraceStats, picked: RwSignal<Option<String>>) -> impl IntoView {
+    let methods = stats.methods.clone();
+    let chart = move || {
+        let bars = picked.with(|p| buckets(&methods, p.as_deref()));
+        histogram_svg(&bars)
+    };
+    let title = move || picked.get().map_or("all methods".to_owned(), |m| m);
+    view! {
+        <section class="card">
+            <h2>"Latency histogram · " {title} " "
+                <button class="link" on:click=move |_| picked.set(None)>"show all"</button>
+            </h2>
+            {chart}
+        </section>
+    }
+}
+
+fn histogram_svg(bars: &[HistogramBucket]) -> impl IntoView {
+    let max = bars.iter().map(|b| b.count).max().unwrap_or(0).max(1) as f64;
+    let n = bars.len().max(1) as f64;
+    let slot = (HIST_W - HIST_PAD) / n;
+    let plot_h = HIST_H - 2.0 * HIST_PAD;
+    let rects = bars
+        .iter()
+        .enumerate()
+        .map(|(i, b)| {
+            let h = b.count as f64 / max * plot_h;
+            let x = HIST_PAD + i as f64 * slot;
+            let y = HIST_PAD + plot_h - h;
+            let tip = format!(
+                "{} – {}: {} responses",
+                format::duration_ns(b.lo_ns),
+                format::duration_ns(b.hi_ns),
+                format::count(b.count)
+            );
+            let every = (bars.len() / 8).max(1);
+            let label = (i % every == 0).then(|| {
+                view! { <text class="axis" x=x + slot / 2.0 y=HIST_H - 8.0 text-anchor="middle">{format::duration_ns(b.lo_ns)}</text> }
+            });
+            view! {
+                <g>
+                    <rect class="bar" x=x + 1.0 y=y width=(slot - 2.0).max(1.0) height=h.max(0.0)>
+                        <title>{tip}</title>
+                    </rect>
+                    {(b.count > 0).then(|| view! { <text class="count" x=x + slot / 2.0 y=y - 4.0 text-anchor="middle">{b.count}</text> })}
+                    {label}
+                </g>
+            }
+        })
+        .collect_view();
+    let empty = bars.is_empty().then(|| {
+        view! { <text class="axis" x=HIST_W / 2.0 y=HIST_H / 2.0 text-anchor="middle">"no answered requests"</text> }
+    });
+    view! {
+        <svg id="histogram" width=HIST_W height=HIST_H viewBox=format!("0 0 {HIST_W} {HIST_H}")>
+            <line class="base" x1=HIST_PAD y1=HIST_H - HIST_PAD x2=HIST_W y2=HIST_H - HIST_PAD />
+            {rects}
+            {empty}
+        </svg>
+    }
+}
+
+fn slowest(st: TraceState, stats: &TraceStats) -> impl IntoView {
+    let items = stats
+        .slowest
+        .iter()
+        .map(|f| {
+            let seq = f.seq;
+            let method = f.method.clone().unwrap_or_else(|| f.kind.as_str().to_owned());
+            let latency = f.latency_ns.map_or(String::new(), format::duration_ns);
+            let go = move |_| {
+                st.nav.update_query(true, |q| {
+                    q.tab = Tab::Diagram;
+                    q.frame = Some(seq);
+                });
+                st.follow.set(false);
+                st.jump.set(Some(seq));
+            };
+            view! {
+                <li data-seq=seq on:click=go>
+                    <span class="lat">{latency}</span>
+                    <span class="m">{method}</span>
+                    <span class="seq">{format!("#{seq}")}</span>
+                </li>
+            }
+        })
+        .collect_view();
+    view! {
+        <section class="card">
+            <h2>"Slowest responses"</h2>
+            <ol id="slowest">{items}</ol>
+        </section>
+    }
+}

@@ -1,0 +1,108 @@
+//! The callee's busy spans: from a request to its response, on the lane of the peer that answers.
+
+use super::layout::Layout;
+use super::window::FrameWindow;
+use acp_tee_shared::{Direction, FrameKind};
+use std::collections::BTreeMap;
+use std::ops::Range;
+
+/// Which peer is busy.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Callee {
+    /// The client answers (a request from the agent).
+    Client,
+    /// The agent answers (a request from the client).
+    Agent,
+}
+
+/// One request's busy span as far as the rows in view tell.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BusySpan {
+    /// The request's seq (also its colour).
+    pub req_seq: i64,
+    /// Whose lane it is drawn on.
+    pub callee: Callee,
+    /// Top of the request's row (or of the first row in view when the request is not fetched).
+    pub y0: f64,
+    /// Top of the response's row (or of the last row in view when it is further down).
+    pub y1: f64,
+    /// The span continues below what is drawn.
+    pub open_end: bool,
+    /// Duration text, or why there is none.
+    pub label: String,
+    /// The answer was an error.
+    pub error: bool,
+    /// Side-by-side position among spans overlapping on the same lane (0 = on the lane).
+    pub column: usize,
+}
+
+fn callee(dir: Direction) -> Option<Callee> {
+    match dir {
+        Direction::ClientToAgent => Some(Callee::Agent),
+        Direction::AgentToClient => Some(Callee::Client),
+        Direction::AgentStderr => None,
+    }
+}
+
+/// The busy spans touching the rows `rows`; `live` words the label of unanswered requests.
+pub fn busy_spans(w: &FrameWindow, l: &Layout, rows: Range<usize>, live: bool) -> Vec<BusySpan> {
+    if rows.is_empty() {
+        return Vec::new();
+    }
+    let (top, bottom) = (l.y_of(rows.start), l.y_of(rows.end - 1));
+    let last_seq = w.get(rows.end - 1).map_or(i64::MAX, |f| f.seq);
+    let mut spans: BTreeMap<i64, BusySpan> = BTreeMap::new();
+    for idx in rows.clone() {
+        let Some(f) = w.get(idx) else { continue };
+        let Some(who) = callee(f.dir) else { continue };
+        let span = match (f.kind, f.reply_to_seq) {
+            (FrameKind::Request, _) => {
+                let end = f.reply_seq.map(|rs| (rs, w.index_of_seq(rs)));
+                let (y1, open_end, label, error) = match end {
+                    Some((_, Some(ri))) => {
+                        let reply = w.get(ri);
+                        let label = reply.and_then(|r| r.latency_ns).map_or(String::new(), crate::format::duration_ns);
+                        (l.y_of(ri), false, label, reply.is_some_and(|r| r.kind == FrameKind::Error))
+                    }
+                    // The response is further down than what is fetched.
+                    Some((rs, None)) if rs > last_seq => (bottom, true, "…".to_owned(), false),
+                    // The response is filtered out: nothing tells where it is.
+                    Some((_, None)) => continue,
+                    None => (bottom, true, if live { "pending" } else { "no reply" }.to_owned(), false),
+                };
+                BusySpan { req_seq: f.seq, callee: who, y0: l.y_of(idx), y1, open_end, label, error, column: 0 }
+            }
+            (FrameKind::Response | FrameKind::Error, Some(rq)) if !spans.contains_key(&rq) => {
+                let y0 = w.index_of_seq(rq).map_or(top, |qi| l.y_of(qi));
+                let label = f.latency_ns.map_or(String::new(), crate::format::duration_ns);
+                let error = f.kind == FrameKind::Error;
+                // The request is in the other direction, so the callee is the sender of the response.
+                let who = if who == Callee::Agent { Callee::Client } else { Callee::Agent };
+                BusySpan { req_seq: rq, callee: who, y0, y1: l.y_of(idx), open_end: false, label, error, column: 0 }
+            }
+            _ => continue,
+        };
+        spans.entry(span.req_seq).or_insert(span);
+    }
+    assign_columns(spans.into_values().collect())
+}
+
+/// Most side-by-side columns per lane; more concurrent requests share the last one.
+const MAX_COLUMNS: usize = 4;
+
+/// Puts overlapping spans of a lane side by side, greedily by start.
+fn assign_columns(mut spans: Vec<BusySpan>) -> Vec<BusySpan> {
+    spans.sort_by(|a, b| a.y0.total_cmp(&b.y0));
+    let mut ends: [Vec<f64>; 2] = [Vec::new(), Vec::new()];
+    for s in &mut spans {
+        let lane = &mut ends[usize::from(s.callee == Callee::Agent)];
+        let col = lane.iter().position(|&end| end < s.y0).unwrap_or(lane.len());
+        if col == lane.len() {
+            lane.push(s.y1);
+        } else {
+            lane[col] = s.y1;
+        }
+        s.column = col.min(MAX_COLUMNS - 1);
+    }
+    spans
+}

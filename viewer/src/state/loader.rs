@@ -1,0 +1,315 @@
+//! The effects that fetch for a trace view: the trace and its stats, the pages in view, the live stream
+//! and jumps to a frame. They only write state; components draw it.
+
+use super::window::{FrameWindow, PAGE};
+use super::TraceState;
+use crate::api::{self, ApiFailure, LiveHandlers, LiveStream};
+use crate::route::Filters;
+use acp_tee_shared::api::{FrameSummary, TraceSummary};
+use gloo_timers::future::TimeoutFuture;
+use leptos::prelude::*;
+use leptos::task::spawn_local;
+use std::collections::HashSet;
+
+/// Fetch bookkeeping that nothing draws.
+#[derive(Clone, Copy)]
+struct Loader {
+    st: TraceState,
+    /// Bumped when the filters change, so answers to older queries are dropped.
+    generation: StoredValue<u64>,
+    /// Pages being fetched.
+    pending: StoredValue<HashSet<usize>>,
+    /// The highest seq the live stream has delivered (where a reconnect resumes).
+    last_seen: StoredValue<i64>,
+    stream: StoredValue<Option<LiveStream>, LocalStorage>,
+    reconnect: RwSignal<u32>,
+    tail_due: StoredValue<bool>,
+    stats_due: StoredValue<bool>,
+}
+
+/// Starts every fetching effect of a trace view; they stop when the view's owner is disposed.
+pub fn start(st: TraceState) {
+    let ld = Loader {
+        st,
+        generation: StoredValue::new(0),
+        pending: StoredValue::new(HashSet::new()),
+        last_seen: StoredValue::new(0),
+        stream: StoredValue::new_local(None),
+        reconnect: RwSignal::new(0),
+        tail_due: StoredValue::new(false),
+        stats_due: StoredValue::new(false),
+    };
+    spawn_local(load_trace(ld));
+    spawn_local(load_stats(ld));
+    reset_on_filter_change(ld);
+    fetch_pages_in_view(ld);
+    follow_live_stream(ld);
+    find_jumps(ld);
+    load_detail(st);
+    if let Some(seq) = st.query.with_untracked(|q| q.frame) {
+        st.jump_to(seq);
+    }
+}
+
+async fn load_trace(ld: Loader) {
+    let result = api::trace(ld.st.id).await;
+    if let Ok(t) = &result {
+        ld.last_seen.try_update_value(|s| *s = (*s).max(t.meta.frame_count));
+    }
+    ld.st.trace.try_set(Some(result));
+}
+
+async fn load_stats(ld: Loader) {
+    let result = api::stats(ld.st.id).await;
+    ld.st.stats.try_set(Some(result));
+}
+
+/// Fetches the selected frame's detail whenever the selection changes.
+fn load_detail(st: TraceState) {
+    let selected = Memo::new(move |_| st.query.with(|q| q.frame));
+    Effect::new(move |_| {
+        let Some(seq) = selected.get() else { return };
+        spawn_local(async move {
+            let result = api::frame(st.id, seq).await;
+            // A later selection may have been answered first.
+            if st.query.try_with_untracked(|q| q.frame) == Some(Some(seq)) {
+                st.detail.try_set(Some((seq, result)));
+            }
+        });
+    });
+}
+
+fn reset_on_filter_change(ld: Loader) {
+    let st = ld.st;
+    let filters = Memo::new(move |_| st.query.with(|q| q.filters.clone()));
+    Effect::new(move |first_done: Option<()>| {
+        // Reading (not just tracking) makes the memo compute, which is what subscribes it to the query.
+        filters.with(|_| ());
+        if first_done.is_none() {
+            return;
+        }
+        ld.generation.update_value(|g| *g += 1);
+        ld.pending.update_value(HashSet::clear);
+        st.window.set(FrameWindow::default());
+        st.window_error.set(None);
+        // Keep the selected frame in view across a filter change; otherwise start from the top.
+        match st.query.with_untracked(|q| q.frame) {
+            Some(seq) => st.jump.set(Some(seq)),
+            None => st.reveal.set(Some(0)),
+        }
+    });
+}
+
+fn fetch_pages_in_view(ld: Loader) {
+    let st = ld.st;
+    Effect::new(move |_| {
+        let rows = st.rows_in_view.get();
+        let missing = st.window.with(|w| w.missing_pages(rows));
+        for page in missing {
+            if ld.pending.try_update_value(|p| p.insert(page)).unwrap_or(false) {
+                spawn_local(fetch_page(ld, page));
+            }
+        }
+    });
+}
+
+/// True when a page is still wanted: in view, or the first page of a window not loaded yet.
+fn page_wanted(st: TraceState, page: usize) -> bool {
+    let loaded = st.window.with_untracked(FrameWindow::is_loaded);
+    let rows = st.rows_in_view.get_untracked();
+    (!loaded && page == 0) || (!rows.is_empty() && rows.start / PAGE <= page && page <= (rows.end - 1) / PAGE)
+}
+
+async fn fetch_page(ld: Loader, page: usize) {
+    let st = ld.st;
+    let generation = ld.generation.get_value();
+    // A short wait lets a fast scroll pass pages without fetching them.
+    TimeoutFuture::new(30).await;
+    if ld.generation.try_get_value() != Some(generation) || !page_wanted(st, page) {
+        ld.pending.try_update_value(|p| p.remove(&page));
+        return;
+    }
+    let query = st.query.with_untracked(|q| q.filters.frame_query(page * PAGE, PAGE));
+    let result = api::frames(st.id, &query).await;
+    if ld.generation.try_get_value() != Some(generation) {
+        return;
+    }
+    ld.pending.update_value(|p| {
+        p.remove(&page);
+    });
+    match result {
+        Ok(fetched) => {
+            st.window.update(|w| w.insert_page(page, fetched));
+            if st.window_error.with_untracked(Option::is_some) {
+                st.window_error.set(None);
+            }
+        }
+        Err(e) => st.window_error.set(Some(e)),
+    }
+}
+
+fn follow_live_stream(ld: Loader) {
+    let st = ld.st;
+    let live = Memo::new(move |_| st.is_live());
+    Effect::new(move |_| {
+        ld.reconnect.track();
+        if !live.get() {
+            ld.stream.set_value(None);
+            return;
+        }
+        let handlers = LiveHandlers {
+            frames: Box::new(move |frames| on_live_frames(ld, frames)),
+            trace: Box::new(move |t| on_live_trace(ld, t)),
+            error: Box::new(move || on_live_error(ld)),
+        };
+        match api::live(st.id, ld.last_seen.get_value(), handlers) {
+            Ok(stream) => ld.stream.set_value(Some(stream)),
+            Err(e) => st.window_error.set(Some(e)),
+        }
+    });
+}
+
+fn on_live_frames(ld: Loader, frames: Vec<FrameSummary>) {
+    let st = ld.st;
+    if let Some(last) = frames.last() {
+        ld.last_seen.update_value(|s| *s = (*s).max(last.seq));
+    }
+    st.window.try_update(|w| w.link_replies(&frames));
+    let filters: Filters = st.query.with_untracked(|q| q.filters.clone());
+    let mut matching = Vec::new();
+    let mut unsure = false;
+    for f in frames {
+        match filters.matches(&f) {
+            Some(true) => matching.push(f),
+            Some(false) => {}
+            None => unsure = true,
+        }
+    }
+    // Full-text search cannot be checked here: the server says which of the new frames match. Frames that
+    // cannot be placed (the tail is not fetched) only change the total, which the server also tells.
+    let placed = !unsure && (matching.is_empty() || st.window.try_update(|w| w.append_live(matching)).unwrap_or(true));
+    if !placed {
+        refresh_tail(ld);
+    }
+}
+
+fn on_live_trace(ld: Loader, t: TraceSummary) {
+    let ended = !t.live;
+    ld.st.trace.set(Some(Ok(t)));
+    refresh_stats(ld, if ended { 0 } else { 2000 });
+    if ended {
+        refresh_tail(ld);
+    }
+}
+
+fn on_live_error(ld: Loader) {
+    // The stream is replaced later, not from inside its own callback.
+    spawn_local(async move {
+        TimeoutFuture::new(1500).await;
+        ld.stream.try_update_value(|s| *s = None);
+        if let Ok(t) = api::trace(ld.st.id).await {
+            ld.st.trace.try_set(Some(Ok(t)));
+        }
+        ld.reconnect.try_update(|n| *n += 1);
+    });
+}
+
+/// Refetches the last page of the view (coalesced), for a fresh total and tail.
+fn refresh_tail(ld: Loader) {
+    if ld.tail_due.get_value() {
+        return;
+    }
+    ld.tail_due.set_value(true);
+    let st = ld.st;
+    let generation = ld.generation.get_value();
+    spawn_local(async move {
+        TimeoutFuture::new(150).await;
+        ld.tail_due.try_set_value(false);
+        let Some(total) = st.window.try_with_untracked(FrameWindow::total) else { return };
+        let page = total.saturating_sub(1) / PAGE;
+        let query = st.query.with_untracked(|q| q.filters.frame_query(page * PAGE, PAGE));
+        let result = api::frames(st.id, &query).await;
+        if let (Ok(fetched), Some(true)) = (result, ld.generation.try_get_value().map(|g| g == generation)) {
+            st.window.update(|w| w.insert_page(page, fetched));
+        }
+    });
+}
+
+fn refresh_stats(ld: Loader, delay_ms: u32) {
+    if ld.stats_due.get_value() {
+        return;
+    }
+    ld.stats_due.set_value(true);
+    spawn_local(async move {
+        TimeoutFuture::new(delay_ms).await;
+        ld.stats_due.try_set_value(false);
+        if let Ok(stats) = api::stats(ld.st.id).await {
+            ld.st.stats.try_set(Some(Ok(stats)));
+        }
+    });
+}
+
+fn find_jumps(ld: Loader) {
+    let st = ld.st;
+    Effect::new(move |_| {
+        let Some(seq) = st.jump.get() else { return };
+        st.jump.set(None);
+        spawn_local(async move {
+            match locate(ld, seq).await {
+                Ok(Some(idx)) => {
+                    st.reveal.try_set(Some(idx));
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    st.window_error.try_set(Some(e));
+                }
+            }
+        });
+    });
+}
+
+/// The seq at a position of the filtered list, and the list's length.
+async fn seq_at(id: i64, filters: &Filters, offset: usize) -> Result<(Option<i64>, usize), ApiFailure> {
+    let page = api::frames(id, &filters.frame_query(offset, 1)).await?;
+    Ok((page.frames.first().map(|f| f.seq), page.total.max(0) as usize))
+}
+
+/// Finds the row of a frame under the current filters (or of the first frame after it, when the filters
+/// hide it) and fetches its page. Seqs rise with the position, so a binary search with one-frame pages
+/// finds it in ~20 requests on a million frames.
+async fn locate(ld: Loader, seq: i64) -> Result<Option<usize>, ApiFailure> {
+    let st = ld.st;
+    let generation = ld.generation.get_value();
+    if let Some(idx) = st.window.with_untracked(|w| w.index_of_seq(seq)) {
+        return Ok(Some(idx));
+    }
+    let filters = st.query.with_untracked(|q| q.filters.clone());
+    // Unfiltered, the frame is usually at seq - 1.
+    let guess = (seq - 1).max(0) as usize;
+    let (found, total) = seq_at(st.id, &filters, guess).await?;
+    if total == 0 {
+        return Ok(None);
+    }
+    let idx = if found == Some(seq) {
+        guess
+    } else {
+        let (mut lo, mut hi) = (0, total);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            match seq_at(st.id, &filters, mid).await?.0 {
+                Some(s) if s < seq => lo = mid + 1,
+                _ => hi = mid,
+            }
+        }
+        lo.min(total - 1)
+    };
+    let page = idx / PAGE;
+    if st.window.with_untracked(|w| w.page(page).is_none()) {
+        let fetched = api::frames(st.id, &filters.frame_query(page * PAGE, PAGE)).await?;
+        if ld.generation.try_get_value() != Some(generation) {
+            return Ok(None);
+        }
+        st.window.update(|w| w.insert_page(page, fetched));
+    }
+    Ok((ld.generation.try_get_value() == Some(generation)).then_some(idx))
+}
