@@ -137,3 +137,44 @@ fn the_viewer_draws_a_real_session_and_follows_a_live_one() {
     drop(tee_in);
     tee.wait().unwrap();
 }
+
+#[test]
+fn hostile_recorded_content_is_shown_as_text_never_run() {
+    let store = TempStore::new();
+    let method = r#"<img src=x onerror="window.__pwned=1">"#;
+    let input = format!(
+        "{}\n{}\n",
+        serde_json::json!({"jsonrpc":"2.0","id":1,"method":method,"params":{"note":"<script>window.__pwned=2</script>"}}),
+        serde_json::json!({"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"<i>s</i>","update":{
+            "sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"<b onmouseover=\"window.__pwned=4\">bold</b><script>window.__pwned=5</script>"}}}}),
+    );
+    let agent = sh("cat; echo '<script>window.__pwned=3</script><img src=y onerror=window.__pwned=6>' >&2");
+    let out = run_with_input(
+        tee_command(&store.db, &["--name", "<script>window.__pwned=7</script>"], &as_strs(&agent)),
+        input.into_bytes(),
+    );
+    assert!(out.status.success());
+    store.only_trace();
+    let server = Server::start(&store.db);
+    let b = Browser::start();
+    let pwned = |b: &Browser| b.js("return window.__pwned === undefined ? null : window.__pwned;", json!([]));
+
+    b.goto(&format!("{}/", server.url));
+    b.wait_for("the trace list", |b| !b.find_all("tr.trace-row").is_empty());
+    assert!(b.texts("table#traces").iter().any(|t| t.contains("<script>window.__pwned=7</script>")));
+    b.goto(&format!("{}/traces/1", server.url));
+    b.wait_for("the hostile frames", |b| b.find_all(".frame").len() >= 5);
+    assert!(b.texts(".frame .method").iter().any(|t| t.contains(method)), "the method is shown as text");
+    assert!(b.texts("body").iter().any(|t| t.contains("window.__pwned=3")), "the stderr line is shown as text");
+    b.click(".frame[data-seq=\"1\"]");
+    b.wait_for("the detail panel", |b| {
+        b.texts("#detail .json").iter().any(|t| t.contains("<script>window.__pwned=2</script>"))
+    });
+    let injected = b.js(
+        "return document.querySelectorAll('#diagram-scroll img, #diagram-scroll script, #detail img, #detail script, #detail b, table#traces script').length;",
+        json!([]),
+    );
+    assert_eq!(injected, json!(0), "recorded markup became elements");
+    b.screenshot("hostile");
+    assert_eq!(pwned(&b), serde_json::Value::Null, "recorded script ran");
+}

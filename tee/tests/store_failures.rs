@@ -36,7 +36,8 @@ fn the_store_file_is_private() {
 #[test]
 fn four_concurrent_tees_into_one_store_lose_nothing() {
     let store = TempStore::new();
-    let lines = 3000;
+    // A sustained burst: 20,000 requests from each of four recorders at once.
+    let lines = 20_000;
     let runs: Vec<_> = (0..4)
         .map(|n| {
             let db = store.db.clone();

@@ -312,12 +312,15 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
 }
 
 /// The recorder outlives the relay on purpose: a Ctrl-C or hang-up must not
-/// stop it before it has stored what it was handed.
+/// stop it before it has stored what it was handed. SIGXFSZ (a file size
+/// limit reached) must not kill it either: the write then fails with EFBIG,
+/// which the store writer counts like a full disk.
 fn ignore_terminal_signals() {
     // SAFETY: setting a signal's disposition to SIG_IGN has no preconditions.
     unsafe {
         libc::signal(libc::SIGINT, libc::SIG_IGN);
         libc::signal(libc::SIGHUP, libc::SIG_IGN);
+        libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
     }
 }
 

@@ -7,6 +7,8 @@
 //! back to exactly the bytes it was fed.
 
 mod classify;
+#[cfg(test)]
+mod fuzz;
 mod pairing;
 mod preview;
 mod splitter;

@@ -128,6 +128,11 @@ impl StoreWriter {
     fn record_end(&mut self, end: &TraceEnd) {
         let missing = self.missing;
         if let Some((store, trace_id)) = self.target.as_ref() {
+            if missing > 0 {
+                // Out of space? Folding the log into the database frees the
+                // room the last update needs.
+                let _ = store.checkpoint();
+            }
             if let Err(e) = store.finish_trace(*trace_id, end, missing, &crate::clock::now_rfc3339()) {
                 let msg = e.to_string();
                 self.warn(&msg);

@@ -16,7 +16,7 @@ use tokio::sync::watch;
 const POLL: Duration = Duration::from_millis(15);
 
 /// Frames sent per `frames` event at most.
-const BATCH: i64 = 1000;
+const BATCH: i64 = 256;
 
 /// Starts a thread that bumps the returned counter whenever another process
 /// commits to the store at `path`. It stops when every receiver is gone.

@@ -42,12 +42,21 @@ fn summary_from_row(row: &Row<'_>) -> rusqlite::Result<FrameSummary> {
     })
 }
 
-/// Whether process `pid` still exists.
-fn process_exists(pid: i64) -> bool {
+/// Whether process `pid` is still running. A zombie is not: its process has
+/// ended and only waits to be reaped (which may never happen in a container
+/// whose init does not reap orphans).
+pub(super) fn process_exists(pid: i64) -> bool {
     let Ok(pid) = libc::pid_t::try_from(pid) else { return false };
+    if pid <= 0 {
+        return false;
+    }
+    if let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // The state follows the parenthesised command name.
+        let state = stat.rsplit(')').next().and_then(|rest| rest.split_whitespace().next());
+        return !matches!(state, Some("Z") | Some("X"));
+    }
     // SAFETY: signal 0 only checks that the process exists.
-    pid > 0
-        && (unsafe { libc::kill(pid, 0) } == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM))
+    unsafe { libc::kill(pid, 0) == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM) }
 }
 
 /// Turns the words of a search box into an FTS5 query that needs them all:

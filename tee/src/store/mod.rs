@@ -22,6 +22,9 @@ use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+/// The end reason of a trace whose recorder vanished without finishing it.
+pub const CUT_OFF: &str = "cut off: acp-tee and its recorder were killed before the run ended";
+
 /// How long a writer waits for another process holding the store's lock.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -118,7 +121,12 @@ impl Store {
         conn.pragma_update(None, "synchronous", "NORMAL").map_err(wrap)?;
         conn.pragma_update(None, "foreign_keys", "ON").map_err(wrap)?;
         migrations::apply(&mut conn).map_err(|source| StoreError::Migrate { path: path.to_owned(), source })?;
-        Ok(Store { conn, path: path.to_owned() })
+        let store = Store { conn, path: path.to_owned() };
+        // A store that cannot be written to (read-only file) is still readable.
+        if let Err(e) = store.end_abandoned_traces() {
+            tracing::debug!("cannot mark abandoned traces in {}: {e}", path.display());
+        }
+        Ok(store)
     }
 
     /// An in-memory store, for tests.
@@ -210,6 +218,48 @@ impl Store {
         }
         tx.commit()?;
         Ok(count)
+    }
+
+    /// Ends every trace that has no end while its recorder process is gone
+    /// (acp-tee and its recorder were both killed): the end is the time of its
+    /// last frame, the reason says it was cut off. Returns how many.
+    pub fn end_abandoned_traces(&self) -> Result<usize, StoreError> {
+        let open: Vec<(i64, String, Option<i64>)> = self
+            .conn
+            .prepare("SELECT id, started_at, recorder_pid FROM traces WHERE ended_at IS NULL")?
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+            .collect::<Result<_, _>>()?;
+        let mut ended = 0;
+        for (id, started_at, pid) in open {
+            // Traces that never had a recorder (imports) are not ours to end.
+            if pid.is_none_or(api::process_exists) {
+                continue;
+            }
+            let last_t_ns: i64 = self.conn.query_row(
+                "SELECT coalesce(max(t_ns), 0) FROM frames WHERE trace_id = ?1",
+                params![id],
+                |r| r.get(0),
+            )?;
+            let ended_at = chrono::DateTime::parse_from_rfc3339(&started_at)
+                .map(|s| {
+                    (s + chrono::Duration::nanoseconds(last_t_ns))
+                        .with_timezone(&chrono::Utc)
+                        .to_rfc3339_opts(chrono::SecondsFormat::Micros, true)
+                })
+                .unwrap_or(started_at);
+            ended += self.conn.execute(
+                "UPDATE traces SET ended_at = ?1, end_reason = ?2 WHERE id = ?3 AND ended_at IS NULL",
+                params![ended_at, CUT_OFF, id],
+            )?;
+        }
+        Ok(ended)
+    }
+
+    /// Moves the write-ahead log into the database file and empties it, so
+    /// that a store that ran out of space has room for a last small write.
+    pub fn checkpoint(&self) -> Result<(), StoreError> {
+        self.conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?;
+        Ok(())
     }
 
     /// Marks trace `trace_id` as ended at `ended_at` (UTC, RFC 3339).

@@ -1,0 +1,282 @@
+//! Fault suite: kill -9 mid-burst, a store that runs out of space, agents
+//! that die or half-close, and 10,000 random streams through the real binary.
+//! RELIABILITY.md lists each case with what held.
+
+mod common;
+
+use acp_tee::store::{Store, CUT_OFF};
+use acp_tee_shared::Direction;
+use common::*;
+use std::io::{Read, Write};
+use std::os::unix::process::CommandExt;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// `lines` distinct JSON-RPC requests of about 100 bytes.
+fn burst(lines: usize) -> Vec<u8> {
+    (0..lines)
+        .flat_map(|i| {
+            format!("{{\"jsonrpc\":\"2.0\",\"id\":{i},\"method\":\"burst/item\",\"params\":{{\"n\":{i}}}}}\n")
+                .into_bytes()
+        })
+        .collect()
+}
+
+/// The acp-tee recorder process started by `parent`.
+fn recorder_of(parent: u32) -> u32 {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+            let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else { continue };
+            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { continue };
+            let after_comm = stat.rsplit(')').next().unwrap_or_default();
+            let ppid: u32 = after_comm.split_whitespace().nth(1).and_then(|p| p.parse().ok()).unwrap_or(0);
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            if ppid == parent && cmdline.windows(10).any(|w| w == b"__recorder") {
+                return pid;
+            }
+        }
+        assert!(Instant::now() < deadline, "no recorder process under {parent}");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+fn integrity_ok(store: &TempStore) {
+    let conn = rusqlite::Connection::open(&store.db).unwrap();
+    let result: String = conn.query_row("PRAGMA integrity_check", [], |r| r.get(0)).unwrap();
+    assert_eq!(result, "ok");
+}
+
+/// Starts `acp-tee -- cat`, feeds `input` and reads the echo until `stop_after`
+/// bytes came back; returns the child, the bytes received so far and the feeder.
+fn start_burst(store: &TempStore, input: Vec<u8>, stop_after: usize) -> (std::process::Child, Vec<u8>) {
+    let mut child = tee_command(&store.db, &[], &["cat"]).stderr(Stdio::null()).spawn().unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    std::thread::spawn(move || {
+        let _ = stdin.write_all(&input);
+    });
+    let mut got = vec![0u8; stop_after];
+    child.stdout.as_mut().unwrap().read_exact(&mut got).unwrap();
+    (child, got)
+}
+
+#[test]
+fn kill_9_of_acp_tee_mid_burst_keeps_every_forwarded_frame() {
+    let store = TempStore::new();
+    let input = burst(100_000);
+    let (mut child, received) = start_burst(&store, input.clone(), input.len() / 3);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let trace = store.only_trace();
+    assert_eq!(trace.end_reason.as_deref(), Some(acp_tee::recorder::RELAY_KILLED));
+    integrity_ok(&store);
+    let c2a = store.stream(trace.id, Direction::ClientToAgent);
+    let a2c = store.stream(trace.id, Direction::AgentToClient);
+    // Everything the client got was forwarded, so it was recorded first.
+    assert!(a2c.len() >= received.len() && a2c.starts_with(&received));
+    assert!(input.starts_with(&c2a) && c2a.starts_with(&a2c));
+    eprintln!("kill -9 at {} of {} bytes: {} frames stored", received.len(), input.len(), trace.frame_count);
+}
+
+#[test]
+fn kill_9_of_both_processes_mid_burst_leaves_a_clean_store_and_a_cut_off_trace() {
+    let store = TempStore::new();
+    let input = burst(100_000);
+    let (mut child, _) = start_burst(&store, input.clone(), input.len() / 3);
+    let recorder = recorder_of(child.id());
+    kill(recorder, libc::SIGKILL);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(wait_gone(recorder));
+    integrity_ok(&store);
+    // Opening the store marks the trace whose recorder is gone as cut off.
+    let opened = Store::open_existing(&store.db).unwrap();
+    let trace = opened.list_traces().unwrap().remove(0);
+    assert_eq!(trace.end_reason.as_deref(), Some(CUT_OFF));
+    assert!(trace.ended_at.is_some());
+    // What was committed is a prefix of the run: seq 1..n without gaps.
+    let frames = store.frames(trace.id);
+    assert_eq!(frames.len() as i64, trace.frame_count);
+    assert!(frames.iter().enumerate().all(|(i, f)| f.seq == i as i64 + 1));
+    let c2a = store.stream(trace.id, Direction::ClientToAgent);
+    assert!(input.starts_with(&c2a));
+    eprintln!("kill -9 of both: {} frames committed before the kill", trace.frame_count);
+}
+
+#[test]
+fn a_store_out_of_space_still_forwards_everything_and_counts_what_is_missing() {
+    let store = TempStore::new();
+    // 120 frames of 64 KiB each way, into a store whose files may not grow
+    // past 2 MiB (RLIMIT_FSIZE; SQLite then gets EFBIG, as on a full disk).
+    let line = |i: usize| format!("{{\"id\":{i},\"method\":\"big\",\"params\":\"{}\"}}\n", "x".repeat(64 * 1024));
+    let input: Vec<u8> = (0..120).flat_map(|i| line(i).into_bytes()).collect();
+    let mut cmd = tee_command(&store.db, &[], &["cat"]);
+    // SAFETY: setrlimit is async-signal-safe; it runs in the child before exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            let limit = libc::rlimit { rlim_cur: 2 << 20, rlim_max: 2 << 20 };
+            if libc::setrlimit(libc::RLIMIT_FSIZE, &limit) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let out = run_with_input(cmd, input.clone());
+    assert_eq!(out.status.code(), Some(0));
+    assert!(out.stdout == input, "forwarded bytes changed");
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(stderr.matches("warning").count(), 1, "{stderr}");
+    assert!(stderr.contains("not recording to"), "{stderr}");
+    let trace = store.only_trace();
+    assert!(trace.missing_frames > 0, "nothing counted as missing");
+    assert_eq!(trace.frame_count + trace.missing_frames, 240, "stored + missing = every frame");
+    integrity_ok(&store);
+    eprintln!("out of space: {} frames stored, {} missing", trace.frame_count, trace.missing_frames);
+}
+
+#[test]
+fn an_agent_dying_mid_request_ends_the_run_with_its_code() {
+    let store = TempStore::new();
+    let agent = sh("echo $$ > pid; read req; echo 'half an ans' ; exit 7");
+    let mut cmd = tee_command(&store.db, &[], &as_strs(&agent));
+    cmd.current_dir(store.dir.path());
+    let mut child = cmd.spawn().unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    writeln!(stdin, r#"{{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{{}}}}"#).unwrap();
+    let out = child.wait_with_output().unwrap();
+    drop(stdin);
+    assert_eq!(out.status.code(), Some(7));
+    assert_eq!(out.stdout, b"half an ans\n");
+    let trace = store.only_trace();
+    assert_eq!(trace.exit_code, Some(7));
+    let frames = store.frames(trace.id);
+    assert_eq!(frames[0].method.as_deref(), Some("session/prompt"));
+    assert!(frames.iter().all(|f| f.reply_to_seq.is_none()), "the request was never answered");
+    let pid: u32 = std::fs::read_to_string(store.dir.path().join("pid")).unwrap().trim().parse().unwrap();
+    assert!(wait_gone(pid));
+}
+
+#[test]
+fn an_agent_that_closes_stdout_but_keeps_running_is_waited_for() {
+    let store = TempStore::new();
+    // Says one thing, closes stdout, keeps reading until the client is done.
+    let agent = sh("echo bye; exec 1>&-; cat >/dev/null; exit 4");
+    let out = run_with_input(tee_command(&store.db, &[], &as_strs(&agent)), b"a\nb\n".to_vec());
+    assert_eq!(out.status.code(), Some(4));
+    assert_eq!(out.stdout, b"bye\n");
+    let trace = store.only_trace();
+    assert_eq!(store.stream(trace.id, Direction::ClientToAgent), b"a\nb\n");
+    assert_eq!(trace.end_reason.as_deref(), Some("the client closed; the agent exited"));
+}
+
+/// A small deterministic generator (xorshift64*), so a failing case can be
+/// replayed from its number.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+fn random_stream(case: u64) -> Vec<u8> {
+    let mut r = Rng(case.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
+    let mut out = Vec::new();
+    for _ in 0..r.below(12) {
+        match r.below(8) {
+            0 => out.extend((0..r.below(200)).map(|_| r.next() as u8)),
+            1 => out.extend_from_slice(
+                format!("{{\"jsonrpc\":\"2.0\",\"id\":{},\"method\":\"m/{}\"}}\n", r.below(99), r.below(9)).as_bytes(),
+            ),
+            2 => out.extend_from_slice(
+                format!("{{\"jsonrpc\":\"2.0\",\"id\":{},\"result\":{{}}}}\r\n", r.below(99)).as_bytes(),
+            ),
+            3 => out.extend_from_slice(b"\n"),
+            4 => out.extend_from_slice(b"[{\"id\":1,\"method\":\"a\"},{\"method\":\"b\"}]\n"),
+            5 => out.extend_from_slice(b"\xff\xfe\xc3(\n"),
+            6 => out.extend(std::iter::repeat_n(b'z', r.below(70_000) as usize)),
+            _ => out.extend_from_slice("{\"text\":\"caf\u{e9} \u{1F600}\"}".as_bytes()),
+        }
+    }
+    out
+}
+
+#[test]
+fn ten_thousand_random_streams_through_the_real_binary() {
+    let cases: u64 = std::env::var("ACP_TEE_FUZZ_CASES").ok().and_then(|c| c.parse().ok()).unwrap_or(10_000);
+    let store = TempStore::new();
+    let started = Instant::now();
+    let workers: Vec<_> = (0..2u64)
+        .map(|w| {
+            let db = store.db.clone();
+            std::thread::spawn(move || {
+                for case in (w..cases).step_by(2) {
+                    let input = random_stream(case);
+                    let out =
+                        run_with_input(tee_command(&db, &["--name", &format!("case-{case}")], &["cat"]), input.clone());
+                    assert!(out.status.success(), "case {case}: {}", String::from_utf8_lossy(&out.stderr));
+                    assert!(out.stdout == input, "case {case}: output differs");
+                }
+            })
+        })
+        .collect();
+    for w in workers {
+        w.join().unwrap();
+    }
+    // Every stored trace concatenates back to its input, both ways.
+    let traces = store.ended_traces(cases as usize);
+    assert_eq!(traces.len() as u64, cases);
+    let opened = store.open();
+    for t in &traces {
+        let case: u64 = t.name.as_deref().unwrap().trim_start_matches("case-").parse().unwrap();
+        let input = random_stream(case);
+        let mut c2a = Vec::new();
+        let mut a2c = Vec::new();
+        opened
+            .for_each_frame(t.id, |f| -> Result<(), acp_tee::store::StoreError> {
+                match f.dir {
+                    Direction::ClientToAgent => c2a.extend(f.raw),
+                    Direction::AgentToClient => a2c.extend(f.raw),
+                    Direction::AgentStderr => panic!("cat wrote to stderr"),
+                }
+                Ok(())
+            })
+            .unwrap();
+        assert!(c2a == input && a2c == input, "case {case}: stored frames differ from the stream");
+        assert_eq!(t.missing_frames, 0);
+    }
+    eprintln!("{cases} random streams through acp-tee -- cat in {:?}", started.elapsed());
+}
+
+#[test]
+fn no_process_is_left_behind() {
+    // The agent of a normal run, of a SIGKILLed run, and of a client-EOF run are all gone.
+    for (extra, kill_it) in [(&[][..], false), (&[][..], true), (&["--grace", "50ms"][..], false)] {
+        let store = TempStore::new();
+        let mut cmd = tee_command(&store.db, extra, &as_strs(&sh("echo $$ > pid; exec sleep 1000")));
+        cmd.current_dir(store.dir.path());
+        let mut child = cmd.spawn().unwrap();
+        let pid_file = store.dir.path().join("pid");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while std::fs::read_to_string(&pid_file).map(|s| s.trim().is_empty()).unwrap_or(true) {
+            assert!(Instant::now() < deadline);
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let pid: u32 = std::fs::read_to_string(&pid_file).unwrap().trim().parse().unwrap();
+        if kill_it {
+            child.kill().unwrap();
+        } else {
+            drop(child.stdin.take());
+        }
+        child.wait().unwrap();
+        assert!(wait_gone(pid), "agent {pid} left running (kill: {kill_it})");
+        let _ = Command::new("true").status();
+    }
+}
