@@ -1,5 +1,6 @@
 //! What a frame is: JSON-RPC kind, id, method and ACP session.
 
+use super::preview;
 use acp_tee_shared::FrameKind;
 use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
@@ -20,6 +21,8 @@ pub struct Classified {
     pub connection_id: Option<String>,
     /// For `mcp/message`: the inner MCP method (`params.method`).
     pub mcp_method: Option<String>,
+    /// A short text for the viewer (see [`super::preview`]).
+    pub preview: Option<String>,
     /// For a batch: each element, classified like a frame of its own.
     pub elements: Vec<Classified>,
 }
@@ -71,14 +74,19 @@ struct MessageProbe<'a> {
     error: Option<&'a RawValue>,
 }
 
-/// The members of `params` (or `result`) we look at.
+/// The members of `params` (or `result`) we look at, all in one pass.
 #[derive(Deserialize, Default)]
-struct ParamsProbe {
+struct ParamsProbe<'a> {
     #[serde(rename = "sessionId")]
     session_id: Option<String>,
     #[serde(rename = "connectionId")]
     connection_id: Option<String>,
-    method: Option<String>,
+    #[serde(default, borrow)]
+    method: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    update: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    prompt: Option<Vec<&'a RawValue>>,
 }
 
 /// Classifies one frame of client/agent traffic (not stderr).
@@ -124,7 +132,17 @@ fn classify_message(text: &str) -> Classified {
         _ => return Classified::invalid(),
     };
     let inner = session_source.map(probe_params).unwrap_or_default();
-    let mcp_method = inner.method.filter(|_| method.as_deref() == Some("mcp/message"));
+    let mcp_method = inner
+        .method
+        .filter(|_| method.as_deref() == Some("mcp/message"))
+        .and_then(|m| serde_json::from_str::<String>(m.get()).ok());
+    // The preview comes from the parts this one parse already found.
+    let preview = match (kind, method.as_deref()) {
+        (FrameKind::Error, _) => probe.error.and_then(preview::error_preview),
+        (_, Some("session/update")) => inner.update.and_then(preview::update_preview),
+        (FrameKind::Request, Some("session/prompt")) => inner.prompt.as_deref().and_then(preview::prompt_preview),
+        _ => None,
+    };
     Classified {
         kind: Some(kind),
         id,
@@ -132,11 +150,12 @@ fn classify_message(text: &str) -> Classified {
         session_id: inner.session_id,
         connection_id: inner.connection_id,
         mcp_method,
+        preview,
         elements: Vec::new(),
     }
 }
 
-fn probe_params(value: &RawValue) -> ParamsProbe {
+fn probe_params(value: &RawValue) -> ParamsProbe<'_> {
     if !value.get().starts_with('{') {
         return ParamsProbe::default();
     }

@@ -16,5 +16,5 @@ mod splitter;
 pub(crate) use classify::present;
 pub use classify::{classify, Classified};
 pub use pairing::{Pairer, Pairing};
-pub use preview::{preview, PREVIEW_CHARS};
+pub use preview::{preview, text_preview, PREVIEW_CHARS};
 pub use splitter::FrameSplitter;

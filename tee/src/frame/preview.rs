@@ -51,27 +51,47 @@ fn parse<'a, T: Deserialize<'a>>(raw: Option<&'a RawValue>) -> Option<T> {
 /// A one-line summary of a frame for the diagram: the text of a
 /// `session/update` chunk, a tool call's title, a prompt's first text, an
 /// error's message, a stderr line. `None` when there is nothing worth showing.
+/// (The recorder gets JSON-RPC previews from [`super::classify`], which reads
+/// them in its single parse; this is the same from raw bytes.)
 pub fn preview(kind: FrameKind, method: Option<&str>, raw: &[u8]) -> Option<String> {
-    let text = String::from_utf8_lossy(raw);
-    let found = match kind {
-        FrameKind::Stderr | FrameKind::Invalid => Some(strip_ansi(&text)),
-        FrameKind::Error => {
-            let msg: MessageProbe = serde_json::from_str(&text).ok()?;
-            let e: ErrorProbe = parse(msg.error)?;
-            Some(format!("{} {}", e.code.map(|c| c.to_string()).unwrap_or_default(), e.message.unwrap_or_default()))
-        }
-        FrameKind::Notification | FrameKind::Request => {
-            let msg: MessageProbe = serde_json::from_str(&text).ok()?;
+    match kind {
+        FrameKind::Stderr | FrameKind::Invalid => text_preview(raw),
+        FrameKind::Error | FrameKind::Notification | FrameKind::Request => {
+            let msg: MessageProbe = serde_json::from_slice(raw).ok()?;
+            if kind == FrameKind::Error {
+                return error_preview(msg.error?);
+            }
             let params: ParamsProbe = parse(msg.params)?;
             match method? {
-                "session/update" => update_text(parse(params.update)?),
-                "session/prompt" => params.prompt?.into_iter().find_map(|c| parse::<TextProbe>(Some(c))?.text),
+                "session/update" => update_preview(params.update?),
+                "session/prompt" => prompt_preview(&params.prompt?),
                 _ => None,
             }
         }
         _ => None,
-    };
-    found.map(|s| one_line(&s)).filter(|s| !s.is_empty())
+    }
+}
+
+/// A line of text (stderr, an unparsable frame): colour codes removed.
+pub fn text_preview(raw: &[u8]) -> Option<String> {
+    Some(one_line(&strip_ansi(&String::from_utf8_lossy(raw)))).filter(|s| !s.is_empty())
+}
+
+/// `code message` of a JSON-RPC error object.
+pub fn error_preview(error: &RawValue) -> Option<String> {
+    let e: ErrorProbe = parse(Some(error))?;
+    let text = format!("{} {}", e.code.map(|c| c.to_string()).unwrap_or_default(), e.message.unwrap_or_default());
+    Some(one_line(&text)).filter(|s| !s.is_empty())
+}
+
+/// The text (or title, or kind) of a `session/update`'s `update`.
+pub fn update_preview(update: &RawValue) -> Option<String> {
+    update_text(parse(Some(update))?).map(|s| one_line(&s)).filter(|s| !s.is_empty())
+}
+
+/// The first text block of a `session/prompt`'s `prompt`.
+pub fn prompt_preview(prompt: &[&RawValue]) -> Option<String> {
+    prompt.iter().find_map(|c| parse::<TextProbe>(Some(c))?.text).map(|s| one_line(&s)).filter(|s| !s.is_empty())
 }
 
 fn update_text(u: UpdateProbe) -> Option<String> {

@@ -1,6 +1,6 @@
 //! Turns the relay's chunks into numbered, classified and paired frames.
 
-use crate::frame::{classify, preview, FrameSplitter, Pairer};
+use crate::frame::{classify, text_preview, FrameSplitter, Pairer};
 use crate::store::NewFrame;
 use acp_tee_shared::{Direction, FrameKind};
 use std::collections::HashMap;
@@ -48,6 +48,20 @@ impl Framer {
         self.meta.frame(dir, t_ns, raw, envelope)
     }
 
+    /// One whole message given seq `seq` (imports keep the seq their source
+    /// gave it); later frames count on from there.
+    pub fn message_at(
+        &mut self,
+        seq: i64,
+        dir: Direction,
+        t_ns: u64,
+        raw: Vec<u8>,
+        envelope: Option<Vec<u8>>,
+    ) -> NewFrame {
+        self.meta.last_seq = seq - 1;
+        self.meta.frame(dir, t_ns, raw, envelope)
+    }
+
     /// The stream going `dir` ended: its unterminated last line, if any, is a frame.
     pub fn eof(&mut self, dir: Direction, t_ns: u64, mut emit: impl FnMut(NewFrame)) {
         if let Some(raw) = self.splitters[slot(dir)].finish() {
@@ -91,7 +105,7 @@ impl Annotator {
             preview: None,
         };
         if dir == Direction::AgentStderr {
-            frame.preview = preview(FrameKind::Stderr, None, &frame.raw);
+            frame.preview = text_preview(&frame.raw);
             return frame;
         }
         let mut c = classify(&frame.raw);
@@ -111,7 +125,10 @@ impl Annotator {
         frame.mcp_method = c.mcp_method;
         frame.reply_to_seq = pairing.reply_to_seq;
         frame.latency_ns = pairing.latency_ns;
-        frame.preview = preview(frame.kind, frame.method.as_deref(), &frame.raw);
+        frame.preview = match frame.kind {
+            FrameKind::Invalid => text_preview(&frame.raw),
+            _ => c.preview,
+        };
         frame
     }
 

@@ -4,9 +4,7 @@
 
 use super::queries::{trace_from_row, TRACE_COLUMNS};
 use super::{Store, StoreError};
-use acp_tee_shared::api::{
-    FrameDetail, FramePage, FrameQuery, FrameSummary, HistogramBucket, MethodStats, TraceStats, TraceSummary,
-};
+use acp_tee_shared::api::{FrameDetail, FramePage, FrameQuery, FrameSummary, MethodStats, TraceStats, TraceSummary};
 use acp_tee_shared::{Direction, FrameKind};
 use base64::Engine;
 use rusqlite::types::Value;
@@ -236,19 +234,14 @@ impl Store {
         Ok(Some(FrameDetail { frame, raw, raw_base64, envelope, pair }))
     }
 
-    /// Per-method timing, the slowest responses and frames per direction.
+    /// Per-method timing, the slowest responses and frames per direction,
+    /// read from the aggregates the recorder keeps (see `stats.rs`), so the
+    /// cost does not grow with the trace.
     pub fn trace_stats(&self, trace_id: i64) -> Result<TraceStats, StoreError> {
         self.trace(trace_id)?;
         let mut methods: Vec<MethodStats> = self
             .conn
-            .prepare(
-                "SELECT method,
-                        sum(kind IN ('request', 'notification')),
-                        sum(kind = 'error'),
-                        count(latency_ns)
-                 FROM frames WHERE trace_id = ?1 AND method IS NOT NULL
-                 GROUP BY method",
-            )?
+            .prepare("SELECT method, count, errors, answered, max_ns FROM method_stats WHERE trace_id = ?1")?
             .query_map(params![trace_id], |r| {
                 Ok(MethodStats {
                     method: r.get(0)?,
@@ -258,19 +251,19 @@ impl Store {
                     p50_ns: None,
                     p95_ns: None,
                     p99_ns: None,
-                    max_ns: None,
+                    max_ns: r.get(4)?,
                     histogram: Vec::new(),
                 })
             })?
             .collect::<Result<_, _>>()?;
-        let mut latencies = self.conn.prepare(
-            "SELECT latency_ns FROM frames WHERE trace_id = ?1 AND method = ?2 AND latency_ns IS NOT NULL
-             ORDER BY latency_ns",
-        )?;
+        let mut buckets = self
+            .conn
+            .prepare("SELECT bucket, count FROM latency_buckets WHERE trace_id = ?1 AND method = ?2 ORDER BY bucket")?;
         for m in &mut methods {
-            let sorted: Vec<i64> =
-                latencies.query_map(params![trace_id, m.method], |r| r.get(0))?.collect::<Result<_, _>>()?;
-            fill_latency_stats(m, &sorted);
+            let rows: Vec<(i64, i64)> = buckets
+                .query_map(params![trace_id, m.method], |r| Ok((r.get(0)?, r.get(1)?)))?
+                .collect::<Result<_, _>>()?;
+            super::stats::fill_from_buckets(m, &rows);
         }
         methods.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.method.cmp(&b.method)));
         let slowest_sql = format!(
@@ -283,7 +276,7 @@ impl Store {
             .query_map(params![trace_id], summary_from_row)?
             .collect::<Result<_, _>>()?;
         let mut per_direction = vec![0; Direction::ALL.len()];
-        let mut stmt = self.conn.prepare("SELECT dir, count(*) FROM frames WHERE trace_id = ?1 GROUP BY dir")?;
+        let mut stmt = self.conn.prepare("SELECT dir, count FROM direction_counts WHERE trace_id = ?1")?;
         let rows = stmt.query_map(params![trace_id], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))?;
         for row in rows {
             let (dir, n) = row?;
@@ -301,63 +294,9 @@ impl Store {
     }
 }
 
-/// Nearest-rank percentiles, maximum and a histogram on power-of-two
-/// microsecond buckets, from latencies sorted ascending.
-pub fn fill_latency_stats(m: &mut MethodStats, sorted: &[i64]) {
-    let Some(&max) = sorted.last() else { return };
-    let rank = |p: f64| sorted[((p * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len()) - 1];
-    m.p50_ns = Some(rank(0.50));
-    m.p95_ns = Some(rank(0.95));
-    m.p99_ns = Some(rank(0.99));
-    m.max_ns = Some(max);
-    let bucket_of = |ns: i64| -> u32 { (ns.max(1000) / 1000).ilog2() };
-    let (first, last) = (bucket_of(sorted[0]), bucket_of(max));
-    m.histogram = (first..=last)
-        .map(|b| {
-            let lo = if b == first && sorted[0] < 1000 { 0 } else { 1000i64 << b };
-            HistogramBucket { lo_ns: lo, hi_ns: 1000i64 << (b + 1), count: 0 }
-        })
-        .collect();
-    for &ns in sorted {
-        m.histogram[(bucket_of(ns) - first) as usize].count += 1;
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn stats_of(latencies: &[i64]) -> MethodStats {
-        let mut m = MethodStats {
-            method: "m".into(),
-            count: 0,
-            errors: 0,
-            answered: 0,
-            p50_ns: None,
-            p95_ns: None,
-            p99_ns: None,
-            max_ns: None,
-            histogram: vec![],
-        };
-        fill_latency_stats(&mut m, latencies);
-        m
-    }
-
-    #[test]
-    fn percentiles_and_histogram() {
-        let lat: Vec<i64> = (1..=100).map(|i| i * 10_000).collect(); // 10 us .. 1 ms
-        let m = stats_of(&lat);
-        assert_eq!(
-            (m.p50_ns, m.p95_ns, m.p99_ns, m.max_ns),
-            (Some(500_000), Some(950_000), Some(990_000), Some(1_000_000))
-        );
-        assert_eq!(m.histogram.iter().map(|b| b.count).sum::<i64>(), 100);
-        assert_eq!(m.histogram[0].lo_ns, 8_000);
-        assert!(m.histogram.windows(2).all(|w| w[0].hi_ns == w[1].lo_ns));
-        let tiny = stats_of(&[5]);
-        assert_eq!(tiny.histogram, vec![HistogramBucket { lo_ns: 0, hi_ns: 2000, count: 1 }]);
-        assert_eq!(stats_of(&[]).p50_ns, None);
-    }
 
     #[test]
     fn search_finds_frames_before_and_after_indexing() {

@@ -10,6 +10,7 @@ pub mod api;
 mod error;
 pub mod migrations;
 mod queries;
+pub mod stats;
 
 pub use error::StoreError;
 pub use queries::StoredFrame;
@@ -181,6 +182,7 @@ impl Store {
                     f.preview,
                 ])?;
             }
+            stats::BatchStats::of(frames).add_to(&tx, trace_id)?;
             let errors: i64 = frames.iter().map(|f| f.errors).sum();
             tx.prepare_cached(
                 "UPDATE traces SET frame_count = frame_count + ?1, error_count = error_count + ?2
