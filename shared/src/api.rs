@@ -11,7 +11,8 @@
 //!   with data `Vec<FrameSummary>` (only frames with seq > after, in order,
 //!   unfiltered), event `trace` with data [`TraceSummary`] when counts or the
 //!   end change
-//! - `/api/traces/{id}/export?format=json|ndjson` -> the `acp-tee-trace` export
+//! - `/api/traces/{id}/export?format=json|ndjson|jsons|perfetto&redact=false`
+//!   -> the export in that format (secrets masked unless `redact=false`)
 
 use crate::{Direction, FrameKind, TraceMeta};
 use serde::{Deserialize, Serialize};
@@ -26,6 +27,9 @@ pub struct TraceSummary {
     pub live: bool,
     /// `t_ns` of its last frame (0 when it has none).
     pub last_t_ns: i64,
+    /// For imported traces: where they came from (`jsons file /x/t.jsons`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub imported_from: Option<String>,
 }
 
 /// Filters and paging of `/api/traces/{id}/frames`. Every field is optional.

@@ -5,7 +5,8 @@
 //! - [`Direction`] and [`FrameKind`]: what a recorded frame is.
 //! - [`TraceMeta`]: one recorded run, as listed and exported.
 //! - [`ExportFrame`], [`ExportHeader`], [`NdjsonHeader`]: the `acp-tee-trace`
-//!   export format, version [`FORMAT_VERSION`] (documented in the README).
+//!   export format, version [`FORMAT_VERSION`] (specified in
+//!   `docs/trace-format.md`).
 //!
 //! - [`api`]: the payloads of the HTTP API the viewer reads.
 //!
@@ -236,6 +237,13 @@ pub struct ExportFrame {
     /// Proxy mode: the envelope's bytes, base64, when they are not UTF-8.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub envelope_base64: Option<String>,
+    /// Imports from a multi-component source (the conductor's `.jsons`): the
+    /// component that sent the message (`Client`, `Proxy(0)`, `Agent`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sender: Option<String>,
+    /// Imports from a multi-component source: the component that received it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub receiver: Option<String>,
 }
 
 /// The first line of an NDJSON export of one trace; its frames follow, one a line.
@@ -299,6 +307,8 @@ mod tests {
             mcp_method: None,
             envelope: None,
             envelope_base64: None,
+            sender: None,
+            receiver: None,
         };
         assert_eq!(
             serde_json::to_string(&f).unwrap(),

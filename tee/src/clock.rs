@@ -6,3 +6,8 @@ use chrono::{SecondsFormat, Utc};
 pub fn now_rfc3339() -> String {
     Utc::now().to_rfc3339_opts(SecondsFormat::Micros, true)
 }
+
+/// `t`, UTC, RFC 3339 with microseconds, as the store writes times.
+pub fn rfc3339(t: chrono::DateTime<Utc>) -> String {
+    t.to_rfc3339_opts(SecondsFormat::Micros, true)
+}

@@ -8,7 +8,9 @@
 //! - [`recorder`]: the recorder process; frames what it is handed and stores it.
 //! - [`server`]: `acp-tee serve`, the viewer's axum server and JSON API.
 //! - [`store`]: the SQLite trace store; migrations and typed queries.
-//! - [`export`]: the `acp-tee-trace` JSON and NDJSON exports.
+//! - [`export`]: exports: `acp-tee-trace` JSON and NDJSON, the conductor's `.jsons`, Perfetto.
+//! - [`import`]: imports of `acp-tee-trace`, the conductor's `.jsons` and sacp-tee logs.
+//! - [`redact`]: masking secrets in frames, on export and optionally when recording.
 //! - [`cli`]: the command line.
 //! - [`clock`]: wall-clock timestamps.
 //!
@@ -20,7 +22,9 @@ pub mod clock;
 pub mod export;
 pub mod frame;
 pub mod handoff;
+pub mod import;
 pub mod recorder;
+pub mod redact;
 pub mod relay;
 pub mod server;
 pub mod store;

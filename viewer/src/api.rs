@@ -62,7 +62,8 @@ pub async fn stats(id: i64) -> Result<TraceStats, ApiFailure> {
     get(&format!("/api/traces/{id}/stats")).await
 }
 
-/// The address of a trace's export in a format (`json`, `ndjson`).
+/// The address of a trace's export in a format (`json`, `ndjson`, `jsons`,
+/// `perfetto`); the server masks secrets in it.
 pub fn export_url(id: i64, format: &str) -> String {
     format!("/api/traces/{id}/export?format={format}")
 }

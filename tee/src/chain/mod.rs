@@ -38,13 +38,15 @@ pub struct ProxyOptions {
     pub name: Option<String>,
     /// The store to record into.
     pub db: PathBuf,
+    /// Mask secrets in what is stored (default rules plus these).
+    pub redact: Option<Vec<String>>,
 }
 
 /// Runs the proxy until the conductor closes its stdin; returns the exit code.
 pub fn run(opts: &ProxyOptions) -> i32 {
     let t0 = Instant::now();
     let started_at = crate::clock::now_rfc3339();
-    let (recorder, handoff) = recorder_process::start(&opts.db, t0);
+    let (recorder, handoff) = recorder_process::start(&opts.db, t0, opts.redact.as_deref());
     handoff.start(&TraceStart {
         name: opts.name.clone(),
         command: std::env::args().collect(),

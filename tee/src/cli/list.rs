@@ -56,6 +56,8 @@ fn exit(t: &TraceMeta) -> String {
     match (t.exit_code, t.exit_signal, &t.ended_at) {
         (Some(code), Some(sig), _) => format!("{code} (signal {sig})"),
         (Some(code), None, _) => code.to_string(),
+        // Imports ran nowhere here: there is no exit to tell.
+        (None, _, Some(_)) if t.mode == "import" => "imported".into(),
         (None, _, Some(_)) => "killed".into(),
         (None, _, None) => String::new(),
     }
@@ -81,7 +83,7 @@ mod tests {
             error_count: 1,
             missing_frames: missing,
         };
-        TraceSummary { live: id == 3, meta, last_t_ns: 0 }
+        TraceSummary { live: id == 3, meta, last_t_ns: 0, imported_from: None }
     }
 
     #[test]

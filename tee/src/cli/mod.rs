@@ -1,8 +1,11 @@
 //! The command line: argument definitions and what each subcommand does.
 
 mod list;
+mod progress;
 
-use crate::export::{self, ExportFormat, TraceSelection};
+use crate::export::{self, ExportFormat, ExportOptions, TraceSelection};
+use crate::import::{ImportFormat, ImportOptions};
+use crate::redact::{Redactor, Rule};
 use crate::relay::{self, WrapOptions};
 use crate::store::{self, Store};
 use anyhow::Context;
@@ -47,8 +50,12 @@ enum Command {
     Serve(ServeArgs),
     /// List the traces in the store
     List(ListArgs),
-    /// Write traces as acp-tee-trace JSON (see the README for the format)
+    /// Write traces as acp-tee-trace JSON, the conductor's .jsons or Perfetto JSON
+    #[command(long_about = EXPORT_ABOUT)]
     Export(ExportArgs),
+    /// Read an acp-tee export, a conductor .jsons trace or a sacp-tee log into the store
+    #[command(long_about = IMPORT_ABOUT)]
+    Import(ImportArgs),
     /// The recorder process wrap mode starts; not for people
     #[command(name = "__recorder", hide = true)]
     Recorder(RecorderArgs),
@@ -99,9 +106,34 @@ struct RecordArgs {
     /// How long the agent may run on after the client closed, and after SIGTERM (e.g. 3s, 500ms)
     #[arg(long, default_value = "3s", value_parser = parse_duration)]
     grace: Duration,
+    #[command(flatten)]
+    redact: RecordRedact,
     /// The agent's command line, after `--`
     #[arg(last = true, required = true, value_name = "AGENT")]
     agent: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+struct RecordRedact {
+    /// Mask secrets in what is stored (the export's default rules, plus RULE
+    /// when given as --redact=RULE; repeatable). Forwarded bytes are never changed.
+    #[arg(long, value_name = "RULE", num_args = 0..=1, require_equals = true, default_missing_value = "")]
+    redact: Vec<String>,
+}
+
+impl RecordRedact {
+    /// `None` when off, else the user's rules (checked now, so a bad rule
+    /// stops the run before it starts).
+    fn rules(&self) -> anyhow::Result<Option<Vec<String>>> {
+        if self.redact.is_empty() {
+            return Ok(None);
+        }
+        let rules: Vec<String> = self.redact.iter().filter(|r| !r.is_empty()).cloned().collect();
+        for rule in &rules {
+            rule.parse::<Rule>()?;
+        }
+        Ok(Some(rules))
+    }
 }
 
 const PROXY_ABOUT: &str = "\
@@ -122,6 +154,8 @@ struct ProxyArgs {
     /// A name for the trace, telling which hop of the chain it is (default: proxy)
     #[arg(long)]
     name: Option<String>,
+    #[command(flatten)]
+    redact: RecordRedact,
 }
 
 const SERVE_ABOUT: &str = "\
@@ -168,6 +202,62 @@ enum FormatArg {
     Json,
     /// Per trace, a header line then one frame per line
     Ndjson,
+    /// The conductor's trace format, one event per line (one trace)
+    Jsons,
+    /// Chrome trace-event JSON for ui.perfetto.dev and chrome://tracing
+    Perfetto,
+}
+
+const EXPORT_ABOUT: &str = "\
+Write traces as acp-tee-trace JSON or NDJSON (docs/trace-format.md), as the
+conductor's .jsons (agent-client-protocol-trace-viewer opens it), or as Chrome
+trace-event JSON (ui.perfetto.dev, chrome://tracing).
+
+Secrets are masked by default: the values of env and headers (mcpServers,
+terminal/create, auth methods) and of every field named like a token, key,
+secret, password, authorization or cookie. --redact adds rules: a JSONPath
+($.params.cwd, $..url, $.params.mcpServers[*].url) masks the values it
+selects; anything else is a regular expression whose matches are masked in
+every string. --no-redact writes the stored bytes as they are.";
+
+const IMPORT_ABOUT: &str = "\
+Read a trace file into the store: an acp-tee export (JSON or NDJSON), the
+conductor's .jsons (--trace FILE of agent-client-protocol-conductor), or a
+sacp-tee log (raw → / ← lines, or its --json entries).
+
+Messages are framed, paired and timed like recorded ones. The whole file goes
+in in one transaction: a bad line stops the import with its file and line
+number and leaves the store unchanged, unless --skip-bad leaves bad lines out
+(and says how many).";
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum ImportFormatArg {
+    /// Tell from the first line
+    Auto,
+    /// An acp-tee export (JSON document or NDJSON)
+    AcpTee,
+    /// The conductor's .jsons trace
+    Jsons,
+    /// A sacp-tee log (raw or --json)
+    SacpTee,
+}
+
+#[derive(Debug, Args)]
+struct ImportArgs {
+    #[command(flatten)]
+    store: StoreArg,
+    /// A name for the imported trace (default: the file's name; an acp-tee export keeps its own)
+    #[arg(long)]
+    name: Option<String>,
+    /// The file's format
+    #[arg(long, value_enum, default_value = "auto")]
+    format: ImportFormatArg,
+    /// Leave out lines that cannot be read (counted) instead of failing
+    #[arg(long)]
+    skip_bad: bool,
+    /// The file to import
+    #[arg(value_name = "FILE")]
+    file: PathBuf,
 }
 
 #[derive(Debug, Args)]
@@ -183,12 +273,23 @@ struct ExportArgs {
     /// Write to FILE instead of stdout
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     output: Option<PathBuf>,
+    /// Also mask what RULE selects: a JSONPath ($.params.cwd) or a regular expression (repeatable)
+    #[arg(long, value_name = "JSONPATH|REGEX")]
+    redact: Vec<Rule>,
+    /// Write the stored bytes as they are, secrets included
+    #[arg(long, conflicts_with = "redact")]
+    no_redact: bool,
 }
 
 #[derive(Debug, Args)]
 struct RecorderArgs {
     #[arg(long)]
     db: PathBuf,
+    /// Mask secrets before storing (default rules plus --redact-rule)
+    #[arg(long)]
+    redact: bool,
+    #[arg(long = "redact-rule")]
+    redact_rule: Vec<Rule>,
 }
 
 /// Parses `3s`, `500ms`, `2m` or a bare number of seconds.
@@ -210,7 +311,7 @@ fn parse_duration(s: &str) -> Result<Duration, String> {
 
 /// Subcommand names that may come first; anything else means `record`.
 const SUBCOMMANDS: &[&str] =
-    &["record", "proxy", "serve", "list", "export", "__recorder", "help", "-h", "--help", "-V", "--version"];
+    &["record", "proxy", "serve", "list", "export", "import", "__recorder", "help", "-h", "--help", "-V", "--version"];
 
 /// Inserts the implicit `record` so `acp-tee -- AGENT` and
 /// `acp-tee --db X -- AGENT` work.
@@ -243,12 +344,14 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             let name = a
                 .name
                 .or_else(|| std::path::Path::new(&a.agent[0]).file_name().map(|n| n.to_string_lossy().into_owned()));
-            let opts = WrapOptions { command: a.agent, name, db: a.store.path()?, grace: a.grace };
+            let redact = a.redact.rules()?;
+            let opts = WrapOptions { command: a.agent, name, db: a.store.path()?, grace: a.grace, redact };
             Ok(relay::run(&opts)?)
         }
         Command::Proxy(a) => {
             let name = Some(a.name.unwrap_or_else(|| "proxy".to_owned()));
-            Ok(crate::chain::run(&crate::chain::ProxyOptions { name, db: a.store.path()? }))
+            let redact = a.redact.rules()?;
+            Ok(crate::chain::run(&crate::chain::ProxyOptions { name, db: a.store.path()?, redact }))
         }
         Command::Serve(a) => {
             let db = a.store.path()?;
@@ -283,32 +386,74 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             out.write_all(list::render(&traces).as_bytes())?;
             Ok(0)
         }
-        Command::Export(a) => {
-            let store = a.store.open_existing()?;
-            let format = match a.format {
-                FormatArg::Json => ExportFormat::Json,
-                FormatArg::Ndjson => ExportFormat::Ndjson,
-            };
-            match &a.output {
-                Some(path) => {
-                    let file =
-                        std::fs::File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
-                    let mut out = std::io::BufWriter::new(file);
-                    export::export(&store, a.trace, format, &mut out)?;
-                }
-                None => {
-                    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-                    export::export(&store, a.trace, format, &mut out)?;
-                }
-            }
-            Ok(0)
-        }
+        Command::Export(a) => export_command(a),
+        Command::Import(a) => import_command(a),
         Command::Recorder(a) => {
             ignore_terminal_signals();
-            crate::recorder::run(&a.db, std::io::stdin().lock());
+            let redactor = a.redact.then(|| Redactor::new(a.redact_rule));
+            crate::recorder::run(&a.db, std::io::stdin().lock(), redactor);
             Ok(0)
         }
     }
+}
+
+fn export_command(a: ExportArgs) -> anyhow::Result<i32> {
+    let store = a.store.open_existing()?;
+    let format = match a.format {
+        FormatArg::Json => ExportFormat::Json,
+        FormatArg::Ndjson => ExportFormat::Ndjson,
+        FormatArg::Jsons => ExportFormat::Jsons,
+        FormatArg::Perfetto => ExportFormat::Perfetto,
+    };
+    let redactor = if a.no_redact { Redactor::without_defaults(Vec::new()) } else { Redactor::new(a.redact) };
+    let total: i64 = export::selected_traces(&store, a.trace)?.iter().map(|t| t.frame_count).sum();
+    let opts = ExportOptions { format, redactor, progress: progress::bar(total as u64, "frames") };
+    let summary = match &a.output {
+        Some(path) => {
+            let file = std::fs::File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
+            export::export(&store, a.trace, &opts, &mut std::io::BufWriter::new(file))?
+        }
+        None => export::export(&store, a.trace, &opts, &mut std::io::BufWriter::new(std::io::stdout().lock()))?,
+    };
+    opts.progress.finish_and_clear();
+    if summary.left_out > 0 {
+        eprintln!(
+            "acp-tee: note: {} of {} frames (stderr lines, invalid frames) have no place in the {} format and were left out",
+            summary.left_out,
+            summary.frames,
+            format.as_str()
+        );
+    }
+    Ok(0)
+}
+
+fn import_command(a: ImportArgs) -> anyhow::Result<i32> {
+    let mut store = Store::create_or_open(&a.store.path()?)?;
+    let format = match a.format {
+        ImportFormatArg::Auto => ImportFormat::Auto,
+        ImportFormatArg::AcpTee => ImportFormat::AcpTee,
+        ImportFormatArg::Jsons => ImportFormat::Jsons,
+        ImportFormatArg::SacpTee => ImportFormat::SacpTee,
+    };
+    let size = std::fs::metadata(&a.file).map(|m| m.len()).unwrap_or(0);
+    let opts = ImportOptions { format, name: a.name, skip_bad: a.skip_bad, progress: progress::bar(size, "bytes") };
+    let result = crate::import::import(&mut store, &a.file, &opts);
+    opts.progress.finish_and_clear();
+    let summary = result?;
+    let ids: Vec<String> = summary.trace_ids.iter().map(i64::to_string).collect();
+    let mut out = std::io::stdout().lock();
+    writeln!(
+        out,
+        "imported {} frames from {} ({}) as trace {}",
+        summary.frames,
+        a.file.display(),
+        summary.format.as_str(),
+        ids.join(", ")
+    )?;
+    if summary.skipped > 0 {
+        eprintln!("acp-tee: warning: {} bad lines of {} were left out (--skip-bad)", summary.skipped, a.file.display());
+    }
+    Ok(0)
 }
 
 /// The recorder outlives the relay on purpose: a Ctrl-C or hang-up must not

@@ -1,14 +1,24 @@
-//! Exports: the `acp-tee-trace` JSON document and its NDJSON form.
+//! Exports: the `acp-tee-trace` JSON document and its NDJSON form
+//! (`docs/trace-format.md`), the conductor's `.jsons` ([`jsons`]) and Chrome
+//! trace-event JSON for Perfetto ([`perfetto`]).
 //!
 //! Every format is written from one streaming read of the store (a row at a
-//! time), so memory stays flat however long the trace.
+//! time), so memory stays flat however long the trace. Secrets are masked on
+//! the way out by the [`Redactor`] given (the defaults unless the user turned
+//! them off); the store is never changed.
 //!
-//! Architecture Invariant: an export writes the stored bytes of every frame,
-//! untouched: as `raw` text when they are UTF-8, else as `raw_base64`.
+//! Architecture Invariant: an `acp-tee-trace` export writes the stored bytes
+//! of every frame, untouched but for redaction: as `raw` text when they are
+//! UTF-8, else as `raw_base64`.
 
+pub mod jsons;
+pub mod perfetto;
+
+use crate::redact::Redactor;
 use crate::store::{Store, StoreError, StoredFrame};
 use acp_tee_shared::{ExportFrame, ExportHeader, NdjsonHeader, TraceMeta, FORMAT_NAME, FORMAT_VERSION};
 use base64::Engine;
+use indicatif::ProgressBar;
 use std::io::{self, Write};
 
 /// Which export format to write.
@@ -18,6 +28,54 @@ pub enum ExportFormat {
     Json,
     /// Per trace: a header line, then one frame per line.
     Ndjson,
+    /// The conductor's trace format: one event per line (one trace only).
+    Jsons,
+    /// Chrome trace-event JSON, for ui.perfetto.dev and chrome://tracing.
+    Perfetto,
+}
+
+impl ExportFormat {
+    /// Every format.
+    pub const ALL: [ExportFormat; 4] =
+        [ExportFormat::Json, ExportFormat::Ndjson, ExportFormat::Jsons, ExportFormat::Perfetto];
+
+    /// The name used on the command line and in the API (`json`, ...).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ExportFormat::Json => "json",
+            ExportFormat::Ndjson => "ndjson",
+            ExportFormat::Jsons => "jsons",
+            ExportFormat::Perfetto => "perfetto",
+        }
+    }
+
+    /// The file name extension of a download.
+    pub fn extension(self) -> &'static str {
+        match self {
+            ExportFormat::Json => "json",
+            ExportFormat::Ndjson => "ndjson",
+            ExportFormat::Jsons => "jsons",
+            ExportFormat::Perfetto => "perfetto.json",
+        }
+    }
+
+    /// The media type of a download.
+    pub fn mime(self) -> &'static str {
+        match self {
+            ExportFormat::Json | ExportFormat::Perfetto => "application/json",
+            ExportFormat::Ndjson | ExportFormat::Jsons => "application/x-ndjson",
+        }
+    }
+}
+
+impl std::str::FromStr for ExportFormat {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        ExportFormat::ALL
+            .into_iter()
+            .find(|f| f.as_str() == s)
+            .ok_or_else(|| format!("unknown export format `{s}`; use json, ndjson, jsons or perfetto"))
+    }
 }
 
 /// Which traces to export.
@@ -54,16 +112,40 @@ pub enum ExportError {
     /// Writing the output failed.
     #[error("cannot write the export: {0}")]
     Io(#[from] io::Error),
+    /// The format holds one trace and several were selected.
+    #[error("the conductor's .jsons format holds one trace; pass --trace ID or latest")]
+    OneTraceOnly,
 }
 
-/// Writes the selected traces of `store` to `out` in `format`.
-pub fn export(
-    store: &Store,
-    selection: TraceSelection,
-    format: ExportFormat,
-    out: &mut dyn Write,
-) -> Result<(), ExportError> {
-    let traces = match selection {
+/// How to export.
+pub struct ExportOptions {
+    /// The format.
+    pub format: ExportFormat,
+    /// What to mask (`Redactor::without_defaults(vec![])` masks nothing).
+    pub redactor: Redactor,
+    /// Advanced by one per frame written (hidden when not on a terminal).
+    pub progress: ProgressBar,
+}
+
+impl ExportOptions {
+    /// `format` with the default redaction and no progress bar.
+    pub fn new(format: ExportFormat) -> Self {
+        ExportOptions { format, redactor: Redactor::new(Vec::new()), progress: ProgressBar::hidden() }
+    }
+}
+
+/// What an export wrote.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ExportSummary {
+    /// Frames read from the store.
+    pub frames: u64,
+    /// Frames the format has no place for (stderr and invalid lines in `.jsons`).
+    pub left_out: u64,
+}
+
+/// The traces `selection` names, oldest first.
+pub fn selected_traces(store: &Store, selection: TraceSelection) -> Result<Vec<TraceMeta>, StoreError> {
+    Ok(match selection {
         TraceSelection::Latest => vec![store.trace(store.latest_trace_id()?)?],
         TraceSelection::Id(id) => vec![store.trace(id)?],
         TraceSelection::All => {
@@ -71,13 +153,41 @@ pub fn export(
             all.reverse();
             all
         }
+    })
+}
+
+/// Writes the selected traces of `store` to `out` as `opts` says.
+pub fn export(
+    store: &Store,
+    selection: TraceSelection,
+    opts: &ExportOptions,
+    out: &mut dyn Write,
+) -> Result<ExportSummary, ExportError> {
+    let traces = selected_traces(store, selection)?;
+    let summary = match opts.format {
+        ExportFormat::Json => write_json(store, &traces, opts, out)?,
+        ExportFormat::Ndjson => write_ndjson(store, &traces, opts, out)?,
+        ExportFormat::Jsons => match traces.as_slice() {
+            [trace] => jsons::write(store, trace, opts, out)?,
+            _ => return Err(ExportError::OneTraceOnly),
+        },
+        ExportFormat::Perfetto => perfetto::write(store, &traces, opts, out)?,
     };
-    match format {
-        ExportFormat::Json => write_json(store, &traces, out)?,
-        ExportFormat::Ndjson => write_ndjson(store, &traces, out)?,
-    }
     out.flush()?;
-    Ok(())
+    Ok(summary)
+}
+
+/// `f` with secrets masked in its bytes and envelope.
+pub fn redact_frame(mut f: StoredFrame, redactor: &Redactor) -> StoredFrame {
+    if let std::borrow::Cow::Owned(raw) = redactor.redact(&f.raw) {
+        f.raw = raw;
+    }
+    if let Some(env) = &f.envelope {
+        if let std::borrow::Cow::Owned(new) = redactor.redact(env) {
+            f.envelope = Some(new);
+        }
+    }
+    f
 }
 
 /// The export form of a stored frame.
@@ -101,6 +211,8 @@ pub fn export_frame(f: StoredFrame) -> ExportFrame {
         mcp_method: f.mcp_method,
         envelope,
         envelope_base64,
+        sender: f.sender,
+        receiver: f.receiver,
     }
 }
 
@@ -112,7 +224,28 @@ fn text_or_base64(bytes: Vec<u8>) -> (Option<String>, Option<String>) {
     }
 }
 
-fn write_json(store: &Store, traces: &[TraceMeta], out: &mut dyn Write) -> Result<(), ExportError> {
+/// Calls `each` with every frame of `trace`, redacted, counting it.
+fn each_frame(
+    store: &Store,
+    trace: &TraceMeta,
+    opts: &ExportOptions,
+    summary: &mut ExportSummary,
+    mut each: impl FnMut(StoredFrame) -> Result<(), ExportError>,
+) -> Result<(), ExportError> {
+    store.for_each_frame(trace.id, |f| -> Result<(), ExportError> {
+        summary.frames += 1;
+        opts.progress.inc(1);
+        each(redact_frame(f, &opts.redactor))
+    })
+}
+
+fn write_json(
+    store: &Store,
+    traces: &[TraceMeta],
+    opts: &ExportOptions,
+    out: &mut dyn Write,
+) -> Result<ExportSummary, ExportError> {
+    let mut summary = ExportSummary::default();
     let header = serde_json::to_string(&ExportHeader::default()).map_err(io::Error::from)?;
     // `{"format":..,"version":..` then the traces array, written piecewise so
     // that no trace is ever held in memory whole.
@@ -122,7 +255,7 @@ fn write_json(store: &Store, traces: &[TraceMeta], out: &mut dyn Write) -> Resul
         let sep = if i == 0 { "\n" } else { ",\n" };
         write!(out, "{sep}{},\"frames\":[", &meta[..meta.len() - 1])?;
         let mut first = true;
-        store.for_each_frame(trace.id, |f| -> Result<(), ExportError> {
+        each_frame(store, trace, opts, &mut summary, |f| {
             out.write_all(if first { b"\n" } else { b",\n" })?;
             first = false;
             serde_json::to_writer(&mut *out, &export_frame(f)).map_err(io::Error::from)?;
@@ -131,32 +264,38 @@ fn write_json(store: &Store, traces: &[TraceMeta], out: &mut dyn Write) -> Resul
         write!(out, "\n]}}")?;
     }
     writeln!(out, "\n]}}")?;
-    Ok(())
+    Ok(summary)
 }
 
-fn write_ndjson(store: &Store, traces: &[TraceMeta], out: &mut dyn Write) -> Result<(), ExportError> {
+fn write_ndjson(
+    store: &Store,
+    traces: &[TraceMeta],
+    opts: &ExportOptions,
+    out: &mut dyn Write,
+) -> Result<ExportSummary, ExportError> {
+    let mut summary = ExportSummary::default();
     for trace in traces {
         let header = NdjsonHeader { format: FORMAT_NAME.into(), version: FORMAT_VERSION, trace: trace.clone() };
         serde_json::to_writer(&mut *out, &header).map_err(io::Error::from)?;
         out.write_all(b"\n")?;
-        store.for_each_frame(trace.id, |f| -> Result<(), ExportError> {
+        each_frame(store, trace, opts, &mut summary, |f| {
             serde_json::to_writer(&mut *out, &export_frame(f)).map_err(io::Error::from)?;
             out.write_all(b"\n")?;
             Ok(())
         })?;
     }
-    Ok(())
+    Ok(summary)
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::handoff::{TraceEnd, TraceStart};
     use crate::recorder::Framer;
     use acp_tee_shared::Direction;
 
     /// A store holding one finished trace made from fixed chunks.
-    fn store_with_trace() -> Store {
+    pub(super) fn store_with_trace() -> Store {
         let mut store = Store::in_memory().unwrap();
         let start = TraceStart {
             name: Some("demo".into()),
@@ -181,7 +320,7 @@ mod tests {
 
     fn export_to_string(format: ExportFormat) -> String {
         let mut out = Vec::new();
-        export(&store_with_trace(), TraceSelection::Latest, format, &mut out).unwrap();
+        export(&store_with_trace(), TraceSelection::Latest, &ExportOptions::new(format), &mut out).unwrap();
         String::from_utf8(out).unwrap()
     }
 
@@ -225,9 +364,10 @@ mod tests {
     fn empty_store_and_unknown_trace_are_errors() {
         let store = Store::in_memory().unwrap();
         let mut out = Vec::new();
-        let err = export(&store, TraceSelection::Latest, ExportFormat::Json, &mut out).unwrap_err();
+        let opts = ExportOptions::new(ExportFormat::Json);
+        let err = export(&store, TraceSelection::Latest, &opts, &mut out).unwrap_err();
         assert!(err.to_string().contains("no traces yet"), "{err}");
-        let err = export(&store_with_trace(), TraceSelection::Id(9), ExportFormat::Json, &mut out).unwrap_err();
+        let err = export(&store_with_trace(), TraceSelection::Id(9), &opts, &mut out).unwrap_err();
         assert!(err.to_string().contains("no trace with id 9"), "{err}");
     }
 

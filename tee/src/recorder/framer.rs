@@ -103,6 +103,8 @@ impl Annotator {
             mcp: false,
             mcp_method: None,
             preview: None,
+            sender: None,
+            receiver: None,
         };
         if dir == Direction::AgentStderr {
             frame.preview = text_preview(&frame.raw);

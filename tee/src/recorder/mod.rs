@@ -22,6 +22,8 @@ pub use queue::{ByteQueue, Weighted};
 pub use writer::StoreWriter;
 
 use crate::handoff::{HandoffReader, Message, TraceEnd};
+use crate::redact::Redactor;
+use crate::store::NewFrame;
 use std::io::Read;
 use std::path::Path;
 use std::sync::Arc;
@@ -43,9 +45,10 @@ pub struct RecorderSummary {
     pub missing: u64,
 }
 
-/// Records one run read from `input` into the store at `db`. Returns `None`
-/// when the relay went away before announcing a run (nothing is recorded).
-pub fn run(db: &Path, input: impl Read) -> Option<RecorderSummary> {
+/// Records one run read from `input` into the store at `db`, masking secrets
+/// in what it stores when `redactor` is given. Returns `None` when the relay
+/// went away before announcing a run (nothing is recorded).
+pub fn run(db: &Path, input: impl Read, redactor: Option<Redactor>) -> Option<RecorderSummary> {
     let mut reader = HandoffReader::new(input);
     let start = match reader.read_message() {
         Ok(Some(Message::Start(start))) => start,
@@ -71,6 +74,7 @@ pub fn run(db: &Path, input: impl Read) -> Option<RecorderSummary> {
             })
             .expect("cannot start the store writer thread")
     };
+    let queue = Masking { queue: &queue, redactor };
 
     let mut framer = Framer::new();
     let mut last_t = 0;
@@ -107,10 +111,40 @@ pub fn run(db: &Path, input: impl Read) -> Option<RecorderSummary> {
         }
     }
     framer.eof_all(last_t, |f| queue.push(f));
+    let queue = queue.queue;
     queue.close();
     let mut writer = writer_thread.join().expect("the store writer thread panicked");
     let end =
         end.unwrap_or_else(|| TraceEnd { exit_code: None, exit_signal: None, end_reason: RELAY_KILLED.to_owned() });
     writer.finish(&end);
     Some(RecorderSummary { trace_id: writer.trace_id(), written: writer.written(), missing: writer.missing() })
+}
+
+/// The queue to the store writer, masking each frame's bytes on the way in
+/// when record-time redaction is on. The frame was classified and paired
+/// from its original bytes; its preview is made again from the masked ones.
+struct Masking<'q> {
+    queue: &'q ByteQueue<NewFrame>,
+    redactor: Option<Redactor>,
+}
+
+impl Masking<'_> {
+    fn push(&self, mut f: NewFrame) {
+        if let Some(r) = &self.redactor {
+            let mut changed = false;
+            if let std::borrow::Cow::Owned(raw) = r.redact(&f.raw) {
+                f.raw = raw;
+                changed = true;
+            }
+            if let Some(env) = &f.envelope {
+                if let std::borrow::Cow::Owned(new) = r.redact(env) {
+                    f.envelope = Some(new);
+                }
+            }
+            if changed {
+                f.preview = crate::frame::preview(f.kind, f.method.as_deref(), &f.raw);
+            }
+        }
+        self.queue.push(f);
+    }
 }

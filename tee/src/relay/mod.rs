@@ -38,6 +38,9 @@ pub struct WrapOptions {
     /// How long to wait after the client closed before stopping the agent, and
     /// after SIGTERM before SIGKILL.
     pub grace: Duration,
+    /// Mask secrets in what is stored (default rules plus these); forwarded
+    /// bytes are never changed.
+    pub redact: Option<Vec<String>>,
 }
 
 /// Runs the agent under the tee until it ends; returns the exit code to exit with.
@@ -49,7 +52,7 @@ pub fn run(opts: &WrapOptions) -> Result<i32, SpawnError> {
         signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]).expect("cannot install signal handlers");
     let mut child = agent::spawn(&opts.command)?;
     let pid = child.id();
-    let (recorder, handoff) = recorder_process::start(&opts.db, t0);
+    let (recorder, handoff) = recorder_process::start(&opts.db, t0, opts.redact.as_deref());
     handoff.start(&TraceStart {
         name: opts.name.clone(),
         command: opts.command.clone(),

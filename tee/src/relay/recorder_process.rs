@@ -13,14 +13,20 @@ const PIPE_BYTES: libc::c_int = 1 << 20;
 
 /// Starts `acp-tee __recorder --db DB` reading a pipe; returns the process and
 /// the writer for the pipe. If it cannot start, warns once and returns a
-/// writer that drops everything (forwarding goes on regardless).
-pub fn start(db: &Path, t0: Instant) -> (Option<Child>, HandoffWriter) {
+/// writer that drops everything (forwarding goes on regardless). With
+/// `redact` (rules, possibly none) the recorder masks secrets in what it
+/// stores: the default rules and those given.
+pub fn start(db: &Path, t0: Instant, redact: Option<&[String]>) -> (Option<Child>, HandoffWriter) {
     let spawned = std::env::current_exe().and_then(|exe| {
-        Command::new(exe)
-            .arg("__recorder")
-            .arg("--db")
-            .arg(db)
-            .stdin(Stdio::piped())
+        let mut cmd = Command::new(exe);
+        cmd.arg("__recorder").arg("--db").arg(db);
+        if let Some(rules) = redact {
+            cmd.arg("--redact");
+            for rule in rules {
+                cmd.arg("--redact-rule").arg(rule);
+            }
+        }
+        cmd.stdin(Stdio::piped())
             .stdout(Stdio::null())
             .stderr(Stdio::inherit())
             // Its own process group: a Ctrl-C or a kill of our group must not

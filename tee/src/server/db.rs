@@ -4,24 +4,40 @@
 use crate::store::{Store, StoreError};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
+use tokio::sync::Semaphore;
+
+/// Queries running at once at most: also the most connections (each with its
+/// own page cache) and blocking threads the store ever takes, however many
+/// clients and live streams there are.
+const CONCURRENT_QUERIES: usize = 8;
 
 /// Shared access to one store file.
 #[derive(Clone)]
 pub struct Db {
     path: PathBuf,
     idle: Arc<Mutex<Vec<Store>>>,
+    permits: Arc<Semaphore>,
 }
 
 impl Db {
     /// Opens the store at `path` (it must exist), bringing its schema up to date.
     pub fn open(path: &Path) -> Result<Db, StoreError> {
         let first = Store::open_existing(path)?;
-        Ok(Db { path: path.to_owned(), idle: Arc::new(Mutex::new(vec![first])) })
+        Ok(Db::around(path, first))
     }
 
     /// An in-memory-free handle around an already open store (tests).
     pub fn from_store(store: Store) -> Db {
-        Db { path: store.path().to_owned(), idle: Arc::new(Mutex::new(vec![store])) }
+        let path = store.path().to_owned();
+        Db::around(&path, store)
+    }
+
+    fn around(path: &Path, first: Store) -> Db {
+        Db {
+            path: path.to_owned(),
+            idle: Arc::new(Mutex::new(vec![first])),
+            permits: Arc::new(Semaphore::new(CONCURRENT_QUERIES)),
+        }
     }
 
     fn take(&self) -> Result<Store, StoreError> {
@@ -34,8 +50,7 @@ impl Db {
 
     fn give_back(&self, store: Store) {
         let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
-        // Keep a few connections around; more are opened under load and dropped after.
-        if idle.len() < 8 {
+        if idle.len() < CONCURRENT_QUERIES {
             idle.push(store);
         }
     }
@@ -45,6 +60,7 @@ impl Db {
         &self,
         query: impl FnOnce(&Store) -> Result<T, StoreError> + Send + 'static,
     ) -> Result<T, StoreError> {
+        let _permit = self.permits.acquire().await.expect("the semaphore is never closed");
         let db = self.clone();
         tokio::task::spawn_blocking(move || {
             let store = db.take()?;

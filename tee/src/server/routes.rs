@@ -3,7 +3,8 @@
 use super::error::AppError;
 use super::live::trace_events;
 use super::AppState;
-use crate::export::{self, ExportFormat, TraceSelection};
+use crate::export::{self, ExportFormat, ExportOptions, TraceSelection};
+use crate::redact::Redactor;
 use acp_tee_shared::api::{FrameDetail, FramePage, FrameQuery, TraceStats, TraceSummary};
 use axum::body::Body;
 use axum::extract::rejection::{PathRejection, QueryRejection};
@@ -112,8 +113,10 @@ pub async fn live(
 /// Query of the export route.
 #[derive(Deserialize)]
 pub struct ExportQuery {
-    /// `json` (default) or `ndjson`.
+    /// `json` (default), `ndjson`, `jsons` or `perfetto`.
     format: Option<String>,
+    /// `false` turns the default redaction off.
+    redact: Option<bool>,
 }
 
 /// Buffers writes and sends them as body chunks; blocks when the client is
@@ -141,18 +144,19 @@ impl Write for ChannelWriter {
     }
 }
 
-/// `GET /api/traces/{id}/export?format=json|ndjson`
+/// `GET /api/traces/{id}/export?format=json|ndjson|jsons|perfetto&redact=false`:
+/// secrets are masked unless `redact=false`.
 pub async fn export_trace(
     State(st): State<AppState>,
     id: Result<Path<i64>, PathRejection>,
     q: Result<Query<ExportQuery>, QueryRejection>,
 ) -> Result<Response, AppError> {
     let (id, q) = (path(id)?, query(q)?);
-    let (format, ext, mime) = match q.format.as_deref().unwrap_or("json") {
-        "json" => (ExportFormat::Json, "json", "application/json"),
-        "ndjson" => (ExportFormat::Ndjson, "ndjson", "application/x-ndjson"),
-        other => return Err(AppError::BadRequest(format!("unknown export format `{other}`; use json or ndjson"))),
-    };
+    let format: ExportFormat = q.format.as_deref().unwrap_or("json").parse().map_err(AppError::BadRequest)?;
+    let (ext, mime) = (format.extension(), format.mime());
+    let redactor =
+        if q.redact == Some(false) { Redactor::without_defaults(Vec::new()) } else { Redactor::new(Vec::new()) };
+    let opts = ExportOptions { format, redactor, progress: indicatif::ProgressBar::hidden() };
     st.db.run(move |s| s.trace(id)).await?;
     let (tx, rx) = mpsc::channel(4);
     let db = st.db.clone();
@@ -160,7 +164,7 @@ pub async fn export_trace(
         let result = db
             .run(move |s| {
                 let mut out = ChannelWriter { tx, buf: Vec::new() };
-                if let Err(e) = export::export(s, TraceSelection::Id(id), format, &mut out) {
+                if let Err(e) = export::export(s, TraceSelection::Id(id), &opts, &mut out) {
                     tracing::warn!("serve: export of trace {id} stopped: {e}");
                 }
                 Ok(())

@@ -131,10 +131,12 @@ impl Store {
     /// One trace with its live state. A trace without an end whose recorder
     /// process is gone was cut off (both acp-tee processes killed): not live.
     pub fn trace_summary(&self, id: i64) -> Result<TraceSummary, StoreError> {
-        let sql = format!("SELECT {TRACE_COLUMNS}, recorder_pid FROM traces WHERE id = ?1");
-        let (meta, pid) = self
+        let sql = format!("SELECT {TRACE_COLUMNS}, recorder_pid, imported_from FROM traces WHERE id = ?1");
+        let (meta, pid, imported_from) = self
             .conn
-            .query_row(&sql, params![id], |r| Ok((trace_from_row(r)?, r.get::<_, Option<i64>>(13)?)))
+            .query_row(&sql, params![id], |r| {
+                Ok((trace_from_row(r)?, r.get::<_, Option<i64>>(13)?, r.get::<_, Option<String>>(14)?))
+            })
             .optional()?
             .ok_or(StoreError::NoSuchTrace(id))?;
         let last_t_ns = self
@@ -145,7 +147,7 @@ impl Store {
             .optional()?
             .unwrap_or(0);
         let live = meta.ended_at.is_none() && pid.is_some_and(process_exists);
-        Ok(TraceSummary { meta, live, last_t_ns })
+        Ok(TraceSummary { meta, live, last_t_ns, imported_from })
     }
 
     /// A page of the frames of trace `trace_id` matching `q`, in seq order.

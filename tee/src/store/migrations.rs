@@ -8,6 +8,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../../migrations/0001_traces_and_frames.sql"),
     include_str!("../../../migrations/0002_proxy_hops_and_mcp.sql"),
     include_str!("../../../migrations/0003_viewer_queries.sql"),
+    include_str!("../../../migrations/0004_imports_and_peers.sql"),
 ];
 
 /// The schema version this build writes.

@@ -8,11 +8,13 @@
 
 pub mod api;
 mod error;
+mod import;
 pub mod migrations;
 mod queries;
 pub mod stats;
 
 pub use error::StoreError;
+pub use import::Import;
 pub use queries::StoredFrame;
 
 use crate::handoff::{TraceEnd, TraceStart};
@@ -73,6 +75,10 @@ pub struct NewFrame {
     pub mcp_method: Option<String>,
     /// A short text for the viewer's diagram.
     pub preview: Option<String>,
+    /// Imports from a multi-component source: the sending component's name.
+    pub sender: Option<String>,
+    /// Imports from a multi-component source: the receiving component's name.
+    pub receiver: Option<String>,
 }
 
 /// An open store.
@@ -157,39 +163,7 @@ impl Store {
     /// the trace's counts.
     pub fn insert_frames(&mut self, trace_id: i64, frames: &[NewFrame]) -> Result<(), StoreError> {
         let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        {
-            let mut insert = tx.prepare_cached(
-                "INSERT INTO frames (trace_id, seq, t_ns, dir, kind, rpc_id, method, session_id,
-                                     reply_to_seq, latency_ns, raw, envelope, protocol, mcp_method, preview)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
-            )?;
-            for f in frames {
-                insert.execute(params![
-                    trace_id,
-                    f.seq,
-                    f.t_ns,
-                    f.dir.as_str(),
-                    f.kind.as_str(),
-                    f.rpc_id,
-                    f.method,
-                    f.session_id,
-                    f.reply_to_seq,
-                    f.latency_ns,
-                    f.raw,
-                    f.envelope,
-                    if f.mcp { "mcp" } else { "acp" },
-                    f.mcp_method,
-                    f.preview,
-                ])?;
-            }
-            stats::BatchStats::of(frames).add_to(&tx, trace_id)?;
-            let errors: i64 = frames.iter().map(|f| f.errors).sum();
-            tx.prepare_cached(
-                "UPDATE traces SET frame_count = frame_count + ?1, error_count = error_count + ?2
-                 WHERE id = ?3",
-            )?
-            .execute(params![frames.len() as i64, errors, trace_id])?;
-        }
+        insert_rows(&tx, trace_id, frames)?;
         tx.commit()?;
         Ok(())
     }
@@ -280,4 +254,42 @@ impl Store {
         )?;
         Ok(())
     }
+}
+
+/// Inserts `frames` of trace `trace_id` and adds them to the trace's counts,
+/// inside the caller's transaction.
+fn insert_rows(conn: &Connection, trace_id: i64, frames: &[NewFrame]) -> Result<(), StoreError> {
+    let mut insert = conn.prepare_cached(
+        "INSERT INTO frames (trace_id, seq, t_ns, dir, kind, rpc_id, method, session_id, reply_to_seq,
+                             latency_ns, raw, envelope, protocol, mcp_method, preview, sender, receiver)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
+    )?;
+    for f in frames {
+        insert.execute(params![
+            trace_id,
+            f.seq,
+            f.t_ns,
+            f.dir.as_str(),
+            f.kind.as_str(),
+            f.rpc_id,
+            f.method,
+            f.session_id,
+            f.reply_to_seq,
+            f.latency_ns,
+            f.raw,
+            f.envelope,
+            if f.mcp { "mcp" } else { "acp" },
+            f.mcp_method,
+            f.preview,
+            f.sender,
+            f.receiver,
+        ])?;
+    }
+    stats::BatchStats::of(frames).add_to(conn, trace_id)?;
+    let errors: i64 = frames.iter().map(|f| f.errors).sum();
+    conn.prepare_cached(
+        "UPDATE traces SET frame_count = frame_count + ?1, error_count = error_count + ?2 WHERE id = ?3",
+    )?
+    .execute(params![frames.len() as i64, errors, trace_id])?;
+    Ok(())
 }

@@ -33,6 +33,10 @@ pub struct StoredFrame {
     pub mcp: bool,
     /// For `mcp/message`: the inner MCP method.
     pub mcp_method: Option<String>,
+    /// Imports from a multi-component source: the sending component's name.
+    pub sender: Option<String>,
+    /// Imports from a multi-component source: the receiving component's name.
+    pub receiver: Option<String>,
 }
 
 pub(super) const TRACE_COLUMNS: &str = "id, name, command, cwd, mode, started_at, ended_at, exit_code, exit_signal,
@@ -81,6 +85,8 @@ fn frame_from_row(row: &Row<'_>) -> rusqlite::Result<StoredFrame> {
         envelope: row.get(10)?,
         mcp: row.get::<_, String>(11)? == "mcp",
         mcp_method: row.get(12)?,
+        sender: row.get(13)?,
+        receiver: row.get(14)?,
     })
 }
 
@@ -117,7 +123,7 @@ impl Store {
             .conn
             .prepare(
                 "SELECT seq, t_ns, dir, kind, rpc_id, method, session_id, reply_to_seq, latency_ns, raw,
-                        envelope, protocol, mcp_method
+                        envelope, protocol, mcp_method, sender, receiver
                  FROM frames WHERE trace_id = ?1 ORDER BY seq",
             )
             .map_err(StoreError::from)?;

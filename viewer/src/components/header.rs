@@ -55,6 +55,7 @@ fn summary_line(t: &TraceSummary) -> impl IntoView {
             <span>{t.meta.mode.clone()}</span>
             {(!exit.is_empty()).then(|| view! { <span>{exit}</span> })}
             {t.meta.end_reason.clone().map(|r| view! { <span class="reason">{r}</span> })}
+            {t.imported_from.clone().map(|i| view! { <span class="imported">{format!("imported: {i}")}</span> })}
             {missing}
         </div>
     }
@@ -111,8 +112,16 @@ fn Toolbar() -> impl IntoView {
                 "follow"
             </label>
             <span class="grow"></span>
-            <a id="export-json" class="button" href=export_url(id, "json") download=format!("acp-tee-trace-{id}.json")>"Export JSON"</a>
-            <a id="export-ndjson" class="button" href=export_url(id, "ndjson") download=format!("acp-tee-trace-{id}.ndjson")>"NDJSON"</a>
+            // Every export is redacted (the server's default rules mask secrets).
+            <span class="export-label" title="secrets are masked">"Export (redacted):"</span>
+            <a id="export-json" class="button" href=export_url(id, "json") download=format!("acp-tee-trace-{id}.json")
+                title="acp-tee-trace JSON document">"JSON"</a>
+            <a id="export-ndjson" class="button" href=export_url(id, "ndjson") download=format!("acp-tee-trace-{id}.ndjson")
+                title="acp-tee-trace NDJSON">"NDJSON"</a>
+            <a id="export-jsons" class="button" href=export_url(id, "jsons") download=format!("acp-tee-trace-{id}.jsons")
+                title="the conductor's .jsons, for agent-client-protocol-trace-viewer">".jsons"</a>
+            <a id="export-perfetto" class="button" href=export_url(id, "perfetto") download=format!("acp-tee-trace-{id}.perfetto.json")
+                title="Chrome trace-event JSON for ui.perfetto.dev">"Perfetto"</a>
         </div>
     }
 }

@@ -1,0 +1,263 @@
+//! Importing `acp-tee-trace` exports (docs/trace-format.md): the JSON
+//! document, read with a streaming visitor so that one frame at a time is in
+//! memory, and the NDJSON form, read line by line.
+//!
+//! Every field the file gives is kept (trace fields, `seq`, `t_ns`, kinds,
+//! pairing, sessions), so exporting an imported trace gives back the
+//! document it came from but for trace ids. The [`Framer`] fills in what the
+//! file leaves out and the viewer's previews.
+//!
+//! [`Framer`]: crate::recorder::Framer
+
+use super::{Context, ImportError, TraceSink};
+use crate::store::NewFrame;
+use acp_tee_shared::{ExportFrame, NdjsonHeader, TraceMeta, FORMAT_NAME, FORMAT_VERSION};
+use base64::Engine;
+use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use std::fmt;
+use std::io::BufRead;
+
+/// Reads a JSON document or NDJSON, told apart by the first line.
+pub fn read(ctx: &mut Context, mut input: impl BufRead) -> Result<(), ImportError> {
+    let start = input.fill_buf().map_err(|cause| ImportError::Read { path: ctx.path.clone(), cause })?;
+    let text = String::from_utf8_lossy(&start[..start.len().min(4096)]).into_owned();
+    if text.contains("\"traces\"") && !text.contains("\"trace\":") {
+        read_document(ctx, input)
+    } else {
+        read_ndjson(ctx, input)
+    }
+}
+
+fn read_ndjson(ctx: &mut Context, input: impl BufRead) -> Result<(), ImportError> {
+    let mut current: Option<(TraceSink, TraceMeta)> = None;
+    ctx.lines(input, |ctx, number, line| {
+        if line.starts_with("{\"format\"") || current.is_none() {
+            let header = match serde_json::from_str::<NdjsonHeader>(line) {
+                Ok(h) => h,
+                Err(e) => {
+                    return Err(ImportError::BadLine { path: ctx.path.clone(), line: number, why: why_header(e) })
+                }
+            };
+            check_version(ctx, &header.format, header.version)?;
+            if let Some((sink, meta)) = current.take() {
+                sink.finish(ctx, meta, true)?;
+            }
+            current = Some((TraceSink::start(ctx, &header.trace.mode)?, header.trace));
+            return Ok(());
+        }
+        let (sink, _) = current.as_mut().expect("a header came first");
+        match serde_json::from_str::<ExportFrame>(line).map_err(|e| e.to_string()).and_then(|f| frame(sink, f)) {
+            Ok(frame) => sink.push(ctx, frame),
+            Err(why) => ctx.bad_line(number, format!("not an acp-tee-trace frame: {why}")),
+        }
+    })?;
+    if let Some((sink, meta)) = current {
+        sink.finish(ctx, meta, true)?;
+    }
+    Ok(())
+}
+
+fn why_header(e: serde_json::Error) -> String {
+    format!("not an acp-tee-trace header line ({{\"format\":\"acp-tee-trace\",\"version\":1,\"trace\":{{...}}}}): {e}")
+}
+
+fn check_version(ctx: &Context, format: &str, version: u32) -> Result<(), ImportError> {
+    if format != FORMAT_NAME {
+        return Err(ImportError::BadFile {
+            path: ctx.path.clone(),
+            why: format!("`format` is `{format}`, not `{FORMAT_NAME}`"),
+        });
+    }
+    if version > FORMAT_VERSION {
+        return Err(ImportError::BadFile {
+            path: ctx.path.clone(),
+            why: format!(
+                "acp-tee-trace version {version} is newer than this acp-tee reads ({FORMAT_VERSION}); upgrade acp-tee"
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// A stored frame from an exported one: the file's values where it gives
+/// them, the framer's for the rest.
+fn frame(sink: &mut TraceSink, f: ExportFrame) -> Result<NewFrame, String> {
+    let bytes = |text: Option<String>, b64: Option<String>, what: &str| -> Result<Option<Vec<u8>>, String> {
+        match (text, b64) {
+            (Some(t), _) => Ok(Some(t.into_bytes())),
+            (None, Some(b)) => base64::engine::general_purpose::STANDARD
+                .decode(b)
+                .map(Some)
+                .map_err(|e| format!("`{what}_base64` is not base64: {e}")),
+            (None, None) => Ok(None),
+        }
+    };
+    let raw = bytes(f.raw, f.raw_base64, "raw")?.ok_or("a frame without `raw` or `raw_base64`")?;
+    let envelope = bytes(f.envelope, f.envelope_base64, "envelope")?;
+    if f.seq < 1 || f.t_ns < 0 {
+        return Err(format!("`seq` must be 1 or more and `t_ns` 0 or more (seq {}, t_ns {})", f.seq, f.t_ns));
+    }
+    let mut n = sink.framer.message_at(f.seq, f.dir, f.t_ns as u64, raw, envelope);
+    n.kind = f.kind;
+    if n.rpc_id.is_none() {
+        n.rpc_id = f.id.map(|id| id.to_string());
+    }
+    n.method = f.method.or(n.method);
+    n.session_id = f.session_id.or(n.session_id);
+    n.reply_to_seq = f.reply_to_seq.or(n.reply_to_seq);
+    n.latency_ns = f.latency_ns.or(n.latency_ns);
+    n.mcp = f.protocol.as_deref() == Some("mcp") || (f.protocol.is_none() && n.mcp);
+    n.mcp_method = f.mcp_method.or(n.mcp_method);
+    n.sender = f.sender;
+    n.receiver = f.receiver;
+    Ok(n)
+}
+
+fn read_document(ctx: &mut Context, input: impl BufRead) -> Result<(), ImportError> {
+    let mut de = serde_json::Deserializer::from_reader(input);
+    let mut state = DocState { ctx, failed: None };
+    let result = DocSeed(&mut state).deserialize(&mut de).and_then(|()| de.end());
+    let DocState { ctx, failed } = state;
+    if let Some(e) = failed {
+        return Err(e);
+    }
+    result.map_err(|e| ImportError::BadFile {
+        path: ctx.path.clone(),
+        why: format!("not an acp-tee-trace document: {e}"),
+    })
+}
+
+/// The import's state while serde walks the document. An error of ours
+/// (store, version) is kept here and stops the walk with a serde error.
+struct DocState<'c, 'a> {
+    ctx: &'c mut Context<'a>,
+    failed: Option<ImportError>,
+}
+
+impl DocState<'_, '_> {
+    fn fail<E: de::Error>(&mut self, e: ImportError) -> E {
+        let msg = e.to_string();
+        self.failed = Some(e);
+        E::custom(msg)
+    }
+}
+
+struct DocSeed<'s, 'c, 'a>(&'s mut DocState<'c, 'a>);
+
+impl<'de> DeserializeSeed<'de> for DocSeed<'_, '_, '_> {
+    type Value = ();
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for DocSeed<'_, '_, '_> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an acp-tee-trace document")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        let st = self.0;
+        let mut format = None;
+        while let Some(key) = map.next_key::<String>()? {
+            match key.as_str() {
+                "format" => format = Some(map.next_value::<String>()?),
+                "version" => {
+                    let version = map.next_value::<u32>()?;
+                    let format = format.clone().unwrap_or_else(|| FORMAT_NAME.to_owned());
+                    if let Err(e) = check_version(st.ctx, &format, version) {
+                        return Err(st.fail(e));
+                    }
+                }
+                "traces" => map.next_value_seed(TracesSeed(st))?,
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+struct TracesSeed<'s, 'c, 'a>(&'s mut DocState<'c, 'a>);
+
+impl<'de> DeserializeSeed<'de> for TracesSeed<'_, '_, '_> {
+    type Value = ();
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_seq(self)
+    }
+}
+
+impl<'de> Visitor<'de> for TracesSeed<'_, '_, '_> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an array of traces")
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        while seq.next_element_seed(TraceSeed(&mut *self.0))?.is_some() {}
+        Ok(())
+    }
+}
+
+struct TraceSeed<'s, 'c, 'a>(&'s mut DocState<'c, 'a>);
+
+impl<'de> DeserializeSeed<'de> for TraceSeed<'_, '_, '_> {
+    type Value = ();
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for TraceSeed<'_, '_, '_> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a trace object")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        let st = self.0;
+        let mut fields = serde_json::Map::new();
+        let mut sink = None;
+        while let Some(key) = map.next_key::<String>()? {
+            if key != "frames" {
+                fields.insert(key, map.next_value()?);
+                continue;
+            }
+            let mode = fields.get("mode").and_then(|m| m.as_str()).unwrap_or("import").to_owned();
+            let mut s = TraceSink::start(st.ctx, &mode).map_err(|e| st.fail(e))?;
+            map.next_value_seed(FramesSeed { st: &mut *st, sink: &mut s })?;
+            sink = Some(s);
+        }
+        let meta: TraceMeta = serde_json::from_value(fields.into()).map_err(de::Error::custom)?;
+        let sink = match sink {
+            Some(s) => s,
+            None => TraceSink::start(st.ctx, &meta.mode).map_err(|e| st.fail(e))?,
+        };
+        sink.finish(st.ctx, meta, true).map_err(|e| st.fail(e))
+    }
+}
+
+struct FramesSeed<'s, 'c, 'a> {
+    st: &'s mut DocState<'c, 'a>,
+    sink: &'s mut TraceSink,
+}
+
+impl<'de> DeserializeSeed<'de> for FramesSeed<'_, '_, '_> {
+    type Value = ();
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_seq(self)
+    }
+}
+
+impl<'de> Visitor<'de> for FramesSeed<'_, '_, '_> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an array of frames")
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        while let Some(f) = seq.next_element::<ExportFrame>()? {
+            let n = frame(self.sink, f).map_err(de::Error::custom)?;
+            self.sink.push(self.st.ctx, n).map_err(|e| self.st.fail(e))?;
+        }
+        Ok(())
+    }
+}
