@@ -163,7 +163,8 @@ pub struct MethodStats {
     pub errors: i64,
     /// Responses with a latency.
     pub answered: i64,
-    /// Latency percentiles and maximum, nanoseconds (absent without responses).
+    /// Latency percentiles (nearest rank, within ~3%: read from log-linear
+    /// buckets) and the exact maximum, nanoseconds (absent without responses).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub p50_ns: Option<i64>,
     /// 95th percentile.
@@ -175,7 +176,7 @@ pub struct MethodStats {
     /// Maximum.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_ns: Option<i64>,
-    /// Latency histogram on log-spaced buckets (powers of two of microseconds).
+    /// Latency histogram: one bucket per power of two of nanoseconds.
     pub histogram: Vec<HistogramBucket>,
 }
 
