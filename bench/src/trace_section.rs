@@ -1,0 +1,280 @@
+//! Sections 4–6 of the report, on one large generated trace (and a tenth of
+//! it for the export comparison): the server's API and live push, the viewer
+//! in headless Chromium, and export.
+
+use crate::procs::{self, mib};
+use crate::report::{f, n, Report};
+use crate::server::{self, Server};
+use crate::stats::median;
+use crate::tracegen::{self, Generated};
+use crate::webdriver::Browser;
+use crate::{export, viewer, Config};
+use anyhow::{bail, Context, Result};
+use std::path::PathBuf;
+
+/// The generated store and its two traces.
+pub struct Traces {
+    /// The store file.
+    pub db: PathBuf,
+    /// The large trace (1,000,000 frames; 20,000 with `--quick`).
+    pub big: Generated,
+    /// A tenth of it.
+    pub small: Generated,
+}
+
+/// Records the two traces through the real acp-tee and reports how fast.
+pub fn generate(cfg: &Config, report: &mut Report) -> Result<Traces> {
+    let db = cfg.work.join("big.db");
+    let target = if cfg.quick { 20_000 } else { 1_000_000 };
+    report.say("## Generated traces\n");
+    report.say(&format!(
+        "Recorded by `acp-tee --db big.db -- acp-tee-bench __agent` (bench/src/tracegen.rs): `session/prompt` \
+         (8 in 10; answered by two `session/update` notifications and a response), `session/set_mode`, \
+         `session/new`, `session/load`; every 41st request answered with an error, every 100th writes a \
+         stderr line; 64 requests in flight. Target {} frames, then a tenth of that.\n",
+        n(target)
+    ));
+    let big = tracegen::generate(&cfg.acp_tee, &db, "big", target)?;
+    let small = tracegen::generate(&cfg.acp_tee, &db, "small", target / 10)?;
+    let size = std::fs::metadata(&db)?.len();
+    let rows = [&big, &small]
+        .iter()
+        .map(|g| {
+            vec![
+                g.trace_id.to_string(),
+                n(g.frames),
+                f(g.took.as_secs_f64(), 2),
+                n((g.frames as f64 / g.took.as_secs_f64()) as u64),
+            ]
+        })
+        .collect::<Vec<_>>();
+    report.table(&["trace", "frames (all stored)", "seconds to trace end", "frames/s end to end"], &rows);
+    report.say(&format!("Store file: {:.0} MiB.\n", mib(size)));
+    Ok(Traces { db, big, small })
+}
+
+/// Section 4: API requests on the large trace and live push.
+pub fn server(cfg: &Config, report: &mut Report, t: &Traces) -> Result<()> {
+    report.say("## 4. Server\n");
+    let reps = if cfg.quick { 3 } else { 15 };
+    let srv = Server::start(&cfg.acp_tee, &t.db, &cfg.dist)?;
+    let (id, total) = (t.big.trace_id, t.big.frames as i64);
+    let deep = total * 9 / 10;
+    let paths = [
+        ("trace list", "/api/traces".to_owned()),
+        ("first page", format!("/api/traces/{id}/frames?limit=200")),
+        ("stats", format!("/api/traces/{id}/stats")),
+        ("deep page (offset 90%)", format!("/api/traces/{id}/frames?offset={deep}&limit=200")),
+        ("cursor page (after 50%)", format!("/api/traces/{id}/frames?after={}&limit=200", total / 2)),
+        ("last page", format!("/api/traces/{id}/frames?offset={}&limit=200", total - 200)),
+        ("method filter", format!("/api/traces/{id}/frames?method=session/new&limit=200")),
+        ("method filter, deep", format!("/api/traces/{id}/frames?method=session/new&offset=2000&limit=200")),
+        ("errors only", format!("/api/traces/{id}/frames?errors=true&limit=200")),
+        ("dir + kind", format!("/api/traces/{id}/frames?dir=agent_to_client&kind=notification&limit=200")),
+        ("slower than 1 ms", format!("/api/traces/{id}/frames?min_latency_ms=1&limit=200")),
+        ("search, rare word", format!("/api/traces/{id}/frames?q={}&limit=200", tracegen::RARE_WORD)),
+        ("search, common word", format!("/api/traces/{id}/frames?q=fox&limit=200")),
+        ("one frame", format!("/api/traces/{id}/frames/{}", total / 2)),
+    ];
+    let indexed = search_index_state(&t.db);
+    let mut rows = Vec::new();
+    for (what, path) in &paths {
+        let timed = server::time_get(&srv, path, reps)?;
+        let target = match *what {
+            "first page" | "stats" => {
+                let ok = timed.first_ms < 50.0 && timed.warm.p50 < 50.0;
+                format!("< 50 ms: {}", report.verdict(&format!("API {what}"), ok))
+            }
+            _ => String::new(),
+        };
+        rows.push(vec![
+            what.to_string(),
+            format!("`{path}`"),
+            f(timed.first_ms, 1),
+            f(timed.warm.p50, 1),
+            f(timed.warm.p95, 1),
+            f(timed.warm.max, 1),
+            timed.frames.map_or("—".into(), |c| c.to_string()),
+            n(timed.body_bytes as u64),
+            target,
+        ]);
+    }
+    drop(srv);
+    report.say(&format!(
+        "`acp-tee serve` on the {}-frame trace; each request once (`first`), then {reps} more timed \
+         (p50/p95/max), in ms, wall time of a full HTTP GET from this process over loopback. Search index at \
+         the start: {indexed}.\n",
+        n(t.big.frames)
+    ));
+    report.table(&["request", "path", "first ms", "p50 ms", "p95 ms", "max ms", "frames", "bytes", "target"], &rows);
+
+    let count = if cfg.quick { 20 } else { 200 };
+    let live = server::live_push(&cfg.acp_tee, &cfg.work.join("live"), &cfg.dist, count)?;
+    let ok = live.p99 < 50.0;
+    let verdict = report.verdict("live push < 50 ms", ok);
+    report.say(&format!(
+        "Live push: a line written into a recording `acp-tee -- cat` → the SSE `frames` event carrying it on \
+         `/api/traces/N/live`, {count} lines paced 10–29 ms apart; ms.\n"
+    ));
+    report.table(
+        &["p50 ms", "p95 ms", "p99 ms", "max ms", "target (p99)"],
+        &[vec![f(live.p50, 1), f(live.p95, 1), f(live.p99, 1), f(live.max, 1), format!("< 50 ms: {verdict}")]],
+    );
+    Ok(())
+}
+
+/// How far the full-text index reached when the server started.
+fn search_index_state(db: &std::path::Path) -> String {
+    let q = || -> rusqlite::Result<(i64, i64)> {
+        let c = rusqlite::Connection::open_with_flags(db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)?;
+        let indexed = c.query_row("SELECT indexed_rowid FROM search_index", [], |r| r.get(0))?;
+        let max = c.query_row("SELECT coalesce(max(rowid), 0) FROM frames", [], |r| r.get(0))?;
+        Ok((indexed, max))
+    };
+    match q() {
+        Ok((i, m)) => format!("{} of {} frame rows indexed", n(i as u64), n(m as u64)),
+        Err(e) => format!("unknown ({e})"),
+    }
+}
+
+/// Section 5: the viewer in headless Chromium.
+pub fn viewer(cfg: &Config, report: &mut Report, t: &Traces) -> Result<()> {
+    report.say("## 5. Viewer\n");
+    if !cfg.dist.join("index.html").is_file() {
+        bail!("the viewer is not built ({} has no index.html): run scripts/build-viewer", cfg.dist.display());
+    }
+    let (Some(driver), Some(chromium)) = (procs::which("chromedriver"), procs::which("chromium")) else {
+        bail!("chromium and chromedriver are not on PATH: run scripts/install-tools");
+    };
+    let srv = Server::start(&cfg.acp_tee, &t.db, &cfg.dist)?;
+    // Chromium wants its profile on a short local path.
+    let profile = std::env::temp_dir().join(format!("acp-tee-bench-profile-{}", std::process::id()));
+    let b = Browser::start(&driver.display().to_string(), &chromium.display().to_string(), &profile)?;
+    viewer::install_observer(&b)?;
+    let loads = if cfg.quick { 2 } else { 5 };
+    let first = viewer::first_diagram(&b, &srv.url, t.big.trace_id, loads)?;
+    let painted = median(&first.painted);
+    let ok = painted < 1500.0 && first.painted[0] < 1500.0;
+    let verdict = report.verdict("viewer first diagram < 1.5 s", ok);
+    report.say(&format!(
+        "Headless Chromium (window 1400×900) through chromedriver, `/traces/{}` of the {}-frame trace. Times \
+         from the page's `performance.now()` (origin: navigation start): the first `.frame` row inserted \
+         (MutationObserver installed before any page script) and the paint after it. {loads} loads; the \
+         first with an empty browser cache.\n",
+        t.big.trace_id,
+        n(t.big.frames)
+    ));
+    report.table(
+        &["load", "first row inserted ms", "painted ms", "rows in DOM", "DOM elements", "target"],
+        &[
+            vec![
+                "first (cold cache)".into(),
+                f(first.inserted[0], 0),
+                f(first.painted[0], 0),
+                n(first.rows),
+                n(first.elements),
+                String::new(),
+            ],
+            vec![
+                format!("median of {loads}"),
+                f(median(&first.inserted), 0),
+                f(painted, 0),
+                String::new(),
+                String::new(),
+                format!("< 1500 ms: {verdict}"),
+            ],
+        ],
+    );
+
+    let reps = if cfg.quick { 1 } else { 3 };
+    let jumps = viewer::jumps(&b, t.big.frames, &[0.1, 0.5, 0.9, 1.0], reps)?;
+    report.say(&format!(
+        "Jumps: `#diagram-scroll` set from the top to a fraction of the trace; time until the rows there are \
+         drawn (no loading placeholder left, row numbers around the expected one); median of {reps}.\n"
+    ));
+    let rows = jumps
+        .iter()
+        .map(|j| {
+            vec![format!("{:.0}%", j.frac * 100.0), f(j.ms, 0), format!("#{}–#{}", n(j.lo as u64), n(j.hi as u64))]
+        })
+        .collect::<Vec<_>>();
+    report.table(&["position", "rows drawn after ms", "rows drawn"], &rows);
+
+    let ms = if cfg.quick { 500 } else { 2000 };
+    let mut rows = Vec::new();
+    // Baseline: the same page not scrolling, for the frame cadence of headless
+    // Chromium on this machine at this moment.
+    let idle = viewer::scroll(&b, 0, ms)?;
+    for px in [0, 40, 400] {
+        let s = if px == 0 { idle.clone() } else { viewer::scroll(&b, px, ms)? };
+        let target = if px == 0 {
+            "baseline".to_owned()
+        } else {
+            // At most one more dropped frame at p95 than idle (a frame is 16.7 ms;
+            // 0.3 ms of slack for timer jitter, so that a tie is not a failure).
+            let smooth = s.frame_ms.p95 <= idle.frame_ms.p95 + 17.0;
+            format!("p95 <= idle p95 + 17 ms: {}", report.verdict(&format!("smooth scroll at {px} px/frame"), smooth))
+        };
+        rows.push(vec![
+            if px == 0 {
+                "idle, no scrolling".to_owned()
+            } else {
+                format!("{px} px/frame (~{} px/s at 60 fps)", px * 60)
+            },
+            n(s.frames),
+            f(s.frame_ms.p50, 1),
+            f(s.frame_ms.p95, 1),
+            f(s.frame_ms.max, 1),
+            format!("{:.0}%", 100.0 * s.blank as f64 / s.frames.max(1) as f64),
+            target,
+        ]);
+    }
+    report.say(&format!(
+        "Continuous scroll from 30% of the trace for {ms} ms, `scrollTop += px` on every animation frame; \
+         frame intervals (ms; 16.7 = 60 fps), against the same page idle. `loading rows shown`: frames in \
+         which a row was still a placeholder.\n"
+    ));
+    report.table(&["speed", "frames", "p50 ms", "p95 ms", "max ms", "loading rows shown", "target"], &rows);
+    Ok(())
+}
+
+/// Section 6: export of the large and the small trace.
+pub fn export(cfg: &Config, report: &mut Report, t: &Traces) -> Result<()> {
+    report.say("## 6. Export\n");
+    report.say(
+        "`acp-tee export --db big.db --trace ID --format F -o FILE`; wall time and peak `VmHWM` (sampled every 5 ms) of the \
+         export process. The ndjson files are checked to hold one line per frame plus the header.\n",
+    );
+    let mut rows = Vec::new();
+    let mut rss = Vec::new();
+    for g in [&t.big, &t.small] {
+        for format in ["json", "ndjson"] {
+            let out = cfg.work.join(format!("export-{}.{format}", g.trace_id));
+            let e = export::run(&cfg.acp_tee, &t.db, g.trace_id, format, &out, g.frames)
+                .with_context(|| format!("export of trace {}", g.trace_id))?;
+            rss.push((g.frames, e.max_rss));
+            rows.push(vec![
+                n(g.frames),
+                format.into(),
+                f(e.took.as_secs_f64(), 2),
+                n((g.frames as f64 / e.took.as_secs_f64()) as u64),
+                f(e.bytes as f64 / 1e6, 0),
+                f(mib(e.max_rss), 1),
+            ]);
+        }
+    }
+    report.table(&["frames", "format", "seconds", "frames/s", "MB written", "peak RSS MiB"], &rows);
+    // Constant memory: the 10× larger trace may not need more than 1.25× the RSS (+4 MiB of noise).
+    let big = rss.iter().filter(|r| r.0 == t.big.frames).map(|r| r.1).max().unwrap_or(0);
+    let small = rss.iter().filter(|r| r.0 == t.small.frames).map(|r| r.1).max().unwrap_or(0);
+    let ok = (big as f64) <= small as f64 * 1.25 + 4.0 * 1024.0 * 1024.0;
+    let v = report.verdict("export in constant memory", ok);
+    report.say(&format!(
+        "Constant memory (peak RSS at {} frames ≤ 1.25 × peak at {} + 4 MiB): {:.1} vs {:.1} MiB: {v}\n",
+        n(t.big.frames),
+        n(t.small.frames),
+        mib(big),
+        mib(small)
+    ));
+    Ok(())
+}

@@ -1,0 +1,184 @@
+//! The viewer in headless Chromium on a large trace: time from navigation to
+//! the first diagram row, jumps to positions in the trace, and frame times
+//! during a continuous scroll. All times come from the page's own
+//! `performance.now()` (a monotonic clock whose origin is the navigation).
+
+use crate::stats::{median, Percentiles};
+use crate::webdriver::Browser;
+use anyhow::{bail, Context, Result};
+use serde_json::{json, Value};
+
+/// Installed before any page script: notes when the first diagram row enters
+/// the DOM (`__firstFrame`) and when the browser next painted (`__firstPaint`).
+const FIRST_ROW_OBSERVER: &str = r#"
+(() => {
+  const obs = new MutationObserver(() => {
+    if (window.__firstFrame || !document.querySelector('#diagram-scroll .frame')) return;
+    window.__firstFrame = performance.now();
+    obs.disconnect();
+    requestAnimationFrame(() => setTimeout(() => { window.__firstPaint = performance.now(); }, 0));
+  });
+  obs.observe(document, { childList: true, subtree: true });
+})();
+"#;
+
+/// Waits in the page (up to 60 s) for `__firstPaint`, then reports it.
+const AWAIT_FIRST_PAINT: &str = r#"
+const done = arguments[arguments.length - 1];
+const poll = () => {
+  if (window.__firstPaint) {
+    return done({ inserted: window.__firstFrame, painted: window.__firstPaint,
+                  rows: document.querySelectorAll('#diagram-scroll .frame').length,
+                  elements: document.getElementsByTagName('*').length });
+  }
+  if (performance.now() > 60000) return done({ error: document.body.innerText.slice(0, 500) });
+  setTimeout(poll, 5);
+};
+poll();
+"#;
+
+/// Sets the scroll position to a fraction of the trace and waits until the
+/// rows there are drawn (no loading placeholder in the window, and row
+/// numbers around the expected one); reports the time it took.
+const JUMP: &str = r#"
+const [frac, total] = arguments;
+const done = arguments[arguments.length - 1];
+const el = document.getElementById('diagram-scroll');
+const t0 = performance.now();
+el.scrollTop = frac >= 1 ? el.scrollHeight : frac * (el.scrollHeight - el.clientHeight);
+const want = Math.min(total, Math.max(1, Math.round(frac * total)));
+const slack = Math.max(100, 0.01 * total);
+const check = () => {
+  const seqs = Array.from(el.querySelectorAll('.frame[data-seq]'), e => +e.dataset.seq);
+  const loading = el.querySelectorAll('.frame-loading').length;
+  const lo = Math.min(...seqs), hi = Math.max(...seqs);
+  if (seqs.length && !loading && lo <= want + slack && hi >= want - slack) {
+    return done({ ms: performance.now() - t0, lo, hi, rows: seqs.length });
+  }
+  if (performance.now() - t0 > 30000) return done({ error: `rows ${lo}..${hi}, ${loading} loading, want ${want}` });
+  requestAnimationFrame(check);
+};
+requestAnimationFrame(check);
+"#;
+
+/// Scrolls continuously by `px` per animation frame for `ms` milliseconds and
+/// reports every frame interval and how many frames showed a loading row.
+const CONTINUOUS: &str = r#"
+const [px, ms, start] = arguments;
+const done = arguments[arguments.length - 1];
+const el = document.getElementById('diagram-scroll');
+el.scrollTop = start * (el.scrollHeight - el.clientHeight);
+const deltas = [];
+let blank = 0, last = 0, t0 = 0;
+const step = now => {
+  if (t0 === 0) { t0 = now; } else { deltas.push(now - last); }
+  last = now;
+  if (el.querySelector('.frame-loading')) blank++;
+  el.scrollTop += px;
+  if (now - t0 < ms) requestAnimationFrame(step);
+  else done({ deltas, blank, frames: deltas.length + 1 });
+};
+requestAnimationFrame(step);
+"#;
+
+/// Load times of the trace page.
+#[derive(Debug, Clone)]
+pub struct FirstDiagram {
+    /// Each load's time to the first row inserted, ms since navigation.
+    pub inserted: Vec<f64>,
+    /// Each load's time to the paint after it.
+    pub painted: Vec<f64>,
+    /// Rows and DOM elements after the first load.
+    pub rows: u64,
+    /// DOM elements after the first load.
+    pub elements: u64,
+}
+
+/// A jump to a position in the trace.
+#[derive(Debug, Clone)]
+pub struct Jump {
+    /// Where to (0..=1 of the trace).
+    pub frac: f64,
+    /// Time until its rows were drawn, ms (median over repetitions).
+    pub ms: f64,
+    /// Seq range drawn.
+    pub lo: i64,
+    /// Seq range drawn.
+    pub hi: i64,
+}
+
+/// A continuous scroll at one speed.
+#[derive(Debug, Clone)]
+pub struct Scroll {
+    /// Frame intervals, ms.
+    pub frame_ms: Percentiles,
+    /// Frames, and those showing a loading row.
+    pub frames: u64,
+    /// Frames with a loading row in the window.
+    pub blank: u64,
+}
+
+/// Loads `{url}/traces/{id}` `loads` times (the first with a cold cache).
+pub fn first_diagram(b: &Browser, url: &str, id: i64, loads: usize) -> Result<FirstDiagram> {
+    let mut out = FirstDiagram { inserted: vec![], painted: vec![], rows: 0, elements: 0 };
+    for i in 0..loads {
+        b.goto("about:blank")?;
+        b.goto(&format!("{url}/traces/{id}"))?;
+        let r = b.js_async(AWAIT_FIRST_PAINT, json!([]))?;
+        if let Some(e) = r.get("error") {
+            bail!("the diagram never showed a row; page: {e}");
+        }
+        out.inserted.push(num(&r, "inserted")?);
+        out.painted.push(num(&r, "painted")?);
+        if i == 0 {
+            out.rows = num(&r, "rows")? as u64;
+            out.elements = num(&r, "elements")? as u64;
+        }
+    }
+    Ok(out)
+}
+
+/// Registers the first-row observer for every later navigation (Chrome
+/// DevTools protocol through chromedriver).
+pub fn install_observer(b: &Browser) -> Result<()> {
+    b.cdp("Page.addScriptToEvaluateOnNewDocument", json!({ "source": FIRST_ROW_OBSERVER }))
+        .context("cannot install the first-row observer")
+}
+
+/// Jumps to each of `fracs` of a trace of `total` frames (already open),
+/// `reps` times each, and reports the median times.
+pub fn jumps(b: &Browser, total: u64, fracs: &[f64], reps: usize) -> Result<Vec<Jump>> {
+    let mut out = Vec::new();
+    for &frac in fracs {
+        let mut times = Vec::new();
+        let (mut lo, mut hi) = (0, 0);
+        for _ in 0..reps {
+            // Start from the top each time so every jump fetches new rows.
+            b.js_async(JUMP, json!([0.0, total]))?;
+            let r = b.js_async(JUMP, json!([frac, total]))?;
+            if let Some(e) = r.get("error") {
+                bail!("jump to {:.0}% never drew its rows: {e}", frac * 100.0);
+            }
+            times.push(num(&r, "ms")?);
+            lo = num(&r, "lo")? as i64;
+            hi = num(&r, "hi")? as i64;
+        }
+        out.push(Jump { frac, ms: median(&times), lo, hi });
+    }
+    Ok(out)
+}
+
+/// Scrolls for `ms` at `px_per_frame`, starting at 30% of the trace.
+pub fn scroll(b: &Browser, px_per_frame: u32, ms: u32) -> Result<Scroll> {
+    let r = b.js_async(CONTINUOUS, json!([px_per_frame, ms, 0.3]))?;
+    let deltas: Vec<f64> = r["deltas"].as_array().context("no frame times")?.iter().filter_map(Value::as_f64).collect();
+    Ok(Scroll {
+        frame_ms: Percentiles::of(&deltas),
+        frames: num(&r, "frames")? as u64,
+        blank: num(&r, "blank")? as u64,
+    })
+}
+
+fn num(v: &Value, key: &str) -> Result<f64> {
+    v[key].as_f64().with_context(|| format!("the page reported no {key}: {v}"))
+}
