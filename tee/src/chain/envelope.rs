@@ -2,7 +2,7 @@
 //! `proxy/successor` envelopes, built from the exact text of ids, params,
 //! results and errors so nothing is re-encoded on the way through.
 
-use crate::frame::present;
+use crate::frame::MessageProbe;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
@@ -40,20 +40,6 @@ pub enum Incoming<'a> {
     },
 }
 
-#[derive(Deserialize)]
-struct LineProbe<'a> {
-    #[serde(default, borrow, deserialize_with = "present")]
-    id: Option<&'a RawValue>,
-    #[serde(default)]
-    method: Option<String>,
-    #[serde(default, borrow, deserialize_with = "present")]
-    params: Option<&'a RawValue>,
-    #[serde(default, borrow, deserialize_with = "present")]
-    result: Option<&'a RawValue>,
-    #[serde(default, borrow, deserialize_with = "present")]
-    error: Option<&'a RawValue>,
-}
-
 /// The params of a `proxy/successor` envelope: the inner message's method and
 /// params (its own `_meta`, if any, is dropped as the conductor does).
 #[derive(Deserialize)]
@@ -68,8 +54,13 @@ pub struct Wrapped<'a> {
 /// Parses one line; `None` when it is not a JSON-RPC message we can route.
 pub fn parse(line: &[u8]) -> Option<Incoming<'_>> {
     let text = std::str::from_utf8(line).ok()?;
-    let p: LineProbe = serde_json::from_str(text).ok()?;
-    match (p.method, p.id) {
+    // The same probe the classifier uses: one definition of what a message is.
+    let p: MessageProbe = serde_json::from_str(text).ok()?;
+    let method = match p.method {
+        Some(m) => Some(serde_json::from_str::<String>(m.get()).ok()?),
+        None => None,
+    };
+    match (method, p.id) {
         (Some(method), id) => Some(Incoming::Call { id, method, params: p.params }),
         (None, Some(id)) if p.result.is_some() || p.error.is_some() => {
             Some(Incoming::Response { id, result: p.result, error: p.error })

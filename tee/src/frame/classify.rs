@@ -55,23 +55,26 @@ impl Classified {
 
 /// Keeps a field's raw text even when it is `null`, so that `"id": null` is
 /// told apart from a missing id.
-pub(crate) fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::Error> {
+fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::Error> {
     <&RawValue>::deserialize(d).map(Some)
 }
 
 /// The members of a JSON-RPC message we look at; the rest is skipped unparsed.
+/// The members of a JSON-RPC message that classification and routing look at,
+/// as exact text; the rest is skipped unparsed. A member that is present but
+/// `null` is `Some("null")`.
 #[derive(Deserialize)]
-struct MessageProbe<'a> {
+pub(crate) struct MessageProbe<'a> {
     #[serde(default, borrow, deserialize_with = "present")]
-    id: Option<&'a RawValue>,
+    pub(crate) id: Option<&'a RawValue>,
     #[serde(default, borrow, deserialize_with = "present")]
-    method: Option<&'a RawValue>,
+    pub(crate) method: Option<&'a RawValue>,
     #[serde(default, borrow, deserialize_with = "present")]
-    params: Option<&'a RawValue>,
+    pub(crate) params: Option<&'a RawValue>,
     #[serde(default, borrow, deserialize_with = "present")]
-    result: Option<&'a RawValue>,
+    pub(crate) result: Option<&'a RawValue>,
     #[serde(default, borrow, deserialize_with = "present")]
-    error: Option<&'a RawValue>,
+    pub(crate) error: Option<&'a RawValue>,
 }
 
 /// The members of `params` (or `result`) we look at, all in one pass.

@@ -13,7 +13,7 @@ mod pairing;
 mod preview;
 mod splitter;
 
-pub(crate) use classify::present;
+pub(crate) use classify::MessageProbe;
 pub use classify::{classify, Classified};
 pub use pairing::{Pairer, Pairing};
 pub use preview::{preview, text_preview, PREVIEW_CHARS};

@@ -300,18 +300,22 @@ impl Store {
 mod tests {
     use super::*;
 
-    #[test]
-    fn search_finds_frames_before_and_after_indexing() {
-        use crate::handoff::TraceStart;
-        use crate::recorder::Framer;
-        let mut store = Store::in_memory().unwrap();
-        let start = TraceStart {
+    /// The start of a plain wrap-mode trace.
+    fn a_start() -> crate::handoff::TraceStart {
+        crate::handoff::TraceStart {
             name: None,
             command: vec!["a".into()],
             cwd: None,
             mode: "wrap".into(),
             started_at: "2026-01-01T00:00:00Z".into(),
-        };
+        }
+    }
+
+    #[test]
+    fn search_finds_frames_before_and_after_indexing() {
+        use crate::recorder::Framer;
+        let mut store = Store::in_memory().unwrap();
+        let start = a_start();
         let id = store.create_trace(&start, 1).unwrap();
         let mut framer = Framer::new();
         let mut frames = Vec::new();
@@ -339,16 +343,10 @@ mod tests {
 
     #[test]
     fn offsets_count_frames_even_across_missing_ones() {
-        use crate::handoff::{TraceEnd, TraceStart};
+        use crate::handoff::TraceEnd;
         use crate::recorder::Framer;
         let mut store = Store::in_memory().unwrap();
-        let start = TraceStart {
-            name: None,
-            command: vec!["a".into()],
-            cwd: None,
-            mode: "wrap".into(),
-            started_at: "2026-01-01T00:00:00Z".into(),
-        };
+        let start = a_start();
         let page = |store: &Store, id: i64, offset: i64| {
             let q = FrameQuery { offset: Some(offset), limit: Some(2), ..FrameQuery::default() };
             store.frame_page(id, &q).unwrap().frames.iter().map(|f| f.seq).collect::<Vec<_>>()
