@@ -2,7 +2,7 @@
 //! its pair, per-method timing. Every value from a request is bound as a
 //! parameter, never spliced into SQL.
 
-use super::queries::{trace_from_row, TRACE_COLUMNS};
+use super::queries::{parse_name, trace_from_row, TRACE_COLUMNS};
 use super::{Store, StoreError};
 use acp_tee_shared::api::{FrameDetail, FramePage, FrameQuery, FrameSummary, MethodStats, TraceStats, TraceSummary};
 use acp_tee_shared::{Direction, FrameKind};
@@ -18,15 +18,12 @@ const SUMMARY_COLUMNS: &str = "f.seq, f.t_ns, f.dir, f.kind, f.rpc_id, f.method,
      END";
 
 fn summary_from_row(row: &Row<'_>) -> rusqlite::Result<FrameSummary> {
-    let conv = |i: usize, e: acp_tee_shared::UnknownName| {
-        rusqlite::Error::FromSqlConversionFailure(i, rusqlite::types::Type::Text, Box::new(e))
-    };
     let id: Option<String> = row.get(4)?;
     Ok(FrameSummary {
         seq: row.get(0)?,
         t_ns: row.get(1)?,
-        dir: row.get::<_, String>(2)?.parse().map_err(|e| conv(2, e))?,
-        kind: row.get::<_, String>(3)?.parse().map_err(|e| conv(3, e))?,
+        dir: parse_name(2, row.get(2)?)?,
+        kind: parse_name(3, row.get(3)?)?,
         id: id.map(|id| serde_json::from_str(&id).unwrap_or(serde_json::Value::String(id))),
         method: row.get(5)?,
         session_id: row.get(6)?,

@@ -63,7 +63,8 @@ pub(super) fn trace_from_row(row: &Row<'_>) -> rusqlite::Result<TraceMeta> {
     })
 }
 
-fn parse_name<T: std::str::FromStr<Err = acp_tee_shared::UnknownName>>(
+/// Column `idx` (a direction or kind name) as its enum.
+pub(super) fn parse_name<T: std::str::FromStr<Err = acp_tee_shared::UnknownName>>(
     idx: usize,
     text: String,
 ) -> rusqlite::Result<T> {
