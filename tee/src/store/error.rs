@@ -60,3 +60,18 @@ pub enum StoreError {
     #[error("trace store: {0}")]
     Sqlite(#[from] rusqlite::Error),
 }
+
+impl StoreError {
+    /// True when SQLite said the store is busy or locked by another connection.
+    pub fn is_busy(&self) -> bool {
+        let sqlite = match self {
+            StoreError::Open { source, .. } | StoreError::Sqlite(source) => Some(source),
+            StoreError::Migrate { source: super::migrations::MigrationError::Sqlite(source), .. } => Some(source),
+            _ => None,
+        };
+        matches!(
+            sqlite.and_then(|e| e.sqlite_error_code()),
+            Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+        )
+    }
+}

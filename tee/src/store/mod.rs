@@ -119,12 +119,34 @@ impl Store {
         Self::open_with(path, OpenFlags::SQLITE_OPEN_READ_WRITE)
     }
 
+    /// Opens the store, retrying while another process holds it in a way
+    /// SQLite reports at once instead of waiting (a writer upgrading its lock
+    /// while this connection switches the journal mode or migrates: SQLite
+    /// returns SQLITE_BUSY rather than deadlock). This happens when a store is
+    /// created and opened by two processes at the same moment.
     fn open_with(path: &Path, flags: OpenFlags) -> Result<Store, StoreError> {
+        let deadline = std::time::Instant::now() + BUSY_TIMEOUT;
+        let mut pause = Duration::from_millis(5);
+        loop {
+            match Self::open_once(path, flags) {
+                Err(e) if e.is_busy() && std::time::Instant::now() < deadline => {
+                    std::thread::sleep(pause);
+                    pause = (pause * 2).min(Duration::from_millis(200));
+                }
+                other => return other,
+            }
+        }
+    }
+
+    fn open_once(path: &Path, flags: OpenFlags) -> Result<Store, StoreError> {
         let wrap = |source| StoreError::Open { path: path.to_owned(), source };
         let flags = flags | OpenFlags::SQLITE_OPEN_NO_MUTEX;
         let mut conn = Connection::open_with_flags(path, flags).map_err(wrap)?;
         conn.busy_timeout(BUSY_TIMEOUT).map_err(wrap)?;
-        conn.pragma_update(None, "journal_mode", "WAL").map_err(wrap)?;
+        let mode: String = conn.query_row("PRAGMA journal_mode", [], |r| r.get(0)).map_err(wrap)?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            conn.pragma_update(None, "journal_mode", "WAL").map_err(wrap)?;
+        }
         conn.pragma_update(None, "synchronous", "NORMAL").map_err(wrap)?;
         conn.pragma_update(None, "foreign_keys", "ON").map_err(wrap)?;
         migrations::apply(&mut conn).map_err(|source| StoreError::Migrate { path: path.to_owned(), source })?;
@@ -151,12 +173,31 @@ impl Store {
     /// Adds a trace for a run that is starting; returns its id.
     pub fn create_trace(&self, start: &TraceStart, recorder_pid: u32) -> Result<i64, StoreError> {
         let command = serde_json::to_string(&start.command).expect("strings always serialise");
-        self.conn.execute(
-            "INSERT INTO traces (name, command, cwd, mode, started_at, recorder_pid)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-            params![start.name, command, start.cwd, start.mode, start.started_at, recorder_pid],
-        )?;
-        Ok(self.conn.last_insert_rowid())
+        self.write(|conn| {
+            conn.execute(
+                "INSERT INTO traces (name, command, cwd, mode, started_at, recorder_pid)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                params![start.name, command, start.cwd, start.mode, start.started_at, recorder_pid],
+            )?;
+            Ok(conn.last_insert_rowid())
+        })
+    }
+
+    /// Runs `f` in a `BEGIN IMMEDIATE` transaction: the write lock is taken
+    /// first, through the busy timeout, so a concurrent writer can never make
+    /// the statement fail half-way with SQLITE_BUSY.
+    fn write<T>(&self, f: impl FnOnce(&Connection) -> Result<T, StoreError>) -> Result<T, StoreError> {
+        self.conn.execute_batch("BEGIN IMMEDIATE")?;
+        match f(&self.conn) {
+            Ok(v) => {
+                self.conn.execute_batch("COMMIT")?;
+                Ok(v)
+            }
+            Err(e) => {
+                let _ = self.conn.execute_batch("ROLLBACK");
+                Err(e)
+            }
+        }
     }
 
     /// Stores `frames` of trace `trace_id` in one transaction and adds them to
@@ -246,13 +287,15 @@ impl Store {
         missing_frames: u64,
         ended_at: &str,
     ) -> Result<(), StoreError> {
-        self.conn.execute(
-            "UPDATE traces SET ended_at = ?1, exit_code = ?2, exit_signal = ?3, end_reason = ?4,
-                               missing_frames = ?5
-             WHERE id = ?6",
-            params![ended_at, end.exit_code, end.exit_signal, end.end_reason, missing_frames as i64, trace_id],
-        )?;
-        Ok(())
+        self.write(|conn| {
+            conn.execute(
+                "UPDATE traces SET ended_at = ?1, exit_code = ?2, exit_signal = ?3, end_reason = ?4,
+                                   missing_frames = ?5
+                 WHERE id = ?6",
+                params![ended_at, end.exit_code, end.exit_signal, end.end_reason, missing_frames as i64, trace_id],
+            )?;
+            Ok(())
+        })
     }
 }
 
@@ -292,4 +335,50 @@ fn insert_rows(conn: &Connection, trace_id: i64, frames: &[NewFrame]) -> Result<
     )?
     .execute(params![frames.len() as i64, errors, trace_id])?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn many_processes_creating_and_opening_one_store_at_once_all_succeed() {
+        // Threads stand in for processes: each has its own connection, as a
+        // recorder, `acp-tee list` and `acp-tee serve` would.
+        for round in 0..20 {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join(format!("race-{round}.db"));
+            let barrier = std::sync::Arc::new(std::sync::Barrier::new(8));
+            let handles: Vec<_> = (0..8)
+                .map(|i| {
+                    let (path, barrier) = (path.clone(), barrier.clone());
+                    std::thread::spawn(move || {
+                        barrier.wait();
+                        if i % 2 == 0 {
+                            let store = Store::create_or_open(&path)?;
+                            let start = TraceStart {
+                                name: Some(format!("t{i}")),
+                                command: vec!["a".into()],
+                                cwd: None,
+                                mode: "wrap".into(),
+                                started_at: "2026-01-01T00:00:00Z".into(),
+                            };
+                            store.create_trace(&start, std::process::id()).map(|_| ())
+                        } else {
+                            // Opening may come before the file exists: that is the
+                            // one error allowed here.
+                            match Store::open_existing(&path) {
+                                Ok(_) | Err(StoreError::Missing { .. }) => Ok(()),
+                                Err(e) => Err(e),
+                            }
+                        }
+                    })
+                })
+                .collect();
+            for h in handles {
+                h.join().unwrap().unwrap();
+            }
+            assert_eq!(Store::open_existing(&path).unwrap().list_traces().unwrap().len(), 4);
+        }
+    }
 }
