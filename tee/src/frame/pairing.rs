@@ -38,11 +38,6 @@ impl Pairer {
         Self::default()
     }
 
-    /// How many requests wait for a response.
-    pub fn pending_len(&self) -> usize {
-        self.pending.len()
-    }
-
     /// Notes the frame `seq` seen at `t_ns` going `dir`. For a response this
     /// returns its request, and fills in the method (and session, when the
     /// response has none) from that request.

@@ -26,12 +26,6 @@ impl Db {
         Ok(Db::around(path, first))
     }
 
-    /// An in-memory-free handle around an already open store (tests).
-    pub fn from_store(store: Store) -> Db {
-        let path = store.path().to_owned();
-        Db::around(&path, store)
-    }
-
     fn around(path: &Path, first: Store) -> Db {
         Db {
             path: path.to_owned(),
