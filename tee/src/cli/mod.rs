@@ -290,6 +290,10 @@ struct RecorderArgs {
     redact: bool,
     #[arg(long = "redact-rule")]
     redact_rule: Vec<Rule>,
+    /// The data pipes' read ends, one per direction (client→agent,
+    /// agent→client, agent stderr)
+    #[arg(long = "data-fds", value_delimiter = ',')]
+    data_fds: Vec<i32>,
 }
 
 /// Parses `3s`, `500ms`, `2m` or a bare number of seconds.
@@ -391,7 +395,8 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Recorder(a) => {
             ignore_terminal_signals();
             let redactor = a.redact.then(|| Redactor::new(a.redact_rule));
-            crate::recorder::run(&a.db, std::io::stdin().lock(), redactor);
+            let data = crate::recorder::data_pipes_from(&a.data_fds);
+            crate::recorder::run(&a.db, std::io::stdin().lock(), data, redactor);
             Ok(0)
         }
     }

@@ -9,6 +9,14 @@
 //! On the pipe, every message is a fixed 14-byte header followed by a payload:
 //! `tag: u8, dir: u8, t_ns: u64 LE, len: u32 LE`, then `len` bytes.
 //!
+//! Where the relay reads a pipe, it does not copy a chunk at all: `tee(2)`
+//! duplicates the chunk's pages into a *data pipe* of that direction, a
+//! chunk-reference message (tag `R`, no payload, `len` = the chunk's size)
+//! goes down the control pipe, and `splice(2)` moves the chunk on to the
+//! peer. The recorder reads `len` bytes from that direction's data pipe when
+//! it meets the reference; the bytes are always there before the reference,
+//! and the reference before the forwarding.
+//!
 //! Architecture Invariant: nothing here knows about SQL; the relay's only cost
 //! per chunk is one extra `write` into a pipe, which blocks only when the
 //! recorder is a whole buffer behind.
@@ -16,7 +24,7 @@
 mod reader;
 mod writer;
 
-pub use reader::HandoffReader;
+pub use reader::{read_full, HandoffReader};
 pub use writer::HandoffWriter;
 
 use acp_tee_shared::Direction;
@@ -29,10 +37,20 @@ pub const HEADER_LEN: usize = 14;
 pub const MAX_PAYLOAD: usize = u32::MAX as usize;
 
 const TAG_START: u8 = b'S';
-const TAG_CHUNK: u8 = b'C';
+/// A chunk whose bytes follow the header.
+pub const TAG_CHUNK: u8 = b'C';
 const TAG_EOF: u8 = b'E';
 const TAG_END: u8 = b'X';
 const TAG_FRAME: u8 = b'F';
+/// A chunk whose bytes wait in the data pipe of its direction.
+pub const TAG_CHUNK_REF: u8 = b'R';
+
+/// The fields of a message header: tag, direction code, t_ns, payload length.
+pub fn decode_header(h: &[u8; HEADER_LEN]) -> (u8, u8, u64, usize) {
+    let t_ns = u64::from_le_bytes(h[2..10].try_into().expect("8 bytes"));
+    let len = u32::from_le_bytes(h[10..14].try_into().expect("4 bytes")) as usize;
+    (h[0], h[1], t_ns, len)
+}
 
 /// What the recorder needs to know to open a trace.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

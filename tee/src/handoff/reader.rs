@@ -62,7 +62,7 @@ impl<R: Read> HandoffReader<R> {
 }
 
 /// Reads until `buf` is full or end-of-file; returns how much was read.
-fn read_full(input: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
+pub fn read_full(input: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
     let mut got = 0;
     while got < buf.len() {
         match input.read(&mut buf[got..]) {

@@ -2,6 +2,8 @@
 
 use super::*;
 use std::io::Write;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::Instant;
 
@@ -13,6 +15,15 @@ use std::time::Instant;
 pub struct HandoffWriter {
     inner: Mutex<Inner>,
     start: Instant,
+    /// Per direction, the data pipe that chunk references point into.
+    data: [Option<DataPipe>; 3],
+}
+
+/// The relay's end of one direction's data pipe.
+struct DataPipe {
+    fd: OwnedFd,
+    /// A `tee` into it failed (the recorder is gone): not used any more.
+    failed: AtomicBool,
 }
 
 struct Inner {
@@ -23,12 +34,47 @@ struct Inner {
 impl HandoffWriter {
     /// Writes to `out`; timestamps count from `start`.
     pub fn new(out: impl Write + Send + 'static, start: Instant) -> Self {
-        HandoffWriter { inner: Mutex::new(Inner { out: Some(Box::new(out)), lost_chunks: 0 }), start }
+        HandoffWriter {
+            inner: Mutex::new(Inner { out: Some(Box::new(out)), lost_chunks: 0 }),
+            start,
+            data: [None, None, None],
+        }
+    }
+
+    /// Like [`HandoffWriter::new`], with a data pipe per direction (in
+    /// [`Direction::ALL`] order) for chunks passed by reference.
+    pub fn with_data_pipes(out: impl Write + Send + 'static, start: Instant, data: [OwnedFd; 3]) -> Self {
+        let mut w = Self::new(out, start);
+        w.data = data.map(|fd| Some(DataPipe { fd, failed: AtomicBool::new(false) }));
+        w
     }
 
     /// A writer that records nothing (no recorder could be started).
     pub fn disconnected(start: Instant) -> Self {
-        HandoffWriter { inner: Mutex::new(Inner { out: None, lost_chunks: 0 }), start }
+        HandoffWriter { inner: Mutex::new(Inner { out: None, lost_chunks: 0 }), start, data: [None, None, None] }
+    }
+
+    /// The data pipe for chunks going `dir`, while it works.
+    pub fn data_pipe(&self, dir: Direction) -> Option<BorrowedFd<'_>> {
+        let pipe = self.data[dir_code(dir) as usize].as_ref()?;
+        (!pipe.failed.load(Ordering::Relaxed)).then(|| pipe.fd.as_fd())
+    }
+
+    /// Stops using the data pipe for `dir` (writing to it failed).
+    pub fn data_pipe_failed(&self, dir: Direction, why: &std::io::Error) {
+        if let Some(pipe) = &self.data[dir_code(dir) as usize] {
+            if !pipe.failed.swap(true, Ordering::Relaxed) {
+                tracing::debug!("{dir}: data pipe to the recorder failed ({why}); handing chunks off by copy");
+            }
+        }
+    }
+
+    /// Hands off a chunk of `len` bytes read from `dir` that was already
+    /// duplicated into `dir`'s data pipe.
+    pub fn chunk_ref(&self, dir: Direction, len: usize) {
+        let mut inner = self.lock();
+        let t_ns = self.now_ns();
+        inner.write(&encode_header(TAG_CHUNK_REF, dir_code(dir), t_ns, len));
     }
 
     /// Nanoseconds since the run started.

@@ -5,31 +5,53 @@
 //! handed off is stored even when the relay is killed with SIGKILL: it sees the
 //! pipe close, stores the rest and marks the trace as ended abnormally.
 //!
-//! Two threads: the framer (this module's [`run`]) and the store writer
-//! ([`StoreWriter`]), joined by a [`ByteQueue`] so memory stays bounded. When the
-//! store is slow the queue fills, the framer stops reading, the pipe fills and
-//! only then the relay waits: backpressure, never loss.
+//! Three threads. The intake (the thread that calls [`run`]) moves the pipe's
+//! bytes into a [`Spool`]: memory, then an unnamed file beside the store. The
+//! framer reads the spool and hands frames through a [`ByteQueue`] to the
+//! store writer ([`StoreWriter`]); both run at a lower priority than the
+//! relay. A burst therefore passes the relay at pipe speed and is stored
+//! afterwards; only a backlog beyond the spool's file makes the pipe fill and
+//! the relay wait: backpressure, never loss.
 //!
 //! Architecture Invariant: every frame read from the pipe is either stored or
 //! counted in the trace's `missing_frames`.
 
 mod framer;
 mod queue;
+mod spool;
 mod writer;
 
 pub use framer::Framer;
 pub use queue::{ByteQueue, Weighted};
+pub use spool::{Spool, SpoolReader, BURST_BACKLOG, BURST_QUIET};
 pub use writer::StoreWriter;
 
-use crate::handoff::{HandoffReader, Message, TraceEnd};
+use crate::handoff::{
+    decode_header, read_full, HandoffReader, Message, TraceEnd, HEADER_LEN, TAG_CHUNK, TAG_CHUNK_REF,
+};
 use crate::redact::Redactor;
 use crate::store::NewFrame;
+use std::fs::File;
 use std::io::Read;
+use std::os::fd::FromRawFd;
 use std::path::Path;
 use std::sync::Arc;
 
 /// Bytes of frames the recorder holds between framer and store writer at most.
-pub const QUEUE_BYTES: usize = 16 << 20;
+pub const QUEUE_BYTES: usize = 8 << 20;
+
+/// Bytes read from the pipe that wait for the framer in memory, at most;
+/// more wait in the spool's file, up to [`SPOOL_FILE_BYTES`].
+pub const SPOOL_MEMORY_BYTES: usize = 8 << 20;
+
+/// Bytes the spool's file (beside the store) holds at most before the relay
+/// is made to wait.
+pub const SPOOL_FILE_BYTES: u64 = 2 << 30;
+
+/// How much lower than the relay the framer and the store writer run
+/// (`nice` steps): traffic is forwarded first, recording catches up when
+/// the CPU is free.
+const RECORDING_NICENESS: libc::c_int = 10;
 
 /// What `end_reason` says when the relay vanished without saying how the run ended.
 pub const RELAY_KILLED: &str = "acp-tee was killed before the run ended";
@@ -45,11 +67,95 @@ pub struct RecorderSummary {
     pub missing: u64,
 }
 
-/// Records one run read from `input` into the store at `db`, masking secrets
-/// in what it stores when `redactor` is given. Returns `None` when the relay
-/// went away before announcing a run (nothing is recorded).
-pub fn run(db: &Path, input: impl Read, redactor: Option<Redactor>) -> Option<RecorderSummary> {
-    let mut reader = HandoffReader::new(input);
+/// Records one run read from the handoff pipe `input` (and the data pipes
+/// `data`, one per direction, that chunk references point into) into the
+/// store at `db`, masking secrets in what it stores when `redactor` is given.
+/// Returns `None` when the relay went away before announcing a run (nothing
+/// is recorded).
+///
+/// The calling thread only moves the pipes' bytes into the [`Spool`]; a
+/// framer thread and a store-writer thread, both at a lower priority, turn
+/// them into stored frames.
+pub fn run(
+    db: &Path,
+    input: impl Read,
+    mut data: [Option<File>; 3],
+    redactor: Option<Redactor>,
+) -> Option<RecorderSummary> {
+    let dir = db.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new(".")).to_owned();
+    let spool = Spool::new(dir, SPOOL_MEMORY_BYTES, SPOOL_FILE_BYTES);
+    let recording = {
+        let (db, spool) = (db.to_owned(), spool.clone());
+        std::thread::Builder::new()
+            .name("framer".into())
+            .spawn(move || record(&db, &spool, redactor))
+            .expect("cannot start the framer thread")
+    };
+    if let Err(e) = intake(input, &mut data, &spool) {
+        // A message cut short: the relay died while blocked writing it, so
+        // its bytes were never forwarded either.
+        tracing::debug!("recorder: handoff ended: {e}");
+    }
+    spool.close();
+    let summary = recording.join().expect("the framer thread panicked");
+    if spool.file_peak() > 0 {
+        tracing::debug!("recorder: the backlog reached {} bytes in the spool file", spool.file_peak());
+    }
+    summary
+}
+
+/// The data pipes passed on descriptors `fds` (none when empty).
+pub fn data_pipes_from(fds: &[i32]) -> [Option<File>; 3] {
+    let mut pipes = [None, None, None];
+    for (slot, &fd) in pipes.iter_mut().zip(fds) {
+        // SAFETY: the relay opened these descriptors for this process alone
+        // (dup2 before exec) and nothing else here uses them.
+        *slot = Some(unsafe { File::from_raw_fd(fd) });
+    }
+    pipes
+}
+
+/// Moves handoff messages from `input` into `spool` until end-of-file, each
+/// whole, with the bytes of chunk references fetched from their data pipe,
+/// so that the spool holds plain handoff messages.
+fn intake(input: impl Read, data: &mut [Option<File>; 3], spool: &Spool) -> std::io::Result<()> {
+    let mut input = std::io::BufReader::with_capacity(256 * 1024, input);
+    loop {
+        let mut header = [0u8; HEADER_LEN];
+        match read_full(&mut input, &mut header)? {
+            0 => return Ok(()),
+            HEADER_LEN => {}
+            got => return Err(cut_short(format!("a header ({got} of {HEADER_LEN} bytes)"))),
+        }
+        let (tag, dir, _, len) = decode_header(&header);
+        let mut message = Vec::with_capacity(HEADER_LEN + len);
+        message.extend_from_slice(&header);
+        message.resize(HEADER_LEN + len, 0);
+        let got = if tag == TAG_CHUNK_REF {
+            message[0] = TAG_CHUNK;
+            let Some(pipe) = data.get_mut(dir as usize).and_then(Option::as_mut) else {
+                return Err(cut_short(format!("a chunk reference to data pipe {dir}, which is not there")));
+            };
+            read_full(pipe, &mut message[HEADER_LEN..])?
+        } else {
+            read_full(&mut input, &mut message[HEADER_LEN..])?
+        };
+        if got < len {
+            return Err(cut_short(format!("a message ({got} of {len} bytes)")));
+        }
+        spool.push(message);
+    }
+}
+
+fn cut_short(what: String) -> std::io::Error {
+    std::io::Error::new(std::io::ErrorKind::UnexpectedEof, format!("the handoff ended inside {what}"))
+}
+
+/// Frames, classifies and stores the handoff messages read from `input`,
+/// which start with the run's start message.
+fn record(db: &Path, spool: &Arc<Spool>, redactor: Option<Redactor>) -> Option<RecorderSummary> {
+    lower_priority();
+    let mut reader = HandoffReader::new(spool.reader());
     let start = match reader.read_message() {
         Ok(Some(Message::Start(start))) => start,
         Ok(None) => return None,
@@ -65,11 +171,12 @@ pub fn run(db: &Path, input: impl Read, redactor: Option<Redactor>) -> Option<Re
     let mut writer = StoreWriter::open(db, &start);
     let queue = Arc::new(ByteQueue::new(QUEUE_BYTES));
     let writer_thread = {
-        let queue = queue.clone();
+        let (queue, spool) = (queue.clone(), spool.clone());
         std::thread::Builder::new()
             .name("store-writer".into())
             .spawn(move || {
-                writer.drain(&queue);
+                lower_priority();
+                writer.drain(&queue, || spool.wait_out_burst());
                 writer
             })
             .expect("cannot start the store writer thread")
@@ -118,6 +225,17 @@ pub fn run(db: &Path, input: impl Read, redactor: Option<Redactor>) -> Option<Re
         end.unwrap_or_else(|| TraceEnd { exit_code: None, exit_signal: None, end_reason: RELAY_KILLED.to_owned() });
     writer.finish(&end);
     Some(RecorderSummary { trace_id: writer.trace_id(), written: writer.written(), missing: writer.missing() })
+}
+
+/// Lowers the calling thread's scheduling priority by [`RECORDING_NICENESS`].
+fn lower_priority() {
+    // SAFETY: gettid and setpriority on the calling thread only; failure
+    // leaves the priority as it was.
+    unsafe {
+        let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
+        let now = libc::getpriority(libc::PRIO_PROCESS, tid);
+        libc::setpriority(libc::PRIO_PROCESS, tid, (now + RECORDING_NICENESS).min(19));
+    }
 }
 
 /// The queue to the store writer, masking each frame's bytes on the way in

@@ -72,13 +72,15 @@ impl StoreWriter {
     }
 
     /// Drains `queue` until it is closed and empty, one transaction per
-    /// batch; while the queue is idle, indexes stored frames for search.
-    pub fn drain(&mut self, queue: &ByteQueue<NewFrame>) {
+    /// batch, calling `pause` before each (it returns when writing may go
+    /// on); while the queue is idle, indexes stored frames for search.
+    pub fn drain(&mut self, queue: &ByteQueue<NewFrame>, pause: impl Fn()) {
         let mut index_done = false;
         loop {
             let wait = if index_done { Duration::from_secs(3600) } else { IDLE };
             match queue.pop_batch_within(MAX_BATCH, wait) {
                 Popped::Items(batch) => {
+                    pause();
                     self.write(&batch);
                     index_done = false;
                 }

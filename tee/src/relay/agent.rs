@@ -1,6 +1,7 @@
 //! Starting the agent and signalling it.
 
 use std::io;
+use std::os::fd::AsRawFd;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::{Child, Command, ExitStatus, Stdio};
 
@@ -63,12 +64,26 @@ pub fn spawn(command: &[String]) -> Result<Child, SpawnError> {
             Ok(())
         });
     }
-    cmd.spawn().map_err(|source| match source.kind() {
+    let child = cmd.spawn().map_err(|source| match source.kind() {
         io::ErrorKind::NotFound => SpawnError::NotFound { program },
         io::ErrorKind::PermissionDenied => SpawnError::NotExecutable { program },
         _ => SpawnError::Other { program, source },
-    })
+    })?;
+    let fds = [
+        child.stdin.as_ref().map(|p| p.as_raw_fd()),
+        child.stdout.as_ref().map(|p| p.as_raw_fd()),
+        child.stderr.as_ref().map(|p| p.as_raw_fd()),
+    ];
+    for fd in fds.into_iter().flatten() {
+        // SAFETY: fcntl on a pipe we own; failure only leaves the default size.
+        unsafe { libc::fcntl(fd, libc::F_SETPIPE_SZ, AGENT_PIPE_BYTES) };
+    }
+    Ok(child)
 }
+
+/// The agent's pipes are enlarged to this many bytes (the most Linux allows
+/// without privileges): fewer, larger reads and writes in a burst.
+const AGENT_PIPE_BYTES: libc::c_int = 1 << 20;
 
 /// Sends `signal` to the agent's process group (the agent and what it started).
 pub fn signal_group(pid: u32, signal: i32) {

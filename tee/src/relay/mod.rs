@@ -74,7 +74,7 @@ pub fn run(opts: &WrapOptions) -> Result<i32, SpawnError> {
         spawn(
             "client-to-agent",
             Box::new(move || {
-                pump::pump(dup_fd(0), agent_in, Direction::ClientToAgent, &h);
+                pump::pump(dup_fd(0), File::from(std::os::fd::OwnedFd::from(agent_in)), Direction::ClientToAgent, &h);
                 // `agent_in` was moved into pump and is closed now: the agent sees EOF.
                 let _ = tx.send(Event::ClientClosed);
             }),

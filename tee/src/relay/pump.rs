@@ -2,20 +2,45 @@
 
 use crate::handoff::{HandoffWriter, HEADER_LEN};
 use acp_tee_shared::Direction;
-use std::io::{ErrorKind, Read, Write};
+use std::fs::File;
+use std::io::{self, ErrorKind, Read, Write};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
+use std::os::unix::fs::FileTypeExt;
 
-/// Bytes read per `read` at most. Pipes hold 64 KiB by default.
-const CHUNK: usize = 64 * 1024;
+/// Bytes moved per chunk at most. The agent's pipes hold 1 MiB, a client's
+/// usually 64 KiB.
+const CHUNK: usize = 256 * 1024;
 
 /// Copies `from` to `to` until `from` ends, handing every chunk to the recorder
 /// before forwarding it, so nothing reaches a peer that the recorder was not
 /// given first. A destination that fails (peer gone) stops forwarding but not
 /// reading: what still arrives is recorded.
-pub fn pump(mut from: impl Read, mut to: impl Write, dir: Direction, handoff: &HandoffWriter) {
+///
+/// When `from` is a pipe and the recorder has a data pipe for `dir`, chunks
+/// are not copied through this process: `tee(2)` duplicates them into the
+/// data pipe and `splice(2)` moves them on (see [`crate::handoff`]).
+/// Otherwise each chunk is read, written to the handoff pipe, then forwarded.
+pub fn pump(from: File, mut to: File, dir: Direction, handoff: &HandoffWriter) {
     let mut buf = vec![0u8; HEADER_LEN + CHUNK];
-    let mut forwarding = true;
+    let mut out = Forward { forwarding: true, splicing: true };
+    let from_is_pipe = from.metadata().is_ok_and(|m| m.file_type().is_fifo());
     loop {
-        let n = match from.read(&mut buf[HEADER_LEN..]) {
+        if from_is_pipe {
+            if let Some(data) = handoff.data_pipe(dir) {
+                match tee(from.as_fd(), data, CHUNK) {
+                    Ok(0) => break,
+                    Ok(n) => {
+                        handoff.chunk_ref(dir, n);
+                        out.pass(&from, &mut to, n, dir, &mut buf[HEADER_LEN..]);
+                        continue;
+                    }
+                    Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                    // The recorder is gone, or tee is not possible here: copy.
+                    Err(e) => handoff.data_pipe_failed(dir, &e),
+                }
+            }
+        }
+        let n = match (&from).read(&mut buf[HEADER_LEN..]) {
             Ok(0) => break,
             Ok(n) => n,
             Err(e) if e.kind() == ErrorKind::Interrupted => continue,
@@ -25,12 +50,99 @@ pub fn pump(mut from: impl Read, mut to: impl Write, dir: Direction, handoff: &H
             }
         };
         handoff.chunk(dir, &mut buf[..HEADER_LEN + n]);
-        if forwarding {
-            if let Err(e) = to.write_all(&buf[HEADER_LEN..HEADER_LEN + n]) {
-                tracing::debug!("{dir}: the receiving side closed ({e}); still recording");
-                forwarding = false;
+        out.write(&mut to, &buf[HEADER_LEN..HEADER_LEN + n], dir);
+    }
+    handoff.eof(dir);
+}
+
+/// The forwarding side of one pump.
+struct Forward {
+    /// False once the receiving side failed: chunks are still recorded.
+    forwarding: bool,
+    /// False once `splice` proved impossible for this destination.
+    splicing: bool,
+}
+
+impl Forward {
+    /// Moves the next `n` bytes of `from` (already handed off) to `to`, by
+    /// `splice` when it can, else by reading them into `buf` and writing.
+    fn pass(&mut self, from: &File, to: &mut File, mut n: usize, dir: Direction, buf: &mut [u8]) {
+        while n > 0 {
+            if self.forwarding && self.splicing {
+                match splice(from.as_fd(), to.as_fd(), n) {
+                    Ok(0) => self.splicing = false,
+                    Ok(k) => n -= k,
+                    Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                    // The destination does not take splice (a terminal, a file
+                    // opened for appending): copy from now on.
+                    Err(e) if e.raw_os_error() == Some(libc::EINVAL) => self.splicing = false,
+                    Err(e) => self.fail(&e, dir),
+                }
+                continue;
+            }
+            let want = n.min(buf.len());
+            match (&*from).read(&mut buf[..want]) {
+                Ok(0) => {
+                    // Cannot happen: the bytes were in the pipe when tee saw them.
+                    tracing::debug!("{dir}: {n} duplicated bytes vanished from the pipe");
+                    return;
+                }
+                Ok(k) => {
+                    n -= k;
+                    self.write(to, &buf[..k], dir);
+                }
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(e) => {
+                    tracing::debug!("{dir}: read failed: {e}");
+                    return;
+                }
             }
         }
     }
-    handoff.eof(dir);
+
+    fn write(&mut self, to: &mut File, bytes: &[u8], dir: Direction) {
+        if self.forwarding {
+            if let Err(e) = to.write_all(bytes) {
+                self.fail(&e, dir);
+            }
+        }
+    }
+
+    fn fail(&mut self, e: &io::Error, dir: Direction) {
+        tracing::debug!("{dir}: the receiving side closed ({e}); still recording");
+        self.forwarding = false;
+    }
+}
+
+/// `tee(2)`: duplicates up to `len` bytes at the front of pipe `from` into
+/// pipe `to` without consuming them; waits for data, 0 at end-of-file.
+fn tee(from: BorrowedFd, to: BorrowedFd, len: usize) -> io::Result<usize> {
+    // SAFETY: tee on two descriptors that stay open for the call.
+    let n = unsafe { libc::tee(from.as_raw_fd(), to.as_raw_fd(), len, 0) };
+    if n < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(n as usize)
+    }
+}
+
+/// `splice(2)` of up to `len` bytes from pipe `from` to `to`.
+fn splice(from: BorrowedFd, to: BorrowedFd, len: usize) -> io::Result<usize> {
+    // SAFETY: splice on two descriptors that stay open for the call; null
+    // offsets mean "the descriptors' own positions".
+    let n = unsafe {
+        libc::splice(
+            from.as_raw_fd(),
+            std::ptr::null_mut(),
+            to.as_raw_fd(),
+            std::ptr::null_mut(),
+            len,
+            libc::SPLICE_F_MOVE,
+        )
+    };
+    if n < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(n as usize)
+    }
 }
