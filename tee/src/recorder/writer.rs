@@ -4,7 +4,7 @@ use super::queue::{ByteQueue, Popped, Weighted};
 use crate::handoff::{TraceEnd, TraceStart};
 use crate::store::{NewFrame, Store};
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Frames committed per transaction at most.
 const MAX_BATCH: usize = 4096;
@@ -13,11 +13,6 @@ const MAX_BATCH: usize = 4096;
 /// search index, and how many frames it indexes per transaction then.
 const IDLE: Duration = Duration::from_millis(30);
 const INDEX_CHUNK: i64 = 2000;
-
-/// How long a finished recording goes on indexing before the process exits;
-/// what is left is indexed by the next recorder's idle time, and searches
-/// scan it meanwhile.
-const FINAL_INDEX_BUDGET: Duration = Duration::from_millis(500);
 
 impl Weighted for NewFrame {
     fn weight(&self) -> usize {
@@ -48,6 +43,7 @@ impl StoreWriter {
             warned: false,
         };
         let opened = Store::create_or_open(path)
+            .and_then(|store| store.tune_for_recording().map(|()| store))
             .and_then(|store| store.create_trace(start, std::process::id()).map(|id| (store, id)));
         match opened {
             Ok(target) => w.target = Some(target),
@@ -119,12 +115,11 @@ impl StoreWriter {
         }
     }
 
-    /// Records how the run ended and how many frames are missing, then
-    /// indexes for search for a short while.
+    /// Records how the run ended and how many frames are missing. Frames
+    /// not yet in the search index are indexed by `acp-tee serve` or the next
+    /// recorder's idle time; searches scan them meanwhile.
     pub fn finish(&mut self, end: &TraceEnd) {
         self.record_end(end);
-        let until = Instant::now() + FINAL_INDEX_BUDGET;
-        while Instant::now() < until && self.index_some() > 0 {}
     }
 
     fn record_end(&mut self, end: &TraceEnd) {

@@ -170,6 +170,17 @@ impl Store {
         &self.path
     }
 
+    /// Sets this connection up for a long stream of inserts: a 16 MiB page
+    /// cache (a transaction of frames never spills to the log half-way, and
+    /// the index pages stay in memory) and a checkpoint every 64 MiB of log
+    /// instead of every 4 MiB (fewer copies of the pages every commit
+    /// touches, fewer fsyncs).
+    pub fn tune_for_recording(&self) -> Result<(), StoreError> {
+        self.conn.pragma_update(None, "cache_size", -16384)?;
+        self.conn.pragma_update(None, "wal_autocheckpoint", 16384)?;
+        Ok(())
+    }
+
     /// Adds a trace for a run that is starting; returns its id.
     pub fn create_trace(&self, start: &TraceStart, recorder_pid: u32) -> Result<i64, StoreError> {
         let command = serde_json::to_string(&start.command).expect("strings always serialise");
