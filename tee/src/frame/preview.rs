@@ -3,6 +3,7 @@
 use acp_tee_shared::FrameKind;
 use serde::Deserialize;
 use serde_json::value::RawValue;
+use std::borrow::Cow;
 
 /// Longest preview, in characters.
 pub const PREVIEW_CHARS: usize = 160;
@@ -34,8 +35,10 @@ struct UpdateProbe<'a> {
 }
 
 #[derive(Deserialize)]
-struct TextProbe {
-    text: Option<String>,
+struct TextProbe<'a> {
+    /// Borrowed from the frame unless it has escapes: a long text is not copied.
+    #[serde(borrow, default)]
+    text: Option<Cow<'a, str>>,
 }
 
 #[derive(Deserialize)]
@@ -86,7 +89,7 @@ pub fn error_preview(error: &RawValue) -> Option<String> {
 
 /// The text (or title, or kind) of a `session/update`'s `update`.
 pub fn update_preview(update: &RawValue) -> Option<String> {
-    update_text(parse(Some(update))?).map(|s| one_line(&s)).filter(|s| !s.is_empty())
+    update_text(parse(Some(update))?).filter(|s| !s.is_empty())
 }
 
 /// The first text block of a `session/prompt`'s `prompt`.
@@ -98,12 +101,12 @@ fn update_text(u: UpdateProbe) -> Option<String> {
     let kind = u.kind.unwrap_or_default();
     let content_text = parse::<TextProbe>(u.content).and_then(|c| c.text);
     match (content_text, u.title) {
-        (Some(text), _) => Some(text),
-        (None, Some(title)) => Some(match u.status {
+        (Some(text), _) => Some(one_line(&text)),
+        (None, Some(title)) => Some(one_line(&match u.status {
             Some(status) => format!("{kind}: {title} ({status})"),
             None => format!("{kind}: {title}"),
-        }),
-        (None, None) => Some(kind),
+        })),
+        (None, None) => Some(one_line(&kind)),
     }
 }
 
@@ -131,21 +134,63 @@ fn strip_ansi(s: &str) -> String {
 /// Collapses whitespace runs (newlines included) to one space and cuts to
 /// [`PREVIEW_CHARS`] characters, marking a cut with an ellipsis.
 fn one_line(s: &str) -> String {
-    let mut out = String::new();
-    let mut count = 0;
-    for word in s.split_whitespace() {
-        if !out.is_empty() {
-            out.push(' ');
-            count += 1;
-        }
-        for c in word.chars() {
-            if count == PREVIEW_CHARS {
+    let mut out = String::with_capacity(s.len().min(PREVIEW_CHARS) + 4);
+    if s.is_ascii() {
+        // Fast path: one byte per character; the same whitespace as
+        // `char::is_whitespace` has in ASCII.
+        let bytes = s.as_bytes();
+        let mut i = 0;
+        while i < bytes.len() {
+            if matches!(bytes[i], b' ' | b'\t'..=b'\r') {
+                i += 1;
+                continue;
+            }
+            let start = i;
+            while i < bytes.len() && !matches!(bytes[i], b' ' | b'\t'..=b'\r') {
+                i += 1;
+            }
+            if !out.is_empty() {
+                out.push(' ');
+            }
+            let room = PREVIEW_CHARS.saturating_sub(out.len());
+            if i - start > room {
+                out.push_str(&s[start..start + room]);
                 out.push('…');
                 return out;
             }
-            out.push(c);
-            count += 1;
+            out.push_str(&s[start..i]);
         }
+        return out;
+    }
+    let mut count = 0;
+    // The word being read (copied whole when it ends) and whether a
+    // whitespace run came before it.
+    let mut word: Option<usize> = None;
+    let mut space = false;
+    for (i, c) in s.char_indices() {
+        if c.is_whitespace() {
+            if let Some(start) = word.take() {
+                out.push_str(&s[start..i]);
+                space = true;
+            }
+            continue;
+        }
+        if word.is_none() {
+            if space {
+                out.push(' ');
+                count += 1;
+            }
+            word = Some(i);
+        }
+        if count >= PREVIEW_CHARS {
+            out.push_str(&s[word.unwrap_or(i)..i]);
+            out.push('…');
+            return out;
+        }
+        count += 1;
+    }
+    if let Some(start) = word {
+        out.push_str(&s[start..]);
     }
     out
 }
@@ -177,6 +222,23 @@ mod tests {
         assert_eq!(p(FrameKind::Stderr, None, stderr).as_deref(), Some("2026 INFO started"));
         assert_eq!(p(FrameKind::Request, Some("initialize"), r#"{"id":1,"method":"initialize"}"#), None);
         assert_eq!(p(FrameKind::Invalid, None, "\n"), None);
+    }
+
+    #[test]
+    fn cut_is_the_same_for_ascii_and_other_text() {
+        // A word that ends exactly at the limit, then more words.
+        let exact = format!("{} more words", "x".repeat(PREVIEW_CHARS));
+        assert_eq!(one_line(&exact), format!("{} …", "x".repeat(PREVIEW_CHARS)));
+        let exact_wide = format!("{} more words", "é".repeat(PREVIEW_CHARS));
+        assert_eq!(one_line(&exact_wide), format!("{} …", "é".repeat(PREVIEW_CHARS)));
+        for (ascii, wide) in [("a  b\n\tc ", "é  b\n\tc "), ("  lead", "  léad"), ("\u{b}x\u{c}y", "\u{b}é\u{c}y")] {
+            assert_eq!(one_line(ascii).chars().count(), one_line(wide).chars().count(), "{ascii:?} / {wide:?}");
+        }
+        assert_eq!(one_line("a  b\n\tc "), "a b c");
+        assert_eq!(one_line("é\u{2003}b"), "é b");
+        let long = "word ".repeat(100);
+        let wide = "wörd ".repeat(100);
+        assert_eq!(one_line(&long).chars().count(), one_line(&wide).chars().count());
     }
 
     #[test]
