@@ -127,8 +127,8 @@ pub fn server(cfg: &Config, report: &mut Report, t: &Traces) -> Result<()> {
 fn search_index_state(db: &std::path::Path) -> String {
     let q = || -> rusqlite::Result<(i64, i64)> {
         let c = rusqlite::Connection::open_with_flags(db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)?;
-        let indexed = c.query_row("SELECT indexed_rowid FROM search_index", [], |r| r.get(0))?;
-        let max = c.query_row("SELECT coalesce(max(rowid), 0) FROM frames", [], |r| r.get(0))?;
+        let indexed = c.query_row("SELECT count(*) FROM frames_fts", [], |r| r.get(0))?;
+        let max = c.query_row("SELECT count(*) FROM frames", [], |r| r.get(0))?;
         Ok((indexed, max))
     };
     match q() {

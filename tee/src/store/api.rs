@@ -3,7 +3,7 @@
 //! parameter, never spliced into SQL.
 
 use super::queries::{parse_name, trace_from_row, TRACE_COLUMNS};
-use super::{Store, StoreError};
+use super::{frame_id, frame_id_bounds, Store, StoreError};
 use acp_tee_shared::api::{FrameDetail, FramePage, FrameQuery, FrameSummary, MethodStats, TraceStats, TraceSummary};
 use acp_tee_shared::{Direction, FrameKind};
 use base64::Engine;
@@ -63,8 +63,16 @@ pub fn fts_query(words: &str) -> Option<String> {
 
 /// WHERE clause and parameters for a frame query's filters (not its paging).
 fn filters(trace_id: i64, q: &FrameQuery) -> (String, Vec<Value>) {
-    let mut sql = String::from("f.trace_id = ?");
-    let mut args = vec![Value::Integer(trace_id)];
+    // The trace's frames are a rowid range. The trace_id column is named as
+    // well only where it leads an index that serves the filter (method,
+    // latency): elsewhere it would tempt the planner off the rowid range.
+    let (lo, hi) = frame_id_bounds(trace_id);
+    let mut sql = String::from("f.id > ? AND f.id < ?");
+    let mut args = vec![Value::Integer(lo), Value::Integer(hi)];
+    if q.method.is_some() || q.min_latency_ms.is_some() {
+        sql.push_str(" AND f.trace_id = ?");
+        args.push(Value::Integer(trace_id));
+    }
     let mut add = |clause: &str, v: Value| {
         sql.push_str(" AND ");
         sql.push_str(clause);
@@ -94,10 +102,12 @@ fn filters(trace_id: i64, q: &FrameQuery) -> (String, Vec<Value>) {
         let words: Vec<String> = q.q.as_deref().unwrap_or_default().split_whitespace().map(str::to_lowercase).collect();
         let scan = vec!["instr(lower(CAST(f.raw AS TEXT)), ?) > 0"; words.len()].join(" AND ");
         sql.push_str(&format!(
-            " AND (f.rowid IN (SELECT rowid FROM frames_fts WHERE frames_fts MATCH ?)
-                   OR (f.rowid > (SELECT indexed_rowid FROM search_index WHERE id = 1) AND {scan}))"
+            " AND (f.id IN (SELECT rowid FROM frames_fts WHERE frames_fts MATCH ?)
+                   OR (f.seq > coalesce((SELECT indexed_seq FROM search_progress WHERE trace_id = ?), 0)
+                       AND {scan}))"
         ));
         args.push(Value::Text(fts));
+        args.push(Value::Integer(trace_id));
         args.extend(words.into_iter().map(Value::Text));
     }
     (sql, args)
@@ -138,9 +148,11 @@ impl Store {
             .ok_or(StoreError::NoSuchTrace(id))?;
         let last_t_ns = self
             .conn
-            .query_row("SELECT t_ns FROM frames WHERE trace_id = ?1 ORDER BY seq DESC LIMIT 1", params![id], |r| {
-                r.get(0)
-            })
+            .query_row(
+                "SELECT t_ns FROM frames WHERE id > ?1 AND id < ?2 ORDER BY id DESC LIMIT 1",
+                params![frame_id_bounds(id).0, frame_id_bounds(id).1],
+                |r| r.get(0),
+            )
             .optional()?
             .unwrap_or(0);
         let live = meta.ended_at.is_none() && pid.is_some_and(process_exists);
@@ -173,10 +185,10 @@ impl Store {
             offset = 0;
         }
         if let Some(after) = after {
-            page_sql.push_str(" AND f.seq > ?");
-            page_args.push(Value::Integer(after));
+            page_sql.push_str(" AND f.id > ?");
+            page_args.push(Value::Integer(frame_id(trace_id, after.max(0))));
         }
-        page_sql.push_str(" ORDER BY f.seq LIMIT ? OFFSET ?");
+        page_sql.push_str(" ORDER BY f.id LIMIT ? OFFSET ?");
         page_args.push(Value::Integer(limit + 1));
         page_args.push(Value::Integer(offset));
         let mut frames: Vec<FrameSummary> = self
@@ -192,23 +204,24 @@ impl Store {
     /// How many frames trace `trace_id` has stored so far.
     pub fn frame_page_total(&self, trace_id: i64) -> i64 {
         self.conn
-            .query_row("SELECT count(*) FROM frames WHERE trace_id = ?1", params![trace_id], |r| r.get(0))
+            .query_row("SELECT count(*) FROM frames WHERE id > ?1 AND id < ?2", frame_id_bounds(trace_id), |r| r.get(0))
             .unwrap_or(0)
     }
 
     /// Frames of trace `trace_id` with seq greater than `after` (live updates).
     pub fn frames_after(&self, trace_id: i64, after: i64, limit: i64) -> Result<Vec<FrameSummary>, StoreError> {
         let sql = format!(
-            "SELECT {SUMMARY_COLUMNS} FROM frames f WHERE f.trace_id = ?1 AND f.seq > ?2 ORDER BY f.seq LIMIT ?3"
+            "SELECT {SUMMARY_COLUMNS} FROM frames f WHERE f.id > ?1 AND f.id < ?2 ORDER BY f.id LIMIT ?3"
         );
+        let (start, end) = (frame_id(trace_id, after.max(0)), frame_id_bounds(trace_id).1);
         let frames: rusqlite::Result<Vec<FrameSummary>> =
-            self.conn.prepare(&sql)?.query_map(params![trace_id, after, limit], summary_from_row)?.collect();
+            self.conn.prepare(&sql)?.query_map(params![start, end, limit], summary_from_row)?.collect();
         Ok(frames?)
     }
 
     fn frame_summary(&self, trace_id: i64, seq: i64) -> Result<Option<FrameSummary>, StoreError> {
-        let sql = format!("SELECT {SUMMARY_COLUMNS} FROM frames f WHERE f.trace_id = ?1 AND f.seq = ?2");
-        Ok(self.conn.query_row(&sql, params![trace_id, seq], summary_from_row).optional()?)
+        let sql = format!("SELECT {SUMMARY_COLUMNS} FROM frames f WHERE f.id = ?1 AND f.seq = ?2");
+        Ok(self.conn.query_row(&sql, params![frame_id(trace_id, seq), seq], summary_from_row).optional()?)
     }
 
     /// One frame with its bytes and its pair; `None` when there is no such frame.
@@ -216,8 +229,8 @@ impl Store {
         self.trace(trace_id)?;
         let Some(frame) = self.frame_summary(trace_id, seq)? else { return Ok(None) };
         let (raw, envelope): (Vec<u8>, Option<Vec<u8>>) = self.conn.query_row(
-            "SELECT raw, envelope FROM frames WHERE trace_id = ?1 AND seq = ?2",
-            params![trace_id, seq],
+            "SELECT raw, envelope FROM frames WHERE id = ?1",
+            params![frame_id(trace_id, seq)],
             |r| Ok((r.get(0)?, r.get(1)?)),
         )?;
         let pair_seq = frame.reply_to_seq.or(frame.reply_seq);

@@ -56,6 +56,9 @@ pub enum StoreError {
     /// A stored value is not what this build expects.
     #[error("the store holds a value this acp-tee cannot read: {0}")]
     Corrupt(String),
+    /// A number the store cannot key a frame by.
+    #[error("cannot store a frame with {0}")]
+    OutOfRange(String),
     /// Any other SQLite failure.
     #[error("trace store: {0}")]
     Sqlite(#[from] rusqlite::Error),

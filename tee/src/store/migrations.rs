@@ -9,6 +9,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../../migrations/0002_proxy_hops_and_mcp.sql"),
     include_str!("../../../migrations/0003_viewer_queries.sql"),
     include_str!("../../../migrations/0004_imports_and_peers.sql"),
+    include_str!("../../../migrations/0005_frames_keyed_by_rowid.sql"),
 ];
 
 /// The schema version this build writes.
@@ -71,6 +72,65 @@ mod tests {
             .unwrap();
         assert!(tables.contains(&"frames".to_owned()) && tables.contains(&"traces".to_owned()), "{tables:?}");
         assert!(tables.contains(&"frames_fts".to_owned()), "{tables:?}");
+    }
+
+    #[test]
+    fn frames_of_a_version_4_store_get_their_rowid_keys_and_are_searchable_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("v4.db");
+        {
+            let conn = Connection::open(&path).unwrap();
+            for sql in &MIGRATIONS[..4] {
+                conn.execute_batch(sql).unwrap();
+            }
+            conn.pragma_update(None, "user_version", 4).unwrap();
+            conn.execute_batch(
+                "INSERT INTO traces (id, command, mode, started_at) VALUES (1, '[]', 'wrap', 'x'), (2, '[]', 'wrap', 'y');
+                 INSERT INTO frames (trace_id, seq, t_ns, dir, kind, raw, method) VALUES
+                   (2, 1, 5, 'client_to_agent', 'request', CAST('{\"a\":\"zebra\"}' AS BLOB), 'm'),
+                   (1, 1, 1, 'client_to_agent', 'request', CAST('{\"b\":\"lion\"}' AS BLOB), 'm'),
+                   (1, 2, 2, 'agent_to_client', 'response', CAST('{\"c\":\"zebra\"}' AS BLOB), 'm');
+                 INSERT INTO frames_fts (rowid, text) SELECT rowid, CAST(raw AS TEXT) FROM frames;
+                 UPDATE search_index SET indexed_rowid = 3;",
+            )
+            .unwrap();
+        }
+        let mut store = crate::store::Store::open_existing(&path).unwrap();
+        let keys: Vec<(i64, i64, i64)> = store
+            .conn
+            .prepare("SELECT id, trace_id, seq FROM frames ORDER BY id")
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(keys, [(1 << 40 | 1, 1, 1), (1 << 40 | 2, 1, 2), (2 << 40 | 1, 2, 1)]);
+        // The old index is gone; searches scan until the frames are indexed again.
+        let search = |store: &crate::store::Store, trace| {
+            let q = acp_tee_shared::api::FrameQuery { q: Some("zebra".into()), ..Default::default() };
+            store.frame_page(trace, &q).unwrap().frames.iter().map(|f| f.seq).collect::<Vec<_>>()
+        };
+        assert_eq!(search(&store, 1), [2]);
+        assert_eq!(store.index_for_search(100).unwrap(), 3);
+        assert_eq!(store.index_for_search(100).unwrap(), 0);
+        assert_eq!(search(&store, 1), [2]);
+        assert_eq!(search(&store, 2), [1]);
+        // A frame of trace 1 stored after trace 2 was indexed has a lower
+        // rowid than trace 2's frames, and is still indexed next time.
+        store
+            .conn
+            .execute_batch(
+                "INSERT INTO frames (id, trace_id, seq, t_ns, dir, kind, raw)
+                 VALUES (1099511627779, 1, 3, 3, 'agent_to_client', 'notification', CAST('zebra again' AS BLOB))",
+            )
+            .unwrap();
+        assert_eq!(store.index_for_search(100).unwrap(), 1);
+        let fts: i64 = store
+            .conn
+            .query_row("SELECT count(*) FROM frames_fts WHERE frames_fts MATCH 'zebra'", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(fts, 3);
+        assert_eq!(search(&store, 1), [2, 3]);
     }
 
     #[test]

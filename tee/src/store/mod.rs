@@ -31,6 +31,21 @@ pub const CUT_OFF: &str = "cut off: acp-tee and its recorder were killed before 
 /// How long a writer waits for another process holding the store's lock.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// A frame's rowid is `trace_id << SEQ_BITS | seq` (migration 5).
+const SEQ_BITS: u32 = 40;
+
+/// The rowid of frame `seq` of trace `trace_id` (a seq past the range gives
+/// a rowid past the trace's, never another trace's frame as long as callers
+/// also compare seq or stay below the trace's bound).
+pub(crate) fn frame_id(trace_id: i64, seq: i64) -> i64 {
+    (trace_id << SEQ_BITS).saturating_add(seq.clamp(0, 1 << SEQ_BITS))
+}
+
+/// The rowids of trace `trace_id`'s frames lie strictly between these two.
+pub(crate) fn frame_id_bounds(trace_id: i64) -> (i64, i64) {
+    (trace_id << SEQ_BITS, (trace_id + 1) << SEQ_BITS)
+}
+
 /// The store file used when `--db` is not given:
 /// `$XDG_DATA_HOME/acp-tee/traces.db`, else `~/.local/share/acp-tee/traces.db`.
 pub fn default_path() -> Result<PathBuf, StoreError> {
@@ -221,31 +236,47 @@ impl Store {
     }
 
     /// Adds up to `max_rows` stored frames that are not yet in the search
-    /// index to it, oldest first, in one transaction; returns how many. Any
-    /// recorder may do this for any trace: the high-water mark is global.
+    /// index to it, trace by trace, in one transaction; returns how many. Any
+    /// recorder may do this for any trace: the progress is kept per trace.
     pub fn index_for_search(&mut self, max_rows: i64) -> Result<usize, StoreError> {
         let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let done: i64 = tx.query_row("SELECT indexed_rowid FROM search_index WHERE id = 1", [], |r| r.get(0))?;
-        let mut last = done;
         let mut count = 0;
         {
+            let traces: Vec<(i64, i64)> = tx
+                .prepare_cached(
+                    "SELECT t.id, coalesce(p.indexed_seq, 0) FROM traces t
+                     LEFT JOIN search_progress p ON p.trace_id = t.id ORDER BY t.id",
+                )?
+                .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+                .collect::<Result<_, _>>()?;
             let mut rows =
-                tx.prepare_cached("SELECT rowid, raw FROM frames WHERE rowid > ?1 ORDER BY rowid LIMIT ?2")?;
+                tx.prepare_cached("SELECT id, seq, raw FROM frames WHERE id > ?1 AND id < ?2 ORDER BY id LIMIT ?3")?;
             let mut index = tx.prepare_cached("INSERT INTO frames_fts (rowid, text) VALUES (?1, ?2)")?;
-            let mut found = rows.query(params![done, max_rows])?;
-            while let Some(row) = found.next()? {
-                let (rowid, raw): (i64, Vec<u8>) = (row.get(0)?, row.get(1)?);
-                // Bytes that are not UTF-8 are searched as far as they decode.
-                index.execute(params![rowid, String::from_utf8_lossy(&raw)])?;
-                last = rowid;
-                count += 1;
+            let mut progress = tx.prepare_cached(
+                "INSERT INTO search_progress (trace_id, indexed_seq) VALUES (?1, ?2)
+                 ON CONFLICT (trace_id) DO UPDATE SET indexed_seq = excluded.indexed_seq",
+            )?;
+            for (trace_id, done) in traces {
+                if count >= max_rows {
+                    break;
+                }
+                let (_, end) = frame_id_bounds(trace_id);
+                let mut last = None;
+                let mut found = rows.query(params![frame_id(trace_id, done), end, max_rows - count])?;
+                while let Some(row) = found.next()? {
+                    let (id, seq, raw): (i64, i64, Vec<u8>) = (row.get(0)?, row.get(1)?, row.get(2)?);
+                    // Bytes that are not UTF-8 are searched as far as they decode.
+                    index.execute(params![id, String::from_utf8_lossy(&raw)])?;
+                    last = Some(seq);
+                    count += 1;
+                }
+                if let Some(seq) = last {
+                    progress.execute(params![trace_id, seq])?;
+                }
             }
         }
-        if count > 0 {
-            tx.execute("UPDATE search_index SET indexed_rowid = ?1 WHERE id = 1", params![last])?;
-        }
         tx.commit()?;
-        Ok(count)
+        Ok(count as usize)
     }
 
     /// Ends every trace that has no end while its recorder process is gone
@@ -263,9 +294,10 @@ impl Store {
             if pid.is_none_or(api::process_exists) {
                 continue;
             }
+            let (lo, hi) = frame_id_bounds(id);
             let last_t_ns: i64 = self.conn.query_row(
-                "SELECT coalesce(max(t_ns), 0) FROM frames WHERE trace_id = ?1",
-                params![id],
+                "SELECT coalesce(max(t_ns), 0) FROM frames WHERE id > ?1 AND id < ?2",
+                params![lo, hi],
                 |r| r.get(0),
             )?;
             let ended_at = chrono::DateTime::parse_from_rfc3339(&started_at)
@@ -314,12 +346,19 @@ impl Store {
 /// inside the caller's transaction.
 fn insert_rows(conn: &Connection, trace_id: i64, frames: &[NewFrame]) -> Result<(), StoreError> {
     let mut insert = conn.prepare_cached(
-        "INSERT INTO frames (trace_id, seq, t_ns, dir, kind, rpc_id, method, session_id, reply_to_seq,
+        "INSERT INTO frames (id, trace_id, seq, t_ns, dir, kind, rpc_id, method, session_id, reply_to_seq,
                              latency_ns, raw, envelope, protocol, mcp_method, preview, sender, receiver)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)",
     )?;
+    if !(0..1 << (63 - SEQ_BITS)).contains(&trace_id) {
+        return Err(StoreError::OutOfRange(format!("trace id {trace_id}")));
+    }
     for f in frames {
+        if !(1..1 << SEQ_BITS).contains(&f.seq) {
+            return Err(StoreError::OutOfRange(format!("seq {} (frames are numbered 1 to 2^40 - 1)", f.seq)));
+        }
         insert.execute(params![
+            frame_id(trace_id, f.seq),
             trace_id,
             f.seq,
             f.t_ns,

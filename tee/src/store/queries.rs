@@ -125,10 +125,11 @@ impl Store {
             .prepare(
                 "SELECT seq, t_ns, dir, kind, rpc_id, method, session_id, reply_to_seq, latency_ns, raw,
                         envelope, protocol, mcp_method, sender, receiver
-                 FROM frames WHERE trace_id = ?1 ORDER BY seq",
+                 FROM frames WHERE id > ?1 AND id < ?2 ORDER BY id",
             )
             .map_err(StoreError::from)?;
-        let mut rows = stmt.query(params![trace_id]).map_err(StoreError::from)?;
+        let (lo, hi) = super::frame_id_bounds(trace_id);
+        let mut rows = stmt.query(params![lo, hi]).map_err(StoreError::from)?;
         while let Some(row) = rows.next().map_err(StoreError::from)? {
             each(frame_from_row(row).map_err(StoreError::from)?)?;
         }

@@ -54,7 +54,11 @@ impl BatchStats {
         for f in frames {
             *s.directions.entry(f.dir.as_str()).or_default() += 1;
             let Some(method) = &f.method else { continue };
-            let m = s.methods.entry(method.clone()).or_default();
+            // Looked up by &str: the method is cloned once per batch, not per frame.
+            if !s.methods.contains_key(method.as_str()) {
+                s.methods.insert(method.clone(), MethodAgg::default());
+            }
+            let m = s.methods.get_mut(method.as_str()).expect("inserted above");
             match f.kind {
                 FrameKind::Request | FrameKind::Notification => m.count += 1,
                 FrameKind::Error => m.errors += 1,
