@@ -89,3 +89,37 @@ fn frames_are_classified_and_paired() {
     assert!(frames[2].latency_ns.unwrap() > 0);
     assert!(frames.windows(2).all(|w| w[0].t_ns <= w[1].t_ns && w[0].seq + 1 == w[1].seq));
 }
+
+/// The paths without tee/splice: stdin a regular file (no tee, chunks are
+/// read and copied to the recorder), stdout and stderr files opened for
+/// appending (splice refuses them, so spliced chunks fall back to copying).
+#[test]
+fn files_instead_of_pipes_pass_unchanged_too() {
+    let store = TempStore::new();
+    let dir = tempfile::tempdir().unwrap();
+    let mut input = Vec::new();
+    for i in 0..20_000 {
+        input.extend_from_slice(
+            format!("{{\"jsonrpc\":\"2.0\",\"id\":{i},\"method\":\"x\",\"params\":{{}}}}\n").as_bytes(),
+        );
+    }
+    input.extend(vec![b'y'; 700_000]);
+    input.push(b'\n');
+    let (in_path, out_path, err_path) = (dir.path().join("in"), dir.path().join("out"), dir.path().join("err"));
+    std::fs::write(&in_path, &input).unwrap();
+    let append = |p: &std::path::Path| std::fs::OpenOptions::new().create(true).append(true).open(p).unwrap();
+    // The agent copies stdin to stdout and a part of it to stderr.
+    let agent = sh("tee /dev/stderr | cat");
+    let mut cmd = tee_command(&store.db, &[], &as_strs(&agent));
+    cmd.stdin(std::fs::File::open(&in_path).unwrap()).stdout(append(&out_path)).stderr(append(&err_path));
+    let status = cmd.status().unwrap();
+    assert!(status.success());
+    assert!(std::fs::read(&out_path).unwrap() == input, "stdout differs");
+    let err = std::fs::read(&err_path).unwrap();
+    assert!(err.starts_with(&input), "stderr lacks the agent's copy ({} bytes)", err.len());
+    let trace = store.only_trace();
+    assert_eq!(trace.missing_frames, 0);
+    assert!(store.stream(trace.id, Direction::ClientToAgent) == input);
+    assert!(store.stream(trace.id, Direction::AgentToClient) == input);
+    assert!(store.stream(trace.id, Direction::AgentStderr) == input);
+}
