@@ -187,6 +187,9 @@ fn record(db: &Path, spool: &Arc<Spool>, redactor: Option<Redactor>) -> Option<R
     let mut last_t = 0;
     let mut end = None;
     loop {
+        // The trace exists already (the viewer lists it); its frames wait
+        // while a burst is coming in.
+        spool.wait_out_burst();
         match reader.read_message() {
             Ok(Some(Message::Chunk { dir, t_ns, data })) => {
                 last_t = t_ns;

@@ -185,7 +185,6 @@ impl Spool {
 
     /// The next bytes in order, waiting for some; empty at the end.
     fn take(&self) -> io::Result<Vec<u8>> {
-        self.wait_out_burst();
         let mut s = self.lock();
         loop {
             if let Some(data) = s.memory.pop_front() {

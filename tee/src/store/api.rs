@@ -210,9 +210,8 @@ impl Store {
 
     /// Frames of trace `trace_id` with seq greater than `after` (live updates).
     pub fn frames_after(&self, trace_id: i64, after: i64, limit: i64) -> Result<Vec<FrameSummary>, StoreError> {
-        let sql = format!(
-            "SELECT {SUMMARY_COLUMNS} FROM frames f WHERE f.id > ?1 AND f.id < ?2 ORDER BY f.id LIMIT ?3"
-        );
+        let sql =
+            format!("SELECT {SUMMARY_COLUMNS} FROM frames f WHERE f.id > ?1 AND f.id < ?2 ORDER BY f.id LIMIT ?3");
         let (start, end) = (frame_id(trace_id, after.max(0)), frame_id_bounds(trace_id).1);
         let frames: rusqlite::Result<Vec<FrameSummary>> =
             self.conn.prepare(&sql)?.query_map(params![start, end, limit], summary_from_row)?.collect();
