@@ -49,15 +49,37 @@ fn integrity_ok(store: &TempStore) {
 
 /// Starts `acp-tee -- cat`, feeds `input` and reads the echo until `stop_after`
 /// bytes came back; returns the child, the bytes received so far and the feeder.
+///
+/// The first line goes alone and the burst starts once its echo is back and
+/// both its frames are stored: a burst now passes at pipe speed and is stored
+/// after it, so without this a kill "mid-burst" could come before the
+/// recorder has even created the trace.
 fn start_burst(store: &TempStore, input: Vec<u8>, stop_after: usize) -> (std::process::Child, Vec<u8>) {
     let mut child = tee_command(&store.db, &[], &["cat"]).stderr(Stdio::null()).spawn().unwrap();
     let mut stdin = child.stdin.take().unwrap();
+    let first = input.iter().position(|&b| b == b'\n').expect("a first line") + 1;
+    stdin.write_all(&input[..first]).unwrap();
+    let mut echo = vec![0u8; first];
+    child.stdout.as_mut().unwrap().read_exact(&mut echo).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let first_stored = || {
+        store.db.exists()
+            && Store::open_existing(&store.db)
+                .is_ok_and(|s| s.list_traces().unwrap().first().is_some_and(|t| t.frame_count == 2))
+    };
+    while !first_stored() {
+        assert!(Instant::now() < deadline, "the recorder never stored the first line's two frames");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let input = input[first..].to_vec();
+    let stop_after = stop_after - first;
     std::thread::spawn(move || {
         let _ = stdin.write_all(&input);
     });
     let mut got = vec![0u8; stop_after];
     child.stdout.as_mut().unwrap().read_exact(&mut got).unwrap();
-    (child, got)
+    echo.extend(got);
+    (child, echo)
 }
 
 #[test]
@@ -97,6 +119,7 @@ fn kill_9_of_both_processes_mid_burst_leaves_a_clean_store_and_a_cut_off_trace()
     // What was committed is a prefix of the run: seq 1..n without gaps.
     let frames = store.frames(trace.id);
     assert_eq!(frames.len() as i64, trace.frame_count);
+    assert!(frames.len() >= 2, "the frames committed before the burst are gone");
     assert!(frames.iter().enumerate().all(|(i, f)| f.seq == i as i64 + 1));
     let c2a = store.stream(trace.id, Direction::ClientToAgent);
     assert!(input.starts_with(&c2a));
