@@ -9,6 +9,13 @@ use std::time::Duration;
 /// Frames committed per transaction at most.
 const MAX_BATCH: usize = 4096;
 
+/// A batch smaller than this waits [`GROUP_COMMIT`] for more frames before
+/// it is committed (group commit): messages a few microseconds apart share a
+/// transaction, which is the recorder's main cost per message. It delays a
+/// frame's visibility to the viewer by that much.
+const GROUP_BELOW: usize = 64;
+const GROUP_COMMIT: Duration = Duration::from_millis(2);
+
 /// How long the queue must stay empty before the writer spends time on the
 /// search index, and how many frames it indexes per transaction then.
 const IDLE: Duration = Duration::from_millis(30);
@@ -75,7 +82,18 @@ impl StoreWriter {
         loop {
             let wait = if index_done { Duration::from_secs(3600) } else { IDLE };
             match queue.pop_batch_within(MAX_BATCH, wait) {
-                Popped::Items(batch) => {
+                Popped::Items(mut batch) => {
+                    if batch.len() < GROUP_BELOW {
+                        // Interactive traffic: gather what comes in the next
+                        // moments into the same transaction rather than
+                        // committing (and waking) once per message.
+                        std::thread::sleep(GROUP_COMMIT);
+                        if let Popped::Items(more) | Popped::Closed(more) =
+                            queue.pop_batch_within(MAX_BATCH - batch.len(), Duration::ZERO)
+                        {
+                            batch.extend(more);
+                        }
+                    }
                     pause();
                     self.write(&batch);
                     index_done = false;

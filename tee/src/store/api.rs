@@ -185,8 +185,9 @@ impl Store {
             offset = 0;
         }
         if let Some(after) = after {
-            page_sql.push_str(" AND f.id > ?");
-            page_args.push(Value::Integer(frame_id(trace_id, after.max(0))));
+            // Raise the range's lower bound (the first parameter) rather
+            // than adding a second one: SQLite seeks on one bound per side.
+            page_args[0] = Value::Integer(frame_id(trace_id, after.max(0)));
         }
         page_sql.push_str(" ORDER BY f.id LIMIT ? OFFSET ?");
         page_args.push(Value::Integer(limit + 1));
