@@ -230,8 +230,9 @@ fn record(db: &Path, spool: &Arc<Spool>, redactor: Option<Redactor>) -> Option<R
     Some(RecorderSummary { trace_id: writer.trace_id(), written: writer.written(), missing: writer.missing() })
 }
 
-/// Lowers the calling thread's scheduling priority by [`RECORDING_NICENESS`].
-fn lower_priority() {
+/// Lowers the calling thread's scheduling priority by [`RECORDING_NICENESS`]
+/// (also used for the server's background search indexing).
+pub(crate) fn lower_priority() {
     // SAFETY: gettid and setpriority on the calling thread only; failure
     // leaves the priority as it was.
     unsafe {

@@ -46,6 +46,8 @@ pub fn watch_store(path: &Path) -> watch::Receiver<u64> {
 pub fn index_behind_recorders(path: &Path, alive: std::sync::Weak<()>) {
     let path = path.to_owned();
     let _ = std::thread::Builder::new().name("search-index".into()).spawn(move || {
+        // Below the request handlers and the browser the user is looking at.
+        crate::recorder::lower_priority();
         let Ok(mut store) = Store::open_existing(&path) else { return };
         while alive.upgrade().is_some() {
             let indexed = store.index_for_search(2000).unwrap_or(0);
