@@ -18,8 +18,9 @@
 //! and the reference before the forwarding.
 //!
 //! Architecture Invariant: nothing here knows about SQL; the relay's only cost
-//! per chunk is one extra `write` into a pipe, which blocks only when the
-//! recorder is a whole buffer behind.
+//! per chunk is one extra `write` into a pipe (plus a `tee` for a chunk by
+//! reference), which blocks only when the recorder's intake is a whole pipe
+//! behind.
 
 mod reader;
 mod writer;
