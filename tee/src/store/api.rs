@@ -61,6 +61,16 @@ pub fn fts_query(words: &str) -> Option<String> {
     (!phrases.is_empty()).then(|| phrases.join(" "))
 }
 
+/// The lowercase words the scan of unindexed frames looks for: the search
+/// words with at least one letter or digit. FTS5 ignores a word of
+/// punctuation alone (an empty phrase) beside others, and matches nothing
+/// when there are only such words: then this is `None`.
+fn scan_words(words: &str) -> Option<Vec<String>> {
+    let kept: Vec<String> =
+        words.split_whitespace().filter(|w| w.chars().any(char::is_alphanumeric)).map(str::to_lowercase).collect();
+    (!kept.is_empty()).then_some(kept)
+}
+
 /// WHERE clause and parameters for a frame query's filters (not its paging).
 fn filters(trace_id: i64, q: &FrameQuery) -> (String, Vec<Value>) {
     // The trace's frames are a rowid range. The trace_id column is named as
@@ -99,8 +109,13 @@ fn filters(trace_id: i64, q: &FrameQuery) -> (String, Vec<Value>) {
     if let Some(fts) = q.q.as_deref().and_then(fts_query) {
         // Indexed frames through FTS5; frames beyond the index (recorded
         // while recorders were busy) by scanning for every word.
-        let words: Vec<String> = q.q.as_deref().unwrap_or_default().split_whitespace().map(str::to_lowercase).collect();
-        let scan = vec!["instr(lower(CAST(f.raw AS TEXT)), ?) > 0"; words.len()].join(" AND ");
+        let words = scan_words(q.q.as_deref().unwrap_or_default());
+        let scan = match &words {
+            Some(words) => vec!["instr(lower(CAST(f.raw AS TEXT)), ?) > 0"; words.len()].join(" AND "),
+            // Only punctuation: FTS5 matches nothing, so neither does the scan.
+            None => "0".to_owned(),
+        };
+        let words = words.unwrap_or_default();
         sql.push_str(&format!(
             " AND (f.id IN (SELECT rowid FROM frames_fts WHERE frames_fts MATCH ?)
                    OR (f.seq > coalesce((SELECT indexed_seq FROM search_progress WHERE trace_id = ?), 0)
@@ -340,6 +355,11 @@ mod tests {
         assert_eq!(search(&store, "purple elephants"), [1]);
         assert_eq!(search(&store, "mice"), [2]);
         assert_eq!(search(&store, "purple mice"), Vec::<i64>::new());
+        // Punctuation: a query of punctuation alone matches nothing (though
+        // both frames hold `{`), a word of it beside others is ignored.
+        let cut_words = ["_", "{", "mice _", "session/prompt", "\"grey"];
+        let scanned: Vec<Vec<i64>> = cut_words.iter().map(|w| search(&store, w)).collect();
+        assert_eq!(scanned, [vec![], vec![], vec![2], vec![1], vec![2]]);
         assert_eq!(store.index_for_search(1).unwrap(), 1);
         assert_eq!(store.index_for_search(10).unwrap(), 1);
         assert_eq!(store.index_for_search(10).unwrap(), 0);
@@ -347,6 +367,8 @@ mod tests {
         assert_eq!(search(&store, "purple elephants"), [1]);
         assert_eq!(search(&store, "mice"), [2]);
         assert_eq!(search(&store, "purple mice"), Vec::<i64>::new());
+        let indexed_answers: Vec<Vec<i64>> = cut_words.iter().map(|w| search(&store, w)).collect();
+        assert_eq!(indexed_answers, scanned);
         let indexed: i64 = store.conn.query_row("SELECT count(*) FROM frames_fts", [], |r| r.get(0)).unwrap();
         assert_eq!(indexed, 2);
     }
