@@ -2,7 +2,14 @@
 
 use super::classify::Classified;
 use acp_tee_shared::{Direction, FrameKind};
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
+
+/// Requests waiting for a response that a pairer keeps at most; past that,
+/// the oldest is forgotten (its response, should it come, stays unpaired).
+/// A peer that never answers cannot make the recorder grow without bound.
+pub const MAX_PENDING: usize = 100_000;
+
+type Key = (Direction, String);
 
 /// A request still waiting for its response.
 #[derive(Debug, Clone)]
@@ -27,15 +34,64 @@ pub struct Pairing {
 /// JSON-RPC ids are scoped per direction: the client's request 7 and the agent's
 /// request 7 are different requests, so pending requests are keyed by the
 /// direction they travelled and the exact text of their id.
-#[derive(Debug, Default)]
+///
+/// At most [`MAX_PENDING`] requests wait; the oldest is forgotten first.
+#[derive(Debug)]
 pub struct Pairer {
-    pending: HashMap<(Direction, String), Pending>,
+    pending: HashMap<Key, Pending>,
+    /// The pending requests' keys with their seq, oldest first. It also holds
+    /// keys already answered or reused (stale: their seq no longer matches),
+    /// dropped when they reach the front or at a compaction.
+    order: VecDeque<(i64, Key)>,
+    limit: usize,
+    forgotten: u64,
+}
+
+impl Default for Pairer {
+    fn default() -> Self {
+        Self::with_limit(MAX_PENDING)
+    }
 }
 
 impl Pairer {
     /// A pairer with no pending requests.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// A pairer that keeps at most `limit` pending requests.
+    pub fn with_limit(limit: usize) -> Self {
+        Pairer { pending: HashMap::new(), order: VecDeque::new(), limit: limit.max(1), forgotten: 0 }
+    }
+
+    /// How many requests wait for a response.
+    pub fn pending(&self) -> usize {
+        self.pending.len()
+    }
+
+    fn remember(&mut self, key: Key, request: Pending) {
+        self.order.push_back((request.seq, key.clone()));
+        self.pending.insert(key, request);
+        if self.pending.len() > self.limit {
+            self.forget_oldest();
+        }
+        if self.order.len() > 2 * self.pending.len() + 1024 {
+            let pending = &self.pending;
+            self.order.retain(|(seq, key)| pending.get(key).is_some_and(|p| p.seq == *seq));
+        }
+    }
+
+    fn forget_oldest(&mut self) {
+        while let Some((seq, key)) = self.order.pop_front() {
+            if self.pending.get(&key).is_some_and(|p| p.seq == seq) {
+                self.pending.remove(&key);
+                self.forgotten += 1;
+                if self.forgotten == 1 {
+                    tracing::debug!("more than {} requests wait for a response; forgetting the oldest", self.limit);
+                }
+                return;
+            }
+        }
     }
 
     /// Notes the frame `seq` seen at `t_ns` going `dir`. For a response this
@@ -64,7 +120,7 @@ impl Pairer {
         match msg.frame_kind() {
             FrameKind::Request => {
                 let pending = Pending { seq, t_ns, method: msg.method.clone(), session_id: msg.session_id.clone() };
-                self.pending.insert((dir, id), pending);
+                self.remember((dir, id), pending);
                 Pairing::default()
             }
             FrameKind::Response | FrameKind::Error => {
@@ -139,6 +195,32 @@ mod tests {
         let pairings: Vec<Pairing> = out.iter().map(|o| o.2).collect();
         let none = Pairing::default();
         assert_eq!(pairings, vec![none, none, none, none, paired(1, 4), none]);
+    }
+
+    #[test]
+    fn past_the_limit_the_oldest_request_is_forgotten_and_memory_stays_bounded() {
+        let mut p = Pairer::with_limit(3);
+        let mut seq = 0;
+        let mut observe = |p: &mut Pairer, dir, raw: String| {
+            seq += 1;
+            p.observe(seq, seq, dir, &mut classify(raw.as_bytes()))
+        };
+        for id in 1..=4 {
+            observe(&mut p, ClientToAgent, format!(r#"{{"id":{id},"method":"m"}}"#));
+        }
+        assert_eq!(p.pending(), 3);
+        // Request 1 was forgotten; 2, 3 and 4 still pair.
+        assert_eq!(observe(&mut p, AgentToClient, r#"{"id":1,"result":{}}"#.into()).reply_to_seq, None);
+        assert_eq!(observe(&mut p, AgentToClient, r#"{"id":2,"result":{}}"#.into()).reply_to_seq, Some(2));
+        // One request never answered, then many answered ones: the order
+        // queue does not keep the answered ones.
+        for id in 100..20_100 {
+            observe(&mut p, ClientToAgent, format!(r#"{{"id":{id},"method":"m"}}"#));
+            observe(&mut p, AgentToClient, format!(r#"{{"id":{id},"result":{{}}}}"#));
+        }
+        assert_eq!(p.pending(), 2);
+        assert!(p.order.len() <= 2 * p.pending() + 1025, "order queue holds {}", p.order.len());
+        assert_eq!(observe(&mut p, AgentToClient, r#"{"id":3,"result":{}}"#.into()).reply_to_seq, Some(3));
     }
 
     #[test]
