@@ -23,7 +23,7 @@ mod writer;
 
 pub use framer::Framer;
 pub use queue::{ByteQueue, Weighted};
-pub use spool::{Spool, SpoolReader, BURST_BACKLOG, BURST_QUIET};
+pub use spool::{Spool, SpoolReader};
 pub use writer::StoreWriter;
 
 use crate::handoff::{

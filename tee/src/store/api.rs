@@ -165,7 +165,7 @@ impl Store {
             .conn
             .query_row(
                 "SELECT t_ns FROM frames WHERE id > ?1 AND id < ?2 ORDER BY id DESC LIMIT 1",
-                params![frame_id_bounds(id).0, frame_id_bounds(id).1],
+                frame_id_bounds(id),
                 |r| r.get(0),
             )
             .optional()?
