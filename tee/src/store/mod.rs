@@ -344,39 +344,79 @@ impl Store {
 
 /// Inserts `frames` of trace `trace_id` and adds them to the trace's counts,
 /// inside the caller's transaction.
-fn insert_rows(conn: &Connection, trace_id: i64, frames: &[NewFrame]) -> Result<(), StoreError> {
-    let mut insert = conn.prepare_cached(
+/// Frames per multi-row INSERT. One statement storing many rows keeps its
+/// cursors open from row to row, so each row is appended where the last one
+/// went instead of being sought from the B-trees' roots.
+const ROWS_PER_INSERT: usize = 32;
+
+/// The columns of a stored frame, in the order [`bind_frame`] binds them.
+const FRAME_COLUMNS: usize = 18;
+
+/// `INSERT INTO frames ... VALUES (...), (...), ...` for `rows` rows.
+fn insert_sql(rows: usize) -> String {
+    let mut sql = String::from(
         "INSERT INTO frames (id, trace_id, seq, t_ns, dir, kind, rpc_id, method, session_id, reply_to_seq,
-                             latency_ns, raw, envelope, protocol, mcp_method, preview, sender, receiver)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)",
-    )?;
+                             latency_ns, raw, envelope, protocol, mcp_method, preview, sender, receiver) VALUES ",
+    );
+    for r in 0..rows {
+        sql.push_str(if r == 0 { "(" } else { ", (" });
+        for c in 0..FRAME_COLUMNS {
+            if c > 0 {
+                sql.push(',');
+            }
+            sql.push_str(&format!("?{}", r * FRAME_COLUMNS + c + 1));
+        }
+        sql.push(')');
+    }
+    sql
+}
+
+/// Binds frame `f` as the row whose first parameter is `first` (from 1).
+fn bind_frame(stmt: &mut rusqlite::Statement, first: usize, trace_id: i64, f: &NewFrame) -> rusqlite::Result<()> {
+    stmt.raw_bind_parameter(first, frame_id(trace_id, f.seq))?;
+    stmt.raw_bind_parameter(first + 1, trace_id)?;
+    stmt.raw_bind_parameter(first + 2, f.seq)?;
+    stmt.raw_bind_parameter(first + 3, f.t_ns)?;
+    stmt.raw_bind_parameter(first + 4, f.dir.as_str())?;
+    stmt.raw_bind_parameter(first + 5, f.kind.as_str())?;
+    stmt.raw_bind_parameter(first + 6, &f.rpc_id)?;
+    stmt.raw_bind_parameter(first + 7, &f.method)?;
+    stmt.raw_bind_parameter(first + 8, &f.session_id)?;
+    stmt.raw_bind_parameter(first + 9, f.reply_to_seq)?;
+    stmt.raw_bind_parameter(first + 10, f.latency_ns)?;
+    stmt.raw_bind_parameter(first + 11, &f.raw)?;
+    stmt.raw_bind_parameter(first + 12, &f.envelope)?;
+    stmt.raw_bind_parameter(first + 13, if f.mcp { "mcp" } else { "acp" })?;
+    stmt.raw_bind_parameter(first + 14, &f.mcp_method)?;
+    stmt.raw_bind_parameter(first + 15, &f.preview)?;
+    stmt.raw_bind_parameter(first + 16, &f.sender)?;
+    stmt.raw_bind_parameter(first + 17, &f.receiver)
+}
+
+fn insert_rows(conn: &Connection, trace_id: i64, frames: &[NewFrame]) -> Result<(), StoreError> {
     if !(0..1 << (63 - SEQ_BITS)).contains(&trace_id) {
         return Err(StoreError::OutOfRange(format!("trace id {trace_id}")));
     }
-    for f in frames {
-        if !(1..1 << SEQ_BITS).contains(&f.seq) {
-            return Err(StoreError::OutOfRange(format!("seq {} (frames are numbered 1 to 2^40 - 1)", f.seq)));
+    if let Some(f) = frames.iter().find(|f| !(1..1 << SEQ_BITS).contains(&f.seq)) {
+        return Err(StoreError::OutOfRange(format!("seq {} (frames are numbered 1 to 2^40 - 1)", f.seq)));
+    }
+    let mut chunks = frames.chunks_exact(ROWS_PER_INSERT);
+    if chunks.len() > 0 {
+        let mut many = conn.prepare_cached(&insert_sql(ROWS_PER_INSERT))?;
+        for chunk in chunks.by_ref() {
+            for (r, f) in chunk.iter().enumerate() {
+                bind_frame(&mut many, r * FRAME_COLUMNS + 1, trace_id, f)?;
+            }
+            many.raw_execute()?;
         }
-        insert.execute(params![
-            frame_id(trace_id, f.seq),
-            trace_id,
-            f.seq,
-            f.t_ns,
-            f.dir.as_str(),
-            f.kind.as_str(),
-            f.rpc_id,
-            f.method,
-            f.session_id,
-            f.reply_to_seq,
-            f.latency_ns,
-            f.raw,
-            f.envelope,
-            if f.mcp { "mcp" } else { "acp" },
-            f.mcp_method,
-            f.preview,
-            f.sender,
-            f.receiver,
-        ])?;
+    }
+    let rest = chunks.remainder();
+    if !rest.is_empty() {
+        let mut one = conn.prepare_cached(&insert_sql(1))?;
+        for f in rest {
+            bind_frame(&mut one, 1, trace_id, f)?;
+            one.raw_execute()?;
+        }
     }
     stats::BatchStats::of(frames).add_to(conn, trace_id)?;
     let errors: i64 = frames.iter().map(|f| f.errors).sum();
@@ -430,5 +470,111 @@ mod tests {
             }
             assert_eq!(Store::open_existing(&path).unwrap().list_traces().unwrap().len(), 4);
         }
+    }
+
+    /// A frame whose every column depends on `i`, NULLs included.
+    fn varied_frame(i: i64) -> NewFrame {
+        let some = |on: bool, text: String| on.then_some(text);
+        NewFrame {
+            seq: i,
+            t_ns: i * 1000 + 7,
+            dir: [Direction::ClientToAgent, Direction::AgentToClient, Direction::AgentStderr][i as usize % 3],
+            kind: [FrameKind::Request, FrameKind::Response, FrameKind::Notification, FrameKind::Stderr][i as usize % 4],
+            rpc_id: some(i % 2 == 0, format!("{i}")),
+            method: some(i % 3 != 0, format!("m/{}", i % 5)),
+            session_id: some(i % 4 == 0, format!("s{i}")),
+            reply_to_seq: (i % 5 == 1).then_some(i - 1),
+            latency_ns: (i % 5 == 1).then_some(i * 3),
+            errors: i % 7 / 6,
+            raw: format!("{{\"n\":{i}}}\n").into_bytes(),
+            envelope: (i % 6 == 0).then(|| vec![i as u8; 3]),
+            mcp: i % 8 == 0,
+            mcp_method: some(i % 8 == 0, "tools/call".into()),
+            preview: some(i % 2 == 1, format!("p{i}")),
+            sender: some(i % 9 == 0, "a".into()),
+            receiver: some(i % 9 == 0, "b".into()),
+        }
+    }
+
+    #[test]
+    fn batches_of_any_length_store_every_column_of_every_frame() {
+        // Full multi-row statements, the single-row remainder, and a second
+        // batch after them.
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::create_or_open(&dir.path().join("t.db")).unwrap();
+        let start = TraceStart {
+            name: None,
+            command: vec!["a".into()],
+            cwd: None,
+            mode: "wrap".into(),
+            started_at: "2026-01-01T00:00:00Z".into(),
+        };
+        let id = store.create_trace(&start, 1).unwrap();
+        let first = 2 * ROWS_PER_INSERT as i64 + 5;
+        let frames: Vec<NewFrame> = (1..=first + 3).map(varied_frame).collect();
+        store.insert_frames(id, &frames[..first as usize]).unwrap();
+        store.insert_frames(id, &frames[first as usize..]).unwrap();
+
+        let mut back = Vec::new();
+        store.for_each_frame::<StoreError>(id, |f| Ok(back.push(f))).unwrap();
+        assert_eq!(back.len(), frames.len());
+        for (f, b) in frames.iter().zip(&back) {
+            let expect = queries::StoredFrame {
+                seq: f.seq,
+                t_ns: f.t_ns,
+                dir: f.dir,
+                kind: f.kind,
+                rpc_id: f.rpc_id.clone(),
+                method: f.method.clone(),
+                session_id: f.session_id.clone(),
+                reply_to_seq: f.reply_to_seq,
+                latency_ns: f.latency_ns,
+                raw: f.raw.clone(),
+                envelope: f.envelope.clone(),
+                mcp: f.mcp,
+                mcp_method: f.mcp_method.clone(),
+                sender: f.sender.clone(),
+                receiver: f.receiver.clone(),
+            };
+            assert_eq!(b, &expect);
+        }
+        let previews: Vec<Option<String>> = store
+            .conn
+            .prepare("SELECT preview FROM frames ORDER BY id")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(previews, frames.iter().map(|f| f.preview.clone()).collect::<Vec<_>>());
+        let trace = store.trace(id).unwrap();
+        assert_eq!(trace.frame_count, frames.len() as i64);
+        assert_eq!(trace.error_count, frames.iter().map(|f| f.errors).sum::<i64>());
+    }
+
+    #[test]
+    fn a_batch_with_a_bad_seq_stores_none_of_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::create_or_open(&dir.path().join("t.db")).unwrap();
+        let start = TraceStart {
+            name: None,
+            command: vec!["a".into()],
+            cwd: None,
+            mode: "wrap".into(),
+            started_at: "2026-01-01T00:00:00Z".into(),
+        };
+        let id = store.create_trace(&start, 1).unwrap();
+        let mut frames: Vec<NewFrame> = (1..=ROWS_PER_INSERT as i64 + 2).map(varied_frame).collect();
+        frames.last_mut().unwrap().seq = 0;
+        assert!(matches!(store.insert_frames(id, &frames), Err(StoreError::OutOfRange(_))));
+        // A duplicate seq fails a multi-row statement: the whole batch is
+        // rolled back.
+        frames.last_mut().unwrap().seq = ROWS_PER_INSERT as i64 + 2;
+        frames[ROWS_PER_INSERT - 1].seq = 1;
+        assert!(store.insert_frames(id, &frames).is_err());
+        let mut n = 0;
+        store.for_each_frame::<StoreError>(id, |_| Ok(n += 1)).unwrap();
+        assert_eq!(n, 0);
+        assert_eq!(store.trace(id).unwrap().frame_count, 0);
     }
 }
