@@ -1,7 +1,8 @@
 //! The recorder's two per-frame costs, measured apart: framing (split,
-//! classify, pair, preview) and storing (the store writer's inserts), on N
-//! frames (default 600,000) of 300-byte `session/update` lines, half each
-//! way. Prints wall time per frame for both and the writer's CPU time.
+//! classify, pair, preview) and storing (the recorder's store writer with
+//! its checkpoint thread, fed from a queue), on N frames (default 600,000)
+//! of 300-byte `session/update` lines, half each way. Prints wall time per
+//! frame for both and the writer thread's CPU time.
 //!
 //! For counts that do not move with machine load, run it under callgrind
 //! and read the inclusive instructions of `Framer::chunk` and
@@ -12,10 +13,11 @@
 //! valgrind --tool=callgrind target/release/examples/recorder_cost 60000
 //! ```
 
-use acp_tee::handoff::TraceStart;
-use acp_tee::recorder::Framer;
-use acp_tee::store::{NewFrame, Store};
+use acp_tee::handoff::{TraceEnd, TraceStart};
+use acp_tee::recorder::{ByteQueue, Framer, StoreWriter, QUEUE_BYTES};
+use acp_tee::store::NewFrame;
 use acp_tee_shared::Direction;
+use std::sync::Arc;
 use std::time::Instant;
 
 /// CPU seconds the calling thread has used.
@@ -52,8 +54,6 @@ fn main() {
     let framing = t.elapsed();
 
     let dir = tempfile::tempdir().expect("a temporary directory");
-    let store = Store::create_or_open(&dir.path().join("cost.db")).expect("a new store");
-    store.tune_for_recording().expect("recording settings");
     let start = TraceStart {
         name: None,
         command: vec!["cat".into()],
@@ -61,18 +61,31 @@ fn main() {
         mode: "wrap".into(),
         started_at: "2026-01-01T00:00:00Z".into(),
     };
-    let id = store.create_trace(&start, std::process::id()).expect("a trace");
-    let mut store = store;
-    let (cpu0, t) = (thread_cpu(), Instant::now());
-    for batch in frames.chunks(4096) {
-        store.insert_frames(id, batch).expect("stored");
+    let queue = Arc::new(ByteQueue::new(QUEUE_BYTES));
+    let t = Instant::now();
+    let writer = {
+        let (queue, path) = (queue.clone(), dir.path().join("cost.db"));
+        std::thread::spawn(move || {
+            let mut writer = StoreWriter::open(&path, &start);
+            let cpu0 = thread_cpu();
+            writer.drain(&queue, || {});
+            writer.finish(&TraceEnd { exit_code: Some(0), exit_signal: None, end_reason: "done".into() });
+            (writer.written(), thread_cpu() - cpu0)
+        })
+    };
+    let n = frames.len();
+    for f in frames {
+        queue.push(f);
     }
-    let (storing, storing_cpu) = (t.elapsed(), thread_cpu() - cpu0);
+    queue.close();
+    let (written, storing_cpu) = writer.join().expect("the writer");
+    let storing = t.elapsed();
+    assert_eq!(written, n as u64, "every frame stored");
 
-    let per = |secs: f64| secs * 1e6 / frames.len() as f64;
+    let per = |secs: f64| secs * 1e6 / n as f64;
     println!(
         "{} frames: framing {:.2} µs/frame; storing {:.2} µs/frame ({:.2} µs CPU)",
-        frames.len(),
+        n,
         per(framing.as_secs_f64()),
         per(storing.as_secs_f64()),
         per(storing_cpu)

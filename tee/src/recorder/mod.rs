@@ -16,11 +16,13 @@
 //! Architecture Invariant: every frame read from the pipe is either stored or
 //! counted in the trace's `missing_frames`.
 
+mod checkpointer;
 mod framer;
 mod queue;
 mod spool;
 mod writer;
 
+pub use checkpointer::Checkpointer;
 pub use framer::Framer;
 pub use queue::{ByteQueue, Weighted};
 pub use spool::{Spool, SpoolReader};

@@ -1,10 +1,15 @@
 //! The thread that owns the store connection and commits frames in batches.
 
+use super::checkpointer::{Checkpointer, CHECKPOINT_EVERY};
 use super::queue::{ByteQueue, Popped, Weighted};
 use crate::handoff::{TraceEnd, TraceStart};
 use crate::store::{NewFrame, Store};
 use std::path::Path;
 use std::time::Duration;
+
+/// With a checkpointer, the writer's own checkpoint waits for this much log
+/// (256 MiB); without, [`Store::tune_for_recording`]'s 64 MiB stays.
+const BACKSTOP_PAGES: u32 = 65536;
 
 /// Frames committed per transaction at most.
 const MAX_BATCH: usize = 4096;
@@ -32,6 +37,10 @@ impl Weighted for NewFrame {
 /// write and warns once, so the relay goes on regardless.
 pub struct StoreWriter {
     target: Option<(Store, i64)>,
+    /// Copies the log into the database beside the writer, when it could start.
+    checkpointer: Option<Checkpointer>,
+    /// Bytes committed since the checkpointer was last asked to run.
+    unfolded: usize,
     display_path: String,
     written: u64,
     missing: u64,
@@ -44,6 +53,8 @@ impl StoreWriter {
     pub fn open(path: &Path, start: &TraceStart) -> StoreWriter {
         let mut w = StoreWriter {
             target: None,
+            checkpointer: None,
+            unfolded: 0,
             display_path: path.display().to_string(),
             written: 0,
             missing: 0,
@@ -53,7 +64,16 @@ impl StoreWriter {
             .and_then(|store| store.tune_for_recording().map(|()| store))
             .and_then(|store| store.create_trace(start, std::process::id()).map(|id| (store, id)));
         match opened {
-            Ok(target) => w.target = Some(target),
+            Ok(target) => {
+                w.checkpointer = Checkpointer::start(path);
+                if w.checkpointer.is_some() {
+                    // Only a backstop now, should the checkpointer fall behind.
+                    if let Err(e) = target.0.set_autocheckpoint(BACKSTOP_PAGES) {
+                        tracing::debug!("autocheckpoint: {e}");
+                    }
+                }
+                w.target = Some(target);
+            }
             Err(e) => w.warn(&e.to_string()),
         }
         w
@@ -123,8 +143,28 @@ impl StoreWriter {
             self.missing += batch.len() as u64;
             return;
         };
-        match store.insert_frames(*trace_id, batch) {
-            Ok(()) => self.written += batch.len() as u64,
+        if let Some(c) = self.checkpointer.as_ref().filter(|c| c.restart_due()) {
+            // Copy the batches committed since the checkpointer's pass, so
+            // that this transaction starts the log over.
+            match store.checkpoint_passive() {
+                Ok(Some(_)) => {}
+                // The checkpointer is in a pass: try again next batch.
+                Ok(None) => c.rearm(),
+                Err(e) => tracing::debug!("checkpoint: {e}"),
+            }
+        }
+        let r = store.insert_frames(*trace_id, batch);
+        match r {
+            Ok(()) => {
+                self.written += batch.len() as u64;
+                self.unfolded += batch.iter().map(Weighted::weight).sum::<usize>();
+                if self.unfolded >= CHECKPOINT_EVERY {
+                    self.unfolded = 0;
+                    if let Some(c) = &self.checkpointer {
+                        c.nudge();
+                    }
+                }
+            }
             Err(e) => {
                 self.missing += batch.len() as u64;
                 let msg = e.to_string();
@@ -137,6 +177,9 @@ impl StoreWriter {
     /// not yet in the search index are indexed by `acp-tee serve` or the next
     /// recorder's idle time; searches scan them meanwhile.
     pub fn finish(&mut self, end: &TraceEnd) {
+        if let Some(c) = self.checkpointer.take() {
+            c.stop();
+        }
         self.record_end(end);
     }
 

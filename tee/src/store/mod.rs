@@ -322,6 +322,24 @@ impl Store {
         Ok(())
     }
 
+    /// Copies what the write-ahead log holds into the database file as far
+    /// as it can without waiting for anyone (`PASSIVE`); the log restarts
+    /// from its beginning at the next write once all of it is copied.
+    /// Returns the log's pages and how many of them are copied, or `None`
+    /// when another connection's checkpoint is running.
+    pub fn checkpoint_passive(&self) -> Result<Option<(i64, i64)>, StoreError> {
+        let (busy, log, copied): (i64, i64, i64) =
+            self.conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
+        Ok((busy == 0 && log >= 0).then_some((log, copied)))
+    }
+
+    /// Sets after how many pages (4 KiB) of log a commit on this connection
+    /// checkpoints by itself.
+    pub fn set_autocheckpoint(&self, pages: u32) -> Result<(), StoreError> {
+        self.conn.pragma_update(None, "wal_autocheckpoint", pages)?;
+        Ok(())
+    }
+
     /// Marks trace `trace_id` as ended at `ended_at` (UTC, RFC 3339).
     pub fn finish_trace(
         &self,
