@@ -214,7 +214,12 @@ mod tests {
         assert!(after < log, "the log went on from {log} pages to {after}");
 
         let mut stored = 0;
-        writer.for_each_frame::<StoreError>(id, |_| Ok(stored += 1)).unwrap();
+        writer
+            .for_each_frame::<StoreError>(id, |_| {
+                stored += 1;
+                Ok(())
+            })
+            .unwrap();
         assert_eq!(stored, 520);
     }
 

@@ -534,7 +534,12 @@ mod tests {
         store.insert_frames(id, &frames[first as usize..]).unwrap();
 
         let mut back = Vec::new();
-        store.for_each_frame::<StoreError>(id, |f| Ok(back.push(f))).unwrap();
+        store
+            .for_each_frame::<StoreError>(id, |f| {
+                back.push(f);
+                Ok(())
+            })
+            .unwrap();
         assert_eq!(back.len(), frames.len());
         for (f, b) in frames.iter().zip(&back) {
             let expect = queries::StoredFrame {
@@ -591,7 +596,12 @@ mod tests {
         frames[ROWS_PER_INSERT - 1].seq = 1;
         assert!(store.insert_frames(id, &frames).is_err());
         let mut n = 0;
-        store.for_each_frame::<StoreError>(id, |_| Ok(n += 1)).unwrap();
+        store
+            .for_each_frame::<StoreError>(id, |_| {
+                n += 1;
+                Ok(())
+            })
+            .unwrap();
         assert_eq!(n, 0);
         assert_eq!(store.trace(id).unwrap().frame_count, 0);
     }
