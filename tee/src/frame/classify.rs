@@ -97,6 +97,12 @@ struct ParamsProbe<'a> {
 /// Never fails: bytes that are not a JSON-RPC message (bad UTF-8, bad JSON, an
 /// empty line, a JSON value of the wrong shape) are [`FrameKind::Invalid`].
 pub fn classify(raw: &[u8]) -> Classified {
+    classify_with(raw, true)
+}
+
+/// [`classify`], leaving out the preview unless `preview` is true (it is
+/// half the work for a short frame).
+pub fn classify_with(raw: &[u8], preview: bool) -> Classified {
     let Ok(text) = std::str::from_utf8(raw) else {
         return Classified::invalid();
     };
@@ -105,17 +111,17 @@ pub fn classify(raw: &[u8]) -> Classified {
         match serde_json::from_str::<Vec<&RawValue>>(text) {
             Ok(items) if !items.is_empty() => Classified {
                 kind: Some(FrameKind::Batch),
-                elements: items.iter().map(|v| classify_message(v.get())).collect(),
+                elements: items.iter().map(|v| classify_message(v.get(), preview)).collect(),
                 ..Default::default()
             },
             _ => Classified::invalid(),
         }
     } else {
-        classify_message(text)
+        classify_message(text, preview)
     }
 }
 
-fn classify_message(text: &str) -> Classified {
+fn classify_message(text: &str, want_preview: bool) -> Classified {
     let Ok(probe) = serde_json::from_str::<MessageProbe>(text) else {
         return Classified::invalid();
     };
@@ -141,6 +147,7 @@ fn classify_message(text: &str) -> Classified {
         .and_then(|m| serde_json::from_str::<String>(m.get()).ok());
     // The preview comes from the parts this one parse already found.
     let preview = match (kind, method.as_deref()) {
+        _ if !want_preview => None,
         (FrameKind::Error, _) => probe.error.and_then(preview::error_preview),
         (_, Some("session/update")) => inner.update.and_then(preview::update_preview),
         (FrameKind::Request, Some("session/prompt")) => inner.prompt.as_deref().and_then(preview::prompt_preview),

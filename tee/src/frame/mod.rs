@@ -14,7 +14,7 @@ mod preview;
 mod splitter;
 
 pub(crate) use classify::MessageProbe;
-pub use classify::{classify, Classified};
+pub use classify::{classify, classify_with, Classified};
 pub use pairing::{Pairer, Pairing};
 pub use preview::{preview, text_preview, PREVIEW_CHARS};
 pub use splitter::FrameSplitter;

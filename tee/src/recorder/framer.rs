@@ -1,7 +1,7 @@
 //! Turns the relay's chunks into numbered, classified and paired frames.
 
-use crate::frame::{classify, text_preview, FrameSplitter, Pairer};
-use crate::store::NewFrame;
+use crate::frame::{classify_with, text_preview, FrameSplitter, Pairer};
+use crate::store::{NewFrame, PREVIEW_STORED_FROM};
 use acp_tee_shared::{Direction, FrameKind};
 use std::collections::HashMap;
 
@@ -106,11 +106,13 @@ impl Annotator {
             sender: None,
             receiver: None,
         };
+        // Short frames are stored without a preview; readers make it.
+        let preview = frame.raw.len() >= PREVIEW_STORED_FROM;
         if dir == Direction::AgentStderr {
-            frame.preview = text_preview(&frame.raw);
+            frame.preview = text_preview(&frame.raw).filter(|_| preview);
             return frame;
         }
-        let mut c = classify(&frame.raw);
+        let mut c = classify_with(&frame.raw, preview);
         // The conductor renames the client's `initialize` for proxies; the
         // logical message is the client's initialize (raw keeps the wire name).
         if matches!(c.method.as_deref(), Some("proxy/initialize" | "_proxy/initialize")) {
@@ -128,7 +130,7 @@ impl Annotator {
         frame.reply_to_seq = pairing.reply_to_seq;
         frame.latency_ns = pairing.latency_ns;
         frame.preview = match frame.kind {
-            FrameKind::Invalid => text_preview(&frame.raw),
+            FrameKind::Invalid if preview => text_preview(&frame.raw),
             _ => c.preview,
         };
         frame

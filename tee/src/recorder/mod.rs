@@ -266,7 +266,9 @@ impl Masking<'_> {
                 }
             }
             if changed {
-                f.preview = crate::frame::preview(f.kind, f.method.as_deref(), &f.raw);
+                f.preview = Some(&f.raw)
+                    .filter(|raw| raw.len() >= crate::store::PREVIEW_STORED_FROM)
+                    .and_then(|raw| crate::frame::preview(f.kind, f.method.as_deref(), raw));
             }
         }
         self.queue.push(f);

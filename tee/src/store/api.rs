@@ -7,30 +7,39 @@ use super::{frame_id, frame_id_bounds, Store, StoreError};
 use acp_tee_shared::api::{FrameDetail, FramePage, FrameQuery, FrameSummary, MethodStats, TraceStats, TraceSummary};
 use acp_tee_shared::{Direction, FrameKind};
 use base64::Engine;
-use rusqlite::types::Value;
+use rusqlite::types::{Value, ValueRef};
 use rusqlite::{params, params_from_iter, OptionalExtension, Row};
 
 /// Columns read into a [`FrameSummary`], in `summary_from_row` order.
+/// Frames shorter than [`super::PREVIEW_STORED_FROM`] have no stored preview: the
+/// raw bytes come along (column 14) and the preview is made from them.
 const SUMMARY_COLUMNS: &str = "f.seq, f.t_ns, f.dir, f.kind, f.rpc_id, f.method, f.session_id, f.reply_to_seq,
      f.latency_ns, length(f.raw), f.preview, f.protocol, f.mcp_method,
      CASE WHEN f.kind IN ('request', 'batch') THEN
        (SELECT r.seq FROM frames r WHERE r.trace_id = f.trace_id AND r.reply_to_seq = f.seq LIMIT 1)
-     END";
+     END,
+     CASE WHEN f.preview IS NULL AND length(f.raw) < 4096 THEN f.raw END";
 
 fn summary_from_row(row: &Row<'_>) -> rusqlite::Result<FrameSummary> {
     let id: Option<String> = row.get(4)?;
+    let kind = parse_name(3, row.get(3)?)?;
+    let method: Option<String> = row.get(5)?;
+    let preview = match row.get_ref(14)? {
+        ValueRef::Blob(raw) | ValueRef::Text(raw) => crate::frame::preview(kind, method.as_deref(), raw),
+        _ => row.get(10)?,
+    };
     Ok(FrameSummary {
         seq: row.get(0)?,
         t_ns: row.get(1)?,
         dir: parse_name(2, row.get(2)?)?,
-        kind: parse_name(3, row.get(3)?)?,
+        kind,
         id: id.map(|id| serde_json::from_str(&id).unwrap_or(serde_json::Value::String(id))),
-        method: row.get(5)?,
+        method,
         session_id: row.get(6)?,
         reply_to_seq: row.get(7)?,
         latency_ns: row.get(8)?,
         size: row.get(9)?,
-        preview: row.get(10)?,
+        preview,
         mcp: row.get::<_, String>(11)? == "mcp",
         mcp_method: row.get(12)?,
         reply_seq: row.get(13)?,
@@ -334,6 +343,57 @@ mod tests {
             mode: "wrap".into(),
             started_at: "2026-01-01T00:00:00Z".into(),
         }
+    }
+
+    #[test]
+    fn previews_of_short_frames_are_made_on_reading_as_the_recorder_made_them() {
+        use crate::recorder::Framer;
+        assert!(SUMMARY_COLUMNS.contains(&format!("length(f.raw) < {}", super::super::PREVIEW_STORED_FROM)));
+        let long_text = "word ".repeat(1000);
+        let to_agent = format!(
+            "{}\n{}\n{}\n{}\n",
+            r#"{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"sessionId":"s","prompt":[{"type":"image"},{"type":"text","text":"Fix\n  the   bug"}]}}"#,
+            r#"{"jsonrpc":"2.0","id":2,"method":"initialize","params":{}}"#,
+            "not json at all",
+            r#"[{"jsonrpc":"2.0","method":"a"}]"#,
+        );
+        let to_client = format!(
+            "{}\n{}\n{}\n{}\n{}\n",
+            r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"H\u00e9llo\tthere"}}}}"#,
+            r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"tool_call","title":"Read","status":"pending"}}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"boom"}}"#,
+            r#"{"jsonrpc":"2.0","id":2,"result":{"protocolVersion":1}}"#,
+            format_args!(
+                r#"{{"jsonrpc":"2.0","method":"session/update","params":{{"update":{{"sessionUpdate":"agent_message_chunk","content":{{"type":"text","text":"{long_text}"}}}}}}}}"#
+            ),
+        );
+        let stderr = "\u{1b}[32mINFO\u{1b}[0m agent started\n";
+        let mut framer = Framer::new();
+        let mut frames = Vec::new();
+        framer.chunk(Direction::ClientToAgent, 1, to_agent.as_bytes(), |f| frames.push(f));
+        framer.chunk(Direction::AgentToClient, 2, to_client.as_bytes(), |f| frames.push(f));
+        framer.chunk(Direction::AgentStderr, 3, stderr.as_bytes(), |f| frames.push(f));
+        // What the recorder stored for every frame before short frames lost
+        // their stored preview: classify's, or the text of stderr and
+        // unparsable lines.
+        let recorded: Vec<Option<String>> = frames
+            .iter()
+            .map(|f| match f.kind {
+                FrameKind::Stderr | FrameKind::Invalid => crate::frame::text_preview(&f.raw),
+                _ => crate::frame::classify(&f.raw).preview,
+            })
+            .collect();
+        assert_eq!(recorded.iter().filter(|p| p.is_some()).count(), 7, "{recorded:?}");
+        let stored: Vec<bool> = frames.iter().map(|f| f.preview.is_some()).collect();
+        assert_eq!(stored, frames.iter().map(|f| f.raw.len() >= 4096).collect::<Vec<_>>());
+        assert_eq!(stored.iter().filter(|s| **s).count(), 1);
+
+        let mut store = Store::in_memory().unwrap();
+        let id = store.create_trace(&a_start(), 1).unwrap();
+        store.insert_frames(id, &frames).unwrap();
+        let page = store.frame_page(id, &FrameQuery::default()).unwrap();
+        let read: Vec<Option<String>> = page.frames.into_iter().map(|f| f.preview).collect();
+        assert_eq!(read, recorded);
     }
 
     #[test]

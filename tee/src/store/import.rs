@@ -1,7 +1,7 @@
 //! Writing imported traces: everything a file holds goes in in one
 //! transaction, so a failed import leaves the store as it was.
 
-use super::{insert_rows, NewFrame, Store, StoreError};
+use super::{insert_rows, Inserts, NewFrame, Store, StoreError};
 use acp_tee_shared::TraceMeta;
 use rusqlite::{params, Transaction, TransactionBehavior};
 
@@ -12,12 +12,14 @@ use rusqlite::{params, Transaction, TransactionBehavior};
 /// writing to the same store wait for it (up to the 30 s busy timeout).
 pub struct Import<'a> {
     tx: Transaction<'a>,
+    inserts: std::cell::RefCell<&'a mut Inserts>,
 }
 
 impl Store {
     /// Starts an import: one write transaction for every trace of a file.
     pub fn begin_import(&mut self) -> Result<Import<'_>, StoreError> {
-        Ok(Import { tx: self.conn.transaction_with_behavior(TransactionBehavior::Immediate)? })
+        let Store { inserts, conn, .. } = self;
+        Ok(Import { tx: conn.transaction_with_behavior(TransactionBehavior::Immediate)?, inserts: inserts.into() })
     }
 }
 
@@ -35,7 +37,7 @@ impl Import<'_> {
 
     /// Stores frames of trace `trace_id` and adds them to its counts.
     pub fn insert_frames(&self, trace_id: i64, frames: &[NewFrame]) -> Result<(), StoreError> {
-        insert_rows(&self.tx, trace_id, frames)
+        insert_rows(&self.tx, &mut self.inserts.borrow_mut(), trace_id, frames)
     }
 
     /// Sets every field of trace `trace_id` but its id to what `meta` says

@@ -9,6 +9,7 @@
 pub mod api;
 mod error;
 mod import;
+mod insert;
 pub mod migrations;
 mod queries;
 pub mod stats;
@@ -16,6 +17,8 @@ pub mod stats;
 pub use error::StoreError;
 pub use import::Import;
 pub use queries::StoredFrame;
+
+use insert::Inserts;
 
 use crate::handoff::{TraceEnd, TraceStart};
 use acp_tee_shared::{Direction, FrameKind};
@@ -30,6 +33,13 @@ pub const CUT_OFF: &str = "cut off: acp-tee and its recorder were killed before 
 
 /// How long a writer waits for another process holding the store's lock.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Frames of fewer bytes than this are stored without their preview (the
+/// `preview` column is NULL): readers make it from the raw bytes, which at
+/// that size costs microseconds, and recording is spared both the work and
+/// the bytes. Longer frames keep theirs, so that no reader has to load a
+/// large message to show one line of it.
+pub const PREVIEW_STORED_FROM: usize = 4096;
 
 /// A frame's rowid is `trace_id << SEQ_BITS | seq` (migration 5).
 const SEQ_BITS: u32 = 40;
@@ -88,7 +98,8 @@ pub struct NewFrame {
     pub mcp: bool,
     /// For `mcp/message`: the inner MCP method.
     pub mcp_method: Option<String>,
-    /// A short text for the viewer's diagram.
+    /// A short text for the viewer's diagram; for frames shorter than
+    /// [`PREVIEW_STORED_FROM`] it is not stored, and readers make it again.
     pub preview: Option<String>,
     /// Imports from a multi-component source: the sending component's name.
     pub sender: Option<String>,
@@ -98,6 +109,9 @@ pub struct NewFrame {
 
 /// An open store.
 pub struct Store {
+    /// Declared before `conn`: its statements are finalized before the
+    /// connection closes.
+    inserts: Inserts,
     conn: Connection,
     path: PathBuf,
 }
@@ -165,7 +179,7 @@ impl Store {
         conn.pragma_update(None, "synchronous", "NORMAL").map_err(wrap)?;
         conn.pragma_update(None, "foreign_keys", "ON").map_err(wrap)?;
         migrations::apply(&mut conn).map_err(|source| StoreError::Migrate { path: path.to_owned(), source })?;
-        let store = Store { conn, path: path.to_owned() };
+        let store = Store { inserts: Inserts::default(), conn, path: path.to_owned() };
         // A store that cannot be written to (read-only file) is still readable.
         if let Err(e) = store.end_abandoned_traces() {
             tracing::debug!("cannot mark abandoned traces in {}: {e}", path.display());
@@ -177,7 +191,7 @@ impl Store {
     pub fn in_memory() -> Result<Store, StoreError> {
         let mut conn = Connection::open_in_memory()?;
         migrations::apply(&mut conn).map_err(|source| StoreError::Migrate { path: ":memory:".into(), source })?;
-        Ok(Store { conn, path: PathBuf::from(":memory:") })
+        Ok(Store { inserts: Inserts::default(), conn, path: PathBuf::from(":memory:") })
     }
 
     /// The file this store lives in.
@@ -230,7 +244,7 @@ impl Store {
     /// the trace's counts.
     pub fn insert_frames(&mut self, trace_id: i64, frames: &[NewFrame]) -> Result<(), StoreError> {
         let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        insert_rows(&tx, trace_id, frames)?;
+        insert_rows(&tx, &mut self.inserts, trace_id, frames)?;
         tx.commit()?;
         Ok(())
     }
@@ -362,80 +376,14 @@ impl Store {
 
 /// Inserts `frames` of trace `trace_id` and adds them to the trace's counts,
 /// inside the caller's transaction.
-/// Frames per multi-row INSERT. One statement storing many rows keeps its
-/// cursors open from row to row, so each row is appended where the last one
-/// went instead of being sought from the B-trees' roots.
-const ROWS_PER_INSERT: usize = 32;
-
-/// The columns of a stored frame, in the order [`bind_frame`] binds them.
-const FRAME_COLUMNS: usize = 18;
-
-/// `INSERT INTO frames ... VALUES (...), (...), ...` for `rows` rows.
-fn insert_sql(rows: usize) -> String {
-    let mut sql = String::from(
-        "INSERT INTO frames (id, trace_id, seq, t_ns, dir, kind, rpc_id, method, session_id, reply_to_seq,
-                             latency_ns, raw, envelope, protocol, mcp_method, preview, sender, receiver) VALUES ",
-    );
-    for r in 0..rows {
-        sql.push_str(if r == 0 { "(" } else { ", (" });
-        for c in 0..FRAME_COLUMNS {
-            if c > 0 {
-                sql.push(',');
-            }
-            sql.push_str(&format!("?{}", r * FRAME_COLUMNS + c + 1));
-        }
-        sql.push(')');
-    }
-    sql
-}
-
-/// Binds frame `f` as the row whose first parameter is `first` (from 1).
-fn bind_frame(stmt: &mut rusqlite::Statement, first: usize, trace_id: i64, f: &NewFrame) -> rusqlite::Result<()> {
-    stmt.raw_bind_parameter(first, frame_id(trace_id, f.seq))?;
-    stmt.raw_bind_parameter(first + 1, trace_id)?;
-    stmt.raw_bind_parameter(first + 2, f.seq)?;
-    stmt.raw_bind_parameter(first + 3, f.t_ns)?;
-    stmt.raw_bind_parameter(first + 4, f.dir.as_str())?;
-    stmt.raw_bind_parameter(first + 5, f.kind.as_str())?;
-    stmt.raw_bind_parameter(first + 6, &f.rpc_id)?;
-    stmt.raw_bind_parameter(first + 7, &f.method)?;
-    stmt.raw_bind_parameter(first + 8, &f.session_id)?;
-    stmt.raw_bind_parameter(first + 9, f.reply_to_seq)?;
-    stmt.raw_bind_parameter(first + 10, f.latency_ns)?;
-    stmt.raw_bind_parameter(first + 11, &f.raw)?;
-    stmt.raw_bind_parameter(first + 12, &f.envelope)?;
-    stmt.raw_bind_parameter(first + 13, if f.mcp { "mcp" } else { "acp" })?;
-    stmt.raw_bind_parameter(first + 14, &f.mcp_method)?;
-    stmt.raw_bind_parameter(first + 15, &f.preview)?;
-    stmt.raw_bind_parameter(first + 16, &f.sender)?;
-    stmt.raw_bind_parameter(first + 17, &f.receiver)
-}
-
-fn insert_rows(conn: &Connection, trace_id: i64, frames: &[NewFrame]) -> Result<(), StoreError> {
+fn insert_rows(conn: &Connection, inserts: &mut Inserts, trace_id: i64, frames: &[NewFrame]) -> Result<(), StoreError> {
     if !(0..1 << (63 - SEQ_BITS)).contains(&trace_id) {
         return Err(StoreError::OutOfRange(format!("trace id {trace_id}")));
     }
     if let Some(f) = frames.iter().find(|f| !(1..1 << SEQ_BITS).contains(&f.seq)) {
         return Err(StoreError::OutOfRange(format!("seq {} (frames are numbered 1 to 2^40 - 1)", f.seq)));
     }
-    let mut chunks = frames.chunks_exact(ROWS_PER_INSERT);
-    if chunks.len() > 0 {
-        let mut many = conn.prepare_cached(&insert_sql(ROWS_PER_INSERT))?;
-        for chunk in chunks.by_ref() {
-            for (r, f) in chunk.iter().enumerate() {
-                bind_frame(&mut many, r * FRAME_COLUMNS + 1, trace_id, f)?;
-            }
-            many.raw_execute()?;
-        }
-    }
-    let rest = chunks.remainder();
-    if !rest.is_empty() {
-        let mut one = conn.prepare_cached(&insert_sql(1))?;
-        for f in rest {
-            bind_frame(&mut one, 1, trace_id, f)?;
-            one.raw_execute()?;
-        }
-    }
+    inserts.run(conn, trace_id, frames)?;
     stats::BatchStats::of(frames).add_to(conn, trace_id)?;
     let errors: i64 = frames.iter().map(|f| f.errors).sum();
     conn.prepare_cached(
@@ -528,7 +476,7 @@ mod tests {
             started_at: "2026-01-01T00:00:00Z".into(),
         };
         let id = store.create_trace(&start, 1).unwrap();
-        let first = 2 * ROWS_PER_INSERT as i64 + 5;
+        let first = 2 * insert::ROWS as i64 + 5;
         let frames: Vec<NewFrame> = (1..=first + 3).map(varied_frame).collect();
         store.insert_frames(id, &frames[..first as usize]).unwrap();
         store.insert_frames(id, &frames[first as usize..]).unwrap();
@@ -587,13 +535,13 @@ mod tests {
             started_at: "2026-01-01T00:00:00Z".into(),
         };
         let id = store.create_trace(&start, 1).unwrap();
-        let mut frames: Vec<NewFrame> = (1..=ROWS_PER_INSERT as i64 + 2).map(varied_frame).collect();
+        let mut frames: Vec<NewFrame> = (1..=insert::ROWS as i64 + 2).map(varied_frame).collect();
         frames.last_mut().unwrap().seq = 0;
         assert!(matches!(store.insert_frames(id, &frames), Err(StoreError::OutOfRange(_))));
         // A duplicate seq fails a multi-row statement: the whole batch is
         // rolled back.
-        frames.last_mut().unwrap().seq = ROWS_PER_INSERT as i64 + 2;
-        frames[ROWS_PER_INSERT - 1].seq = 1;
+        frames.last_mut().unwrap().seq = insert::ROWS as i64 + 2;
+        frames[insert::ROWS - 1].seq = 1;
         assert!(store.insert_frames(id, &frames).is_err());
         let mut n = 0;
         store
