@@ -166,7 +166,6 @@ fn next(wanted: &(Mutex<Wanted>, Condvar)) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::handoff::TraceStart;
     use crate::recorder::Framer;
     use acp_tee_shared::Direction;
 
@@ -176,14 +175,7 @@ mod tests {
         let path = dir.path().join("t.db");
         let mut writer = Store::create_or_open(&path).unwrap();
         writer.set_autocheckpoint(0).unwrap();
-        let start = TraceStart {
-            name: None,
-            command: vec!["a".into()],
-            cwd: None,
-            mode: "wrap".into(),
-            started_at: "2026-01-01T00:00:00Z".into(),
-        };
-        let id = writer.create_trace(&start, 1).unwrap();
+        let id = writer.create_trace(&crate::store::test_start(), 1).unwrap();
         let mut framer = Framer::new();
         let line = format!("{{\"method\":\"session/update\",\"params\":{{\"text\":\"{}\"}}}}\n", "x".repeat(900));
         let mut batch = |n: usize, writer: &mut Store| {

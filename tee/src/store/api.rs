@@ -46,6 +46,25 @@ fn summary_from_row(row: &Row<'_>) -> rusqlite::Result<FrameSummary> {
     })
 }
 
+/// A trace's fields, its recorder, where it was imported from and the time
+/// of its last frame (the highest rowid in its range), for [`summary_of_trace`].
+fn summary_select() -> String {
+    let bits = super::SEQ_BITS;
+    format!(
+        "SELECT {TRACE_COLUMNS}, recorder_pid, imported_from,
+                (SELECT f.t_ns FROM frames f WHERE f.id > (t.id << {bits}) AND f.id < ((t.id + 1) << {bits})
+                 ORDER BY f.id DESC LIMIT 1)
+         FROM traces t"
+    )
+}
+
+fn summary_of_trace(row: &Row<'_>) -> rusqlite::Result<TraceSummary> {
+    let meta = trace_from_row(row)?;
+    let pid: Option<i64> = row.get(13)?;
+    let live = meta.ended_at.is_none() && pid.is_some_and(process_exists);
+    Ok(TraceSummary { meta, live, last_t_ns: row.get::<_, Option<i64>>(15)?.unwrap_or(0), imported_from: row.get(14)? })
+}
+
 /// Whether process `pid` is still running. A zombie is not: its process has
 /// ended and only waits to be reaped (which may never happen in a container
 /// whose init does not reap orphans).
@@ -151,36 +170,16 @@ fn has_filters(q: &FrameQuery) -> bool {
 impl Store {
     /// Every trace with its live state, newest first.
     pub fn trace_summaries(&self) -> Result<Vec<TraceSummary>, StoreError> {
-        let ids: Vec<i64> = self
-            .conn
-            .prepare("SELECT id FROM traces ORDER BY id DESC")?
-            .query_map([], |r| r.get(0))?
-            .collect::<Result<_, _>>()?;
-        ids.into_iter().map(|id| self.trace_summary(id)).collect()
+        let sql = format!("{} ORDER BY t.id DESC", summary_select());
+        let summaries = self.conn.prepare(&sql)?.query_map([], summary_of_trace)?.collect::<Result<_, _>>()?;
+        Ok(summaries)
     }
 
     /// One trace with its live state. A trace without an end whose recorder
     /// process is gone was cut off (both acp-tee processes killed): not live.
     pub fn trace_summary(&self, id: i64) -> Result<TraceSummary, StoreError> {
-        let sql = format!("SELECT {TRACE_COLUMNS}, recorder_pid, imported_from FROM traces WHERE id = ?1");
-        let (meta, pid, imported_from) = self
-            .conn
-            .query_row(&sql, params![id], |r| {
-                Ok((trace_from_row(r)?, r.get::<_, Option<i64>>(13)?, r.get::<_, Option<String>>(14)?))
-            })
-            .optional()?
-            .ok_or(StoreError::NoSuchTrace(id))?;
-        let last_t_ns = self
-            .conn
-            .query_row(
-                "SELECT t_ns FROM frames WHERE id > ?1 AND id < ?2 ORDER BY id DESC LIMIT 1",
-                frame_id_bounds(id),
-                |r| r.get(0),
-            )
-            .optional()?
-            .unwrap_or(0);
-        let live = meta.ended_at.is_none() && pid.is_some_and(process_exists);
-        Ok(TraceSummary { meta, live, last_t_ns, imported_from })
+        let sql = format!("{} WHERE t.id = ?1", summary_select());
+        self.conn.query_row(&sql, params![id], summary_of_trace).optional()?.ok_or(StoreError::NoSuchTrace(id))
     }
 
     /// A page of the frames of trace `trace_id` matching `q`, in seq order.
@@ -334,15 +333,37 @@ impl Store {
 mod tests {
     use super::*;
 
-    /// The start of a plain wrap-mode trace.
-    fn a_start() -> crate::handoff::TraceStart {
-        crate::handoff::TraceStart {
-            name: None,
-            command: vec!["a".into()],
-            cwd: None,
-            mode: "wrap".into(),
-            started_at: "2026-01-01T00:00:00Z".into(),
+    use crate::store::test_start;
+
+    #[test]
+    fn trace_summaries_in_one_query_match_each_trace_summary() {
+        use crate::handoff::TraceEnd;
+        use crate::recorder::Framer;
+        let mut store = Store::in_memory().unwrap();
+        let me = std::process::id();
+        let ended = store.create_trace(&test_start(), me).unwrap();
+        let empty = store.create_trace(&test_start(), me).unwrap();
+        let gone = store.create_trace(&test_start(), u32::MAX / 2).unwrap();
+        let mut framer = Framer::new();
+        let mut frames = |t: u64| {
+            let mut out = Vec::new();
+            framer.chunk(Direction::ClientToAgent, t, b"{\"id\":1,\"method\":\"a\"}\n", |f| out.push(f));
+            out
+        };
+        store.insert_frames(ended, &frames(5)).unwrap();
+        store.insert_frames(gone, &frames(7)).unwrap();
+        // A later frame of an older trace, stored after a newer trace's.
+        store.insert_frames(ended, &frames(9)).unwrap();
+        let end = TraceEnd { exit_code: Some(0), exit_signal: None, end_reason: "done".into() };
+        store.finish_trace(ended, &end, 0, "2026-01-01T00:00:01Z").unwrap();
+
+        let all = store.trace_summaries().unwrap();
+        let got: Vec<(i64, i64, bool)> = all.iter().map(|t| (t.meta.id, t.last_t_ns, t.live)).collect();
+        assert_eq!(got, [(gone, 7, false), (empty, 0, true), (ended, 9, false)]);
+        for t in &all {
+            assert_eq!(&store.trace_summary(t.meta.id).unwrap(), t);
         }
+        assert!(matches!(store.trace_summary(gone + 1), Err(StoreError::NoSuchTrace(_))));
     }
 
     #[test]
@@ -389,7 +410,7 @@ mod tests {
         assert_eq!(stored.iter().filter(|s| **s).count(), 1);
 
         let mut store = Store::in_memory().unwrap();
-        let id = store.create_trace(&a_start(), 1).unwrap();
+        let id = store.create_trace(&test_start(), 1).unwrap();
         store.insert_frames(id, &frames).unwrap();
         let page = store.frame_page(id, &FrameQuery::default()).unwrap();
         let read: Vec<Option<String>> = page.frames.into_iter().map(|f| f.preview).collect();
@@ -400,7 +421,7 @@ mod tests {
     fn search_finds_frames_before_and_after_indexing() {
         use crate::recorder::Framer;
         let mut store = Store::in_memory().unwrap();
-        let start = a_start();
+        let start = test_start();
         let id = store.create_trace(&start, 1).unwrap();
         let mut framer = Framer::new();
         let mut frames = Vec::new();
@@ -438,7 +459,7 @@ mod tests {
         use crate::handoff::TraceEnd;
         use crate::recorder::Framer;
         let mut store = Store::in_memory().unwrap();
-        let start = a_start();
+        let start = test_start();
         let page = |store: &Store, id: i64, offset: i64| {
             let q = FrameQuery { offset: Some(offset), limit: Some(2), ..FrameQuery::default() };
             store.frame_page(id, &q).unwrap().frames.iter().map(|f| f.seq).collect::<Vec<_>>()

@@ -41,6 +41,18 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
 /// large message to show one line of it.
 pub const PREVIEW_STORED_FROM: usize = 4096;
 
+/// The start of a plain wrap-mode run, for tests.
+#[cfg(test)]
+pub(crate) fn test_start() -> TraceStart {
+    TraceStart {
+        name: None,
+        command: vec!["a".into()],
+        cwd: None,
+        mode: "wrap".into(),
+        started_at: "2026-01-01T00:00:00Z".into(),
+    }
+}
+
 /// A frame's rowid is `trace_id << SEQ_BITS | seq` (migration 5).
 const SEQ_BITS: u32 = 40;
 
@@ -468,14 +480,7 @@ mod tests {
         // batch after them.
         let dir = tempfile::tempdir().unwrap();
         let mut store = Store::create_or_open(&dir.path().join("t.db")).unwrap();
-        let start = TraceStart {
-            name: None,
-            command: vec!["a".into()],
-            cwd: None,
-            mode: "wrap".into(),
-            started_at: "2026-01-01T00:00:00Z".into(),
-        };
-        let id = store.create_trace(&start, 1).unwrap();
+        let id = store.create_trace(&test_start(), 1).unwrap();
         let first = 2 * insert::ROWS as i64 + 5;
         let frames: Vec<NewFrame> = (1..=first + 3).map(varied_frame).collect();
         store.insert_frames(id, &frames[..first as usize]).unwrap();
@@ -527,14 +532,7 @@ mod tests {
     fn a_batch_with_a_bad_seq_stores_none_of_it() {
         let dir = tempfile::tempdir().unwrap();
         let mut store = Store::create_or_open(&dir.path().join("t.db")).unwrap();
-        let start = TraceStart {
-            name: None,
-            command: vec!["a".into()],
-            cwd: None,
-            mode: "wrap".into(),
-            started_at: "2026-01-01T00:00:00Z".into(),
-        };
-        let id = store.create_trace(&start, 1).unwrap();
+        let id = store.create_trace(&test_start(), 1).unwrap();
         let mut frames: Vec<NewFrame> = (1..=insert::ROWS as i64 + 2).map(varied_frame).collect();
         frames.last_mut().unwrap().seq = 0;
         assert!(matches!(store.insert_frames(id, &frames), Err(StoreError::OutOfRange(_))));
