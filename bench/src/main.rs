@@ -25,7 +25,6 @@ mod throughput;
 mod trace_section;
 mod tracegen;
 mod viewer;
-mod webdriver;
 
 use anyhow::{bail, Context, Result};
 use report::Report;

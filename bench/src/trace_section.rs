@@ -7,8 +7,8 @@ use crate::report::{f, n, Report};
 use crate::server::{self, Server};
 use crate::stats::median;
 use crate::tracegen::{self, Generated};
-use crate::webdriver::Browser;
 use crate::{export, viewer, Config};
+use acp_tee_webdriver::Browser;
 use anyhow::{bail, Context, Result};
 use std::path::PathBuf;
 

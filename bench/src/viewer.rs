@@ -4,7 +4,7 @@
 //! `performance.now()` (a monotonic clock whose origin is the navigation).
 
 use crate::stats::{median, Percentiles};
-use crate::webdriver::Browser;
+use acp_tee_webdriver::Browser;
 use anyhow::{bail, Context, Result};
 use serde_json::{json, Value};
 
