@@ -184,6 +184,7 @@ impl Store {
         let flags = flags | OpenFlags::SQLITE_OPEN_NO_MUTEX;
         let mut conn = Connection::open_with_flags(path, flags).map_err(wrap)?;
         conn.busy_timeout(BUSY_TIMEOUT).map_err(wrap)?;
+        api::register_contains(&conn).map_err(wrap)?;
         let mode: String = conn.query_row("PRAGMA journal_mode", [], |r| r.get(0)).map_err(wrap)?;
         if !mode.eq_ignore_ascii_case("wal") {
             conn.pragma_update(None, "journal_mode", "WAL").map_err(wrap)?;
@@ -202,6 +203,7 @@ impl Store {
     /// An in-memory store, for tests.
     pub fn in_memory() -> Result<Store, StoreError> {
         let mut conn = Connection::open_in_memory()?;
+        api::register_contains(&conn)?;
         migrations::apply(&mut conn).map_err(|source| StoreError::Migrate { path: ":memory:".into(), source })?;
         Ok(Store { inserts: Inserts::default(), conn, path: PathBuf::from(":memory:") })
     }
