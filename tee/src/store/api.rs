@@ -89,10 +89,6 @@ pub fn fts_query(words: &str) -> Option<String> {
     (!phrases.is_empty()).then(|| phrases.join(" "))
 }
 
-/// The lowercase words the scan of unindexed frames looks for: the search
-/// words with at least one letter or digit. FTS5 ignores a word of
-/// punctuation alone (an empty phrase) beside others, and matches nothing
-/// when there are only such words: then this is `None`.
 /// `acp_contains(raw, word)`, the SQL function the search scan calls: true
 /// when `raw` holds `word` (given in lower case), ASCII letters compared
 /// without case, as `instr(lower(CAST(raw AS TEXT)), word) > 0` would say
@@ -126,6 +122,10 @@ fn contains_ascii_nocase(hay: &[u8], word: &memchr::memmem::Finder<'_>) -> bool 
     })
 }
 
+/// The lowercase words the scan of unindexed frames looks for: the search
+/// words with at least one letter or digit. FTS5 ignores a word of
+/// punctuation alone (an empty phrase) beside others, and matches nothing
+/// when there are only such words: then this is `None`.
 fn scan_words(words: &str) -> Option<Vec<String>> {
     let kept: Vec<String> =
         words.split_whitespace().filter(|w| w.chars().any(char::is_alphanumeric)).map(str::to_lowercase).collect();
