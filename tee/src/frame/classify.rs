@@ -2,6 +2,7 @@
 
 use super::preview;
 use acp_tee_shared::FrameKind;
+use serde::de::{IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
 
@@ -53,43 +54,138 @@ impl Classified {
     }
 }
 
-/// Keeps a field's raw text even when it is `null`, so that `"id": null` is
-/// told apart from a missing id.
-fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::Error> {
-    <&RawValue>::deserialize(d).map(Some)
+/// Keeps a field even when it is `null` (as `Some("null")` for raw text), so
+/// that `"id": null` is told apart from a missing id.
+fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<T>, D::Error> {
+    T::deserialize(d).map(Some)
 }
 
-/// The members of a JSON-RPC message we look at; the rest is skipped unparsed.
-/// The members of a JSON-RPC message that classification and routing look at,
-/// as exact text; the rest is skipped unparsed. A member that is present but
-/// `null` is `Some("null")`.
+/// The members of a JSON-RPC message that classification and proxy routing
+/// look at; the rest is skipped unparsed. `id`, `method` and `error` are
+/// exact text; `params` and `result` are `P`: exact text for routing,
+/// [`Inner`] for classification, which reads them in the same pass. A
+/// member that is present but `null` is `Some`.
 #[derive(Deserialize)]
-pub(crate) struct MessageProbe<'a> {
+#[serde(bound(deserialize = "'de: 'a, P: Deserialize<'de>"))]
+pub(crate) struct MessageProbe<'a, P = &'a RawValue> {
     #[serde(default, borrow, deserialize_with = "present")]
     pub(crate) id: Option<&'a RawValue>,
     #[serde(default, borrow, deserialize_with = "present")]
     pub(crate) method: Option<&'a RawValue>,
-    #[serde(default, borrow, deserialize_with = "present")]
-    pub(crate) params: Option<&'a RawValue>,
-    #[serde(default, borrow, deserialize_with = "present")]
-    pub(crate) result: Option<&'a RawValue>,
+    #[serde(default, deserialize_with = "present")]
+    pub(crate) params: Option<P>,
+    #[serde(default, deserialize_with = "present")]
+    pub(crate) result: Option<P>,
     #[serde(default, borrow, deserialize_with = "present")]
     pub(crate) error: Option<&'a RawValue>,
 }
 
-/// The members of `params` (or `result`) we look at, all in one pass.
-#[derive(Deserialize, Default)]
-struct ParamsProbe<'a> {
-    #[serde(rename = "sessionId")]
+/// The members of `params` (or `result`) classification and previews look
+/// at. Any other shape (an array, `null`, a string) or a member of another
+/// type gives nothing for it, never an error: the message is still a
+/// request, a notification or a response.
+#[derive(Default)]
+struct Inner<'a> {
     session_id: Option<String>,
-    #[serde(rename = "connectionId")]
     connection_id: Option<String>,
-    #[serde(default, borrow)]
-    method: Option<&'a RawValue>,
-    #[serde(default, borrow)]
+    method: Option<String>,
     update: Option<&'a RawValue>,
-    #[serde(default, borrow)]
     prompt: Option<Vec<&'a RawValue>>,
+}
+
+/// The member names [`Inner`] keeps, read without allocating.
+enum InnerKey {
+    SessionId,
+    ConnectionId,
+    Method,
+    Update,
+    Prompt,
+    Other,
+}
+
+impl<'de> Deserialize<'de> for InnerKey {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct KeyVisitor;
+        impl Visitor<'_> for KeyVisitor {
+            type Value = InnerKey;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a member name")
+            }
+            fn visit_str<E: serde::de::Error>(self, key: &str) -> Result<InnerKey, E> {
+                Ok(match key {
+                    "sessionId" => InnerKey::SessionId,
+                    "connectionId" => InnerKey::ConnectionId,
+                    "method" => InnerKey::Method,
+                    "update" => InnerKey::Update,
+                    "prompt" => InnerKey::Prompt,
+                    _ => InnerKey::Other,
+                })
+            }
+        }
+        d.deserialize_identifier(KeyVisitor)
+    }
+}
+
+impl<'de> Deserialize<'de> for Inner<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct InnerVisitor;
+        impl<'de> Visitor<'de> for InnerVisitor {
+            type Value = Inner<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Inner<'de>, A::Error> {
+                let mut inner = Inner::default();
+                while let Some(key) = map.next_key::<InnerKey>()? {
+                    match key {
+                        InnerKey::SessionId => inner.session_id = map.next_value::<Lenient<String>>()?.0,
+                        InnerKey::ConnectionId => inner.connection_id = map.next_value::<Lenient<String>>()?.0,
+                        InnerKey::Method => inner.method = map.next_value::<Lenient<String>>()?.0,
+                        InnerKey::Update => inner.update = Some(map.next_value()?),
+                        InnerKey::Prompt => inner.prompt = map.next_value::<Lenient<Vec<&'de RawValue>>>()?.0,
+                        InnerKey::Other => {
+                            map.next_value::<IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(inner)
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Inner<'de>, A::Error> {
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(Inner::default())
+            }
+            fn visit_unit<E>(self) -> Result<Inner<'de>, E> {
+                Ok(Inner::default())
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<Inner<'de>, E> {
+                Ok(Inner::default())
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<Inner<'de>, E> {
+                Ok(Inner::default())
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<Inner<'de>, E> {
+                Ok(Inner::default())
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<Inner<'de>, E> {
+                Ok(Inner::default())
+            }
+            fn visit_str<E>(self, _: &str) -> Result<Inner<'de>, E> {
+                Ok(Inner::default())
+            }
+        }
+        d.deserialize_any(InnerVisitor)
+    }
+}
+
+/// A `T` when the value is one, `None` for any other JSON value (which is
+/// read and skipped, never an error).
+struct Lenient<T>(Option<T>);
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Lenient<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let value = <&'de RawValue>::deserialize(d)?;
+        Ok(Lenient(serde_json::from_str(value.get()).ok()))
+    }
 }
 
 /// Classifies one frame of client/agent traffic (not stderr).
@@ -122,7 +218,7 @@ pub fn classify_with(raw: &[u8], preview: bool) -> Classified {
 }
 
 fn classify_message(text: &str, want_preview: bool) -> Classified {
-    let Ok(probe) = serde_json::from_str::<MessageProbe>(text) else {
+    let Ok(probe) = serde_json::from_str::<MessageProbe<Inner>>(text) else {
         return Classified::invalid();
     };
     let method = match probe.method {
@@ -133,18 +229,15 @@ fn classify_message(text: &str, want_preview: bool) -> Classified {
         },
     };
     let id = probe.id.map(|id| id.get().to_owned());
-    let (kind, session_source) = match (&method, &id) {
+    let (kind, inner) = match (&method, &id) {
         (Some(_), Some(_)) => (FrameKind::Request, probe.params),
         (Some(_), None) => (FrameKind::Notification, probe.params),
         (None, Some(_)) if probe.error.is_some() => (FrameKind::Error, None),
         (None, Some(_)) if probe.result.is_some() => (FrameKind::Response, probe.result),
         _ => return Classified::invalid(),
     };
-    let inner = session_source.map(probe_params).unwrap_or_default();
-    let mcp_method = inner
-        .method
-        .filter(|_| method.as_deref() == Some("mcp/message"))
-        .and_then(|m| serde_json::from_str::<String>(m.get()).ok());
+    let inner = inner.unwrap_or_default();
+    let mcp_method = inner.method.filter(|_| method.as_deref() == Some("mcp/message"));
     // The preview comes from the parts this one parse already found.
     let preview = match (kind, method.as_deref()) {
         _ if !want_preview => None,
@@ -163,13 +256,6 @@ fn classify_message(text: &str, want_preview: bool) -> Classified {
         preview,
         elements: Vec::new(),
     }
-}
-
-fn probe_params(value: &RawValue) -> ParamsProbe<'_> {
-    if !value.get().starts_with('{') {
-        return ParamsProbe::default();
-    }
-    serde_json::from_str(value.get()).unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -257,6 +343,33 @@ mod tests {
         assert!(!c.is_mcp(), "a response is MCP only once paired");
         let c = classify(br#"{"id":6,"method":"session/prompt","params":{"method":"nope"}}"#);
         assert_eq!(c.mcp_method, None);
+    }
+
+    #[test]
+    fn params_are_read_member_by_member() {
+        // A member of an unexpected type gives nothing for itself only.
+        let c = classify(
+            br#"{"id":1,"method":"mcp/message","params":{"sessionId":5,"connectionId":"c1","method":"tools/call"}}"#,
+        );
+        assert_eq!(
+            (c.session_id, c.connection_id.as_deref(), c.mcp_method.as_deref()),
+            (None, Some("c1"), Some("tools/call"))
+        );
+        let c = classify(
+            br#"{"method":"session/update","params":{"sessionId":"s","prompt":"no","update":{"sessionUpdate":"plan"}}}"#,
+        );
+        assert_eq!((c.session_id.as_deref(), c.preview.as_deref()), (Some("s"), Some("plan")));
+        // Params of any other shape: still a message, with nothing from them.
+        for params in ["[1,{\"sessionId\":\"s\"}]", "\"s\"", "null", "7", "true"] {
+            let raw = format!(r#"{{"id":2,"method":"session/new","params":{params}}}"#);
+            let c = classify(raw.as_bytes());
+            assert_eq!((c.frame_kind(), c.session_id), (Request, None), "{raw}");
+        }
+        // Escaped member names are read like plain ones; a repeated member: the last.
+        let c = classify(br#"{"id":3,"result":{"s\u0065ssionId":"a","sessionId":"b"}}"#);
+        assert_eq!((c.frame_kind(), c.session_id.as_deref()), (Response, Some("b")));
+        // Bad JSON inside params still makes the whole frame invalid.
+        assert_eq!(classify(br#"{"id":4,"method":"x","params":{"sessionId":"s",}}"#).frame_kind(), Invalid);
     }
 
     #[test]
