@@ -5,8 +5,9 @@
 //! frame for both and the writer thread's CPU time.
 //!
 //! For counts that do not move with machine load, run it under callgrind
-//! and read the inclusive instructions of `Framer::chunk` and
-//! `Store::insert_frames` (BENCHMARKS.md quotes them):
+//! and read the inclusive instructions of `FrameSplitter::push` (framing;
+//! `Framer::chunk` around it may be inlined) and `Store::insert_frames`
+//! (BENCHMARKS.md quotes them), divided by N:
 //!
 //! ```sh
 //! cargo build --release --example recorder_cost

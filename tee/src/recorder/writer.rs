@@ -153,8 +153,7 @@ impl StoreWriter {
                 Err(e) => tracing::debug!("checkpoint: {e}"),
             }
         }
-        let r = store.insert_frames(*trace_id, batch);
-        match r {
+        match store.insert_frames(*trace_id, batch) {
             Ok(()) => {
                 self.written += batch.len() as u64;
                 self.unfolded += batch.iter().map(Weighted::weight).sum::<usize>();

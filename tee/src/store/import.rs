@@ -12,14 +12,14 @@ use rusqlite::{params, Transaction, TransactionBehavior};
 /// writing to the same store wait for it (up to the 30 s busy timeout).
 pub struct Import<'a> {
     tx: Transaction<'a>,
-    inserts: std::cell::RefCell<&'a mut Inserts>,
+    inserts: &'a mut Inserts,
 }
 
 impl Store {
     /// Starts an import: one write transaction for every trace of a file.
     pub fn begin_import(&mut self) -> Result<Import<'_>, StoreError> {
         let Store { inserts, conn, .. } = self;
-        Ok(Import { tx: conn.transaction_with_behavior(TransactionBehavior::Immediate)?, inserts: inserts.into() })
+        Ok(Import { tx: conn.transaction_with_behavior(TransactionBehavior::Immediate)?, inserts })
     }
 }
 
@@ -36,8 +36,8 @@ impl Import<'_> {
     }
 
     /// Stores frames of trace `trace_id` and adds them to its counts.
-    pub fn insert_frames(&self, trace_id: i64, frames: &[NewFrame]) -> Result<(), StoreError> {
-        insert_rows(&self.tx, &mut self.inserts.borrow_mut(), trace_id, frames)
+    pub fn insert_frames(&mut self, trace_id: i64, frames: &[NewFrame]) -> Result<(), StoreError> {
+        insert_rows(&self.tx, self.inserts, trace_id, frames)
     }
 
     /// Sets every field of trace `trace_id` but its id to what `meta` says
@@ -91,7 +91,7 @@ mod tests {
     fn an_import_dropped_before_commit_leaves_nothing() {
         let mut store = Store::in_memory().unwrap();
         {
-            let import = store.begin_import().unwrap();
+            let mut import = store.begin_import().unwrap();
             let id = import.create_trace("import", "2026-01-01T00:00:00.000000Z", "jsons file x").unwrap();
             let frame =
                 Framer::new().message(Direction::ClientToAgent, 5, b"{\"id\":1,\"method\":\"a\"}".to_vec(), None);
