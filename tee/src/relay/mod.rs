@@ -74,9 +74,16 @@ pub fn run(opts: &WrapOptions) -> Result<i32, SpawnError> {
         spawn(
             "client-to-agent",
             Box::new(move || {
-                pump::pump(dup_fd(0), File::from(std::os::fd::OwnedFd::from(agent_in)), Direction::ClientToAgent, &h);
-                // `agent_in` was moved into pump and is closed now: the agent sees EOF.
+                let agent_in = pump::pump(
+                    dup_fd(0),
+                    File::from(std::os::fd::OwnedFd::from(agent_in)),
+                    Direction::ClientToAgent,
+                    &h,
+                );
+                // Reported before the agent can see EOF: an agent that exits on
+                // EOF cannot have its exit reach the supervisor first.
                 let _ = tx.send(Event::ClientClosed);
+                drop(agent_in);
             }),
         );
     }
@@ -88,7 +95,8 @@ pub fn run(opts: &WrapOptions) -> Result<i32, SpawnError> {
         spawn(
             name,
             Box::new(move || {
-                pump::pump(from, dup_fd(fd), dir, &h);
+                let to = pump::pump(from, dup_fd(fd), dir, &h);
+                drop(to);
                 let _ = tx.send(Event::OutputClosed(dir));
             }),
         );

@@ -20,7 +20,11 @@ const CHUNK: usize = 256 * 1024;
 /// are not copied through this process: `tee(2)` duplicates them into the
 /// data pipe and `splice(2)` moves them on (see [`crate::handoff`]).
 /// Otherwise each chunk is read, written to the handoff pipe, then forwarded.
-pub fn pump(from: File, mut to: File, dir: Direction, handoff: &HandoffWriter) {
+///
+/// Returns `to` still open, so the caller can report the end before the
+/// receiving side sees end-of-file (and, for the agent, reacts to it).
+#[must_use = "dropping the destination closes it"]
+pub fn pump(from: File, mut to: File, dir: Direction, handoff: &HandoffWriter) -> File {
     let mut buf = vec![0u8; HEADER_LEN + CHUNK];
     let mut out = Forward { forwarding: true, splicing: true };
     let from_is_pipe = from.metadata().is_ok_and(|m| m.file_type().is_fifo());
@@ -53,6 +57,7 @@ pub fn pump(from: File, mut to: File, dir: Direction, handoff: &HandoffWriter) {
         out.write(&mut to, &buf[HEADER_LEN..HEADER_LEN + n], dir);
     }
     handoff.eof(dir);
+    to
 }
 
 /// The forwarding side of one pump.
