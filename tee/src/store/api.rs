@@ -1,6 +1,8 @@
 //! The viewer's queries: trace summaries, filtered frame pages, one frame with
 //! its pair, per-method timing. Every value from a request is bound as a
-//! parameter, never spliced into SQL.
+//! parameter, never spliced into SQL; only the names of directions and kinds,
+//! which come from the fixed sets of [`Direction`] and [`FrameKind`], are
+//! written into queries as literals.
 
 use super::queries::{parse_name, trace_from_row, TRACE_COLUMNS};
 use super::{frame_id, frame_id_bounds, Store, StoreError};
@@ -8,7 +10,7 @@ use acp_tee_shared::api::{FrameDetail, FramePage, FrameQuery, FrameSummary, Meth
 use acp_tee_shared::{Direction, FrameKind};
 use base64::Engine;
 use rusqlite::types::{Value, ValueRef};
-use rusqlite::{params, params_from_iter, OptionalExtension, Row};
+use rusqlite::{params, params_from_iter, Connection, OptionalExtension, Row};
 
 /// Columns read into a [`FrameSummary`], in `summary_from_row` order.
 /// Frames shorter than [`super::PREVIEW_STORED_FROM`] have no stored preview: the
@@ -136,33 +138,36 @@ fn scan_words(words: &str) -> Option<Vec<String>> {
 fn filters(trace_id: i64, q: &FrameQuery) -> (String, Vec<Value>) {
     // The trace's frames are a rowid range. The trace_id column is named as
     // well only where it leads an index that serves the filter (method,
-    // latency): elsewhere it would tempt the planner off the rowid range.
+    // latency, errors): elsewhere it would tempt the planner off the rowid
+    // range.
     let (lo, hi) = frame_id_bounds(trace_id);
     let mut sql = String::from("f.id > ? AND f.id < ?");
     let mut args = vec![Value::Integer(lo), Value::Integer(hi)];
-    if q.method.is_some() || q.min_latency_ms.is_some() {
+    if q.method.is_some() || q.min_latency_ms.is_some() || errors_only(q) {
         sql.push_str(" AND f.trace_id = ?");
         args.push(Value::Integer(trace_id));
+    }
+    // Direction and kind are spelled as literals (names from a fixed set):
+    // SQLite uses the partial index of errors only for the literal 'error'.
+    if let Some(dir) = q.dir {
+        sql.push_str(&format!(" AND f.dir = '{}'", dir.as_str()));
+    }
+    if let Some(kind) = q.kind {
+        sql.push_str(&format!(" AND f.kind = '{}'", kind.as_str()));
+    }
+    if q.errors == Some(true) {
+        sql.push_str(&format!(" AND f.kind = '{}'", FrameKind::Error.as_str()));
     }
     let mut add = |clause: &str, v: Value| {
         sql.push_str(" AND ");
         sql.push_str(clause);
         args.push(v);
     };
-    if let Some(dir) = q.dir {
-        add("f.dir = ?", Value::Text(dir.as_str().into()));
-    }
-    if let Some(kind) = q.kind {
-        add("f.kind = ?", Value::Text(kind.as_str().into()));
-    }
     if let Some(m) = &q.method {
         add("f.method = ?", Value::Text(m.clone()));
     }
     if let Some(s) = &q.session {
         add("f.session_id = ?", Value::Text(s.clone()));
-    }
-    if q.errors == Some(true) {
-        add("f.kind = ?", Value::Text(FrameKind::Error.as_str().into()));
     }
     if let Some(ms) = q.min_latency_ms {
         add("f.latency_ns >= ?", Value::Integer((ms * 1e6) as i64));
@@ -187,6 +192,38 @@ fn filters(trace_id: i64, q: &FrameQuery) -> (String, Vec<Value>) {
         args.extend(words.into_iter().map(Value::Text));
     }
     (sql, args)
+}
+
+/// True when `q` asks for error responses (by `errors` or by `kind`).
+fn errors_only(q: &FrameQuery) -> bool {
+    q.errors == Some(true) || q.kind == Some(FrameKind::Error)
+}
+
+/// How many frames of trace `trace_id` match `q`, from the per-kind counts,
+/// when `q` filters on direction and kind alone; `None` otherwise.
+fn count_by_kind(conn: &Connection, trace_id: i64, q: &FrameQuery) -> Result<Option<i64>, StoreError> {
+    let FrameQuery { after: _, offset: _, limit: _, dir, kind, method, session, errors, min_latency_ms, q } = q;
+    let searching = q.as_deref().and_then(fts_query).is_some();
+    if method.is_some() || session.is_some() || min_latency_ms.is_some() || searching {
+        return Ok(None);
+    }
+    let kinds: Vec<FrameKind> = FrameKind::ALL
+        .into_iter()
+        .filter(|k| kind.is_none_or(|want| want == *k) && (*errors != Some(true) || *k == FrameKind::Error))
+        .collect();
+    let dirs: Vec<Direction> = Direction::ALL.into_iter().filter(|d| dir.is_none_or(|want| want == *d)).collect();
+    let mut stmt =
+        conn.prepare_cached("SELECT count FROM kind_counts WHERE trace_id = ?1 AND dir = ?2 AND kind = ?3")?;
+    let mut total = 0;
+    for d in &dirs {
+        for k in &kinds {
+            total += stmt
+                .query_row(params![trace_id, d.as_str(), k.as_str()], |r| r.get::<_, i64>(0))
+                .optional()?
+                .unwrap_or(0);
+        }
+    }
+    Ok(Some(total))
 }
 
 fn has_filters(q: &FrameQuery) -> bool {
@@ -220,14 +257,16 @@ impl Store {
     pub fn frame_page(&self, trace_id: i64, q: &FrameQuery) -> Result<FramePage, StoreError> {
         let meta = self.trace(trace_id)?;
         let (where_sql, args) = filters(trace_id, q);
-        let total = if has_filters(q) {
+        let total = if !has_filters(q) {
+            meta.frame_count
+        } else if let Some(n) = count_by_kind(&self.conn, trace_id, q)? {
+            n
+        } else {
             self.conn.query_row(
                 &format!("SELECT count(*) FROM frames f WHERE {where_sql}"),
                 params_from_iter(args.iter()),
                 |r| r.get(0),
             )?
-        } else {
-            meta.frame_count
         };
         let limit = q.limit.unwrap_or(200);
         let mut page_sql = format!("SELECT {SUMMARY_COLUMNS} FROM frames f WHERE {where_sql}");
@@ -344,7 +383,7 @@ impl Store {
             .query_map(params![trace_id], summary_from_row)?
             .collect::<Result<_, _>>()?;
         let mut per_direction = vec![0; Direction::ALL.len()];
-        let mut stmt = self.conn.prepare("SELECT dir, count FROM direction_counts WHERE trace_id = ?1")?;
+        let mut stmt = self.conn.prepare("SELECT dir, sum(count) FROM kind_counts WHERE trace_id = ?1 GROUP BY dir")?;
         let rows = stmt.query_map(params![trace_id], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))?;
         for row in rows {
             let (dir, n) = row?;
@@ -540,6 +579,100 @@ mod tests {
         store.finish_trace(gappy, &end, 2, "2026-01-01T00:00:01Z").unwrap();
         assert_eq!(page(&store, gappy, 2), [5, 6]);
         assert_eq!(page(&store, gappy, 0), [1, 2]);
+    }
+
+    /// Two traces of every direction and kind (errors few), stored in
+    /// several batches, the first trace's frames interleaved with the second's.
+    fn store_of_every_kind() -> (Store, [i64; 2]) {
+        use crate::recorder::Framer;
+        let mut store = Store::in_memory().unwrap();
+        let ids = [store.create_trace(&test_start(), 1).unwrap(), store.create_trace(&test_start(), 1).unwrap()];
+        let mut framers = [Framer::new(), Framer::new()];
+        for round in 0..40u64 {
+            for (t, framer) in framers.iter_mut().enumerate() {
+                let mut frames = Vec::new();
+                let to_agent = format!("{{\"id\":{round},\"method\":\"m\"}}\n{{\"method\":\"n\"}}\nnot json\n");
+                let reply = if round % 9 == t as u64 {
+                    format!("{{\"id\":{round},\"error\":{{\"code\":1,\"message\":\"no\"}}}}\n")
+                } else {
+                    format!("{{\"id\":{round},\"result\":{{}}}}\n")
+                };
+                let to_client = format!("{reply}{{\"method\":\"u\"}}\n[{{\"method\":\"b\"}}]\n");
+                framer.chunk(Direction::ClientToAgent, round, to_agent.as_bytes(), |f| frames.push(f));
+                framer.chunk(Direction::AgentToClient, round, to_client.as_bytes(), |f| frames.push(f));
+                framer.chunk(Direction::AgentStderr, round, b"log line\n", |f| frames.push(f));
+                store.insert_frames(ids[t], &frames).unwrap();
+            }
+        }
+        (store, ids)
+    }
+
+    #[test]
+    fn totals_of_direction_and_kind_filters_come_from_the_counts_and_match_the_frames() {
+        let (store, ids) = store_of_every_kind();
+        let mut checked = 0;
+        for id in ids {
+            let all = store.frame_page(id, &FrameQuery { limit: Some(1000), ..FrameQuery::default() }).unwrap();
+            assert_eq!(all.frames.len(), 40 * 7);
+            let dirs = std::iter::once(None).chain(Direction::ALL.map(Some));
+            for dir in dirs {
+                for kind in std::iter::once(None).chain(FrameKind::ALL.map(Some)) {
+                    for errors in [None, Some(true)] {
+                        let q = FrameQuery { dir, kind, errors, limit: Some(1000), ..FrameQuery::default() };
+                        let want: Vec<i64> = all
+                            .frames
+                            .iter()
+                            .filter(|f| dir.is_none_or(|d| f.dir == d) && kind.is_none_or(|k| f.kind == k))
+                            .filter(|f| errors.is_none() || f.kind == FrameKind::Error)
+                            .map(|f| f.seq)
+                            .collect();
+                        let counted = count_by_kind(&store.conn, id, &q).unwrap();
+                        assert_eq!(counted, Some(want.len() as i64), "{q:?}");
+                        let page = store.frame_page(id, &q).unwrap();
+                        assert_eq!(page.total, want.len() as i64, "{q:?}");
+                        assert_eq!(page.frames.iter().map(|f| f.seq).collect::<Vec<_>>(), want, "{q:?}");
+                        checked += 1;
+                    }
+                }
+            }
+        }
+        assert_eq!(checked, 2 * 4 * 8 * 2);
+        // Other filters are counted from the frames.
+        let q = FrameQuery { errors: Some(true), method: Some("m".into()), ..FrameQuery::default() };
+        assert_eq!(count_by_kind(&store.conn, ids[0], &q).unwrap(), None);
+        assert_eq!(store.frame_page(ids[0], &q).unwrap().total, 5);
+        let stats = store.trace_stats(ids[1]).unwrap();
+        assert_eq!(stats.per_direction, [120, 120, 40]);
+    }
+
+    #[test]
+    fn errors_only_pages_through_the_index_of_errors() {
+        let (store, ids) = store_of_every_kind();
+        let plan = |q: &FrameQuery| {
+            let (where_sql, args) = filters(ids[0], q);
+            let sql =
+                format!("EXPLAIN QUERY PLAN SELECT {SUMMARY_COLUMNS} FROM frames f WHERE {where_sql} ORDER BY f.id");
+            let rows: Vec<String> = store
+                .conn
+                .prepare(&sql)
+                .unwrap()
+                .query_map(params_from_iter(args.iter()), |r| r.get(3))
+                .unwrap()
+                .collect::<Result<_, _>>()
+                .unwrap();
+            rows.join("; ")
+        };
+        for q in [
+            FrameQuery { errors: Some(true), ..FrameQuery::default() },
+            FrameQuery { kind: Some(FrameKind::Error), ..FrameQuery::default() },
+            FrameQuery { errors: Some(true), dir: Some(Direction::AgentToClient), ..FrameQuery::default() },
+        ] {
+            let plan = plan(&q);
+            assert!(plan.contains("frames_errors"), "{q:?}: {plan}");
+            assert!(!plan.contains("TEMP B-TREE"), "{q:?}: {plan}");
+        }
+        let plan = plan(&FrameQuery { kind: Some(FrameKind::Notification), ..FrameQuery::default() });
+        assert!(!plan.contains("frames_errors"), "{plan}");
     }
 
     #[test]

@@ -10,6 +10,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../../migrations/0003_viewer_queries.sql"),
     include_str!("../../../migrations/0004_imports_and_peers.sql"),
     include_str!("../../../migrations/0005_frames_keyed_by_rowid.sql"),
+    include_str!("../../../migrations/0006_kind_counts.sql"),
 ];
 
 /// The schema version this build writes.
@@ -131,6 +132,51 @@ mod tests {
             .unwrap();
         assert_eq!(fts, 3);
         assert_eq!(search(&store, 1), [2, 3]);
+    }
+
+    #[test]
+    fn a_version_5_store_gets_kind_counts_of_its_frames() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("v5.db");
+        {
+            let conn = Connection::open(&path).unwrap();
+            for sql in &MIGRATIONS[..5] {
+                conn.execute_batch(sql).unwrap();
+            }
+            conn.pragma_update(None, "user_version", 5).unwrap();
+            conn.execute_batch(
+                "INSERT INTO traces (id, command, mode, started_at) VALUES (1, '[]', 'wrap', 'x'), (2, '[]', 'wrap', 'y');
+                 INSERT INTO frames (id, trace_id, seq, t_ns, dir, kind, raw) VALUES
+                   (1099511627777, 1, 1, 1, 'client_to_agent', 'request', X'00'),
+                   (1099511627778, 1, 2, 2, 'agent_to_client', 'error', X'00'),
+                   (1099511627779, 1, 3, 3, 'agent_to_client', 'error', X'00'),
+                   (2199023255553, 2, 1, 1, 'agent_stderr', 'stderr', X'00');
+                 INSERT INTO direction_counts VALUES (1, 'client_to_agent', 1), (1, 'agent_to_client', 2), (2, 'agent_stderr', 1);",
+            )
+            .unwrap();
+        }
+        let store = crate::store::Store::open_existing(&path).unwrap();
+        let counts: Vec<(i64, String, String, i64)> = store
+            .conn
+            .prepare("SELECT trace_id, dir, kind, count FROM kind_counts ORDER BY trace_id, dir, kind")
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        let want = [
+            (1, "agent_to_client", "error", 2),
+            (1, "client_to_agent", "request", 1),
+            (2, "agent_stderr", "stderr", 1),
+        ]
+        .map(|(t, d, k, n)| (t, d.to_owned(), k.to_owned(), n));
+        assert_eq!(counts, want);
+        assert_eq!(store.trace_stats(1).unwrap().per_direction, [1, 2, 0]);
+        let old: i64 = store
+            .conn
+            .query_row("SELECT count(*) FROM sqlite_master WHERE name = 'direction_counts'", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(old, 0);
     }
 
     #[test]

@@ -3,7 +3,7 @@
 
 use super::NewFrame;
 use acp_tee_shared::api::{HistogramBucket, MethodStats};
-use acp_tee_shared::FrameKind;
+use acp_tee_shared::{Direction, FrameKind};
 use rusqlite::{params, Connection};
 use std::collections::HashMap;
 
@@ -44,7 +44,9 @@ struct MethodAgg {
 #[derive(Default)]
 pub struct BatchStats {
     methods: HashMap<String, MethodAgg>,
-    directions: HashMap<&'static str, i64>,
+    /// Frames per direction and kind, indexed in the order of
+    /// [`Direction::ALL`] and [`FrameKind::ALL`] (their declaration order).
+    kinds: [[i64; FrameKind::ALL.len()]; Direction::ALL.len()],
 }
 
 impl BatchStats {
@@ -52,7 +54,7 @@ impl BatchStats {
     pub fn of(frames: &[NewFrame]) -> BatchStats {
         let mut s = BatchStats::default();
         for f in frames {
-            *s.directions.entry(f.dir.as_str()).or_default() += 1;
+            s.kinds[f.dir as usize][f.kind as usize] += 1;
             let Some(method) = &f.method else { continue };
             // Looked up by &str: the method is cloned once per batch, not per frame.
             if !s.methods.contains_key(method.as_str()) {
@@ -92,12 +94,16 @@ impl BatchStats {
                 bucket.execute(params![trace_id, name, b, n])?;
             }
         }
-        let mut dir = tx.prepare_cached(
-            "INSERT INTO direction_counts (trace_id, dir, count) VALUES (?1, ?2, ?3)
-             ON CONFLICT (trace_id, dir) DO UPDATE SET count = count + excluded.count",
+        let mut kind = tx.prepare_cached(
+            "INSERT INTO kind_counts (trace_id, dir, kind, count) VALUES (?1, ?2, ?3, ?4)
+             ON CONFLICT (trace_id, dir, kind) DO UPDATE SET count = count + excluded.count",
         )?;
-        for (d, n) in &self.directions {
-            dir.execute(params![trace_id, d, n])?;
+        for (d, counts) in Direction::ALL.into_iter().zip(&self.kinds) {
+            for (k, &n) in FrameKind::ALL.into_iter().zip(counts) {
+                if n > 0 {
+                    kind.execute(params![trace_id, d.as_str(), k.as_str(), n])?;
+                }
+            }
         }
         Ok(())
     }
@@ -147,6 +153,16 @@ pub fn fill_from_buckets(m: &mut MethodStats, buckets: &[(i64, i64)]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_kind_counts_index_directions_and_kinds_in_their_listed_order() {
+        for (i, d) in Direction::ALL.into_iter().enumerate() {
+            assert_eq!(d as usize, i, "{d:?}");
+        }
+        for (i, k) in FrameKind::ALL.into_iter().enumerate() {
+            assert_eq!(k as usize, i, "{k:?}");
+        }
+    }
 
     #[test]
     fn buckets_tile_the_line_and_are_narrow() {
