@@ -54,6 +54,20 @@ pub struct Config {
     pub strict: bool,
 }
 
+/// What `--help` adds to the usage line.
+const HELP: &str = "Measures acp-tee beside a direct pipe, a `cat` relay and sacp-tee (when on PATH)
+in one run and writes a Markdown report. A lost message or frame fails the run (exit 1).
+
+  --quick          smoke run (~20 s): small counts, one repetition; checks that
+                   nothing is lost but judges no target
+  --only SECTIONS  run only these sections, comma-separated
+  --reps N         repetitions of the relay sections (default 3, 1 with --quick)
+  --out FILE       where the report goes (default target/bench-report.md)
+  --acp-tee PATH   the binary measured (default target/release/acp-tee)
+  --dist DIR       the built viewer (default dist/)
+  --work DIR       scratch directory, removed afterwards (default target/bench-work)
+  --strict         also exit 1 when a target does not hold";
+
 fn usage() -> &'static str {
     "usage: acp-tee-bench [--quick] [--only throughput,rtt,ingest,server,viewer,export] [--reps N] \
      [--out FILE] [--acp-tee PATH] [--dist DIR] [--work DIR] [--strict]"
@@ -90,7 +104,7 @@ fn parse_args(args: &[String]) -> Result<Config> {
                 }
             }
             "-h" | "--help" => {
-                println!("{}", usage());
+                println!("{}\n\n{HELP}", usage());
                 std::process::exit(0);
             }
             other => bail!("unknown argument `{other}`; {}", usage()),
@@ -123,6 +137,7 @@ fn bench(args: &[String]) -> Result<()> {
     std::fs::create_dir_all(&cfg.work).with_context(|| format!("cannot create {}", cfg.work.display()))?;
     let command = format!("scripts/bench {}", args.join(" "));
     let mut report = Report::default();
+    report.smoke = cfg.quick;
     report.say(&format!("# acp-tee benchmark results{}\n", if cfg.quick { " (quick smoke run)" } else { "" }));
     report.say(&report::machine(command.trim()));
     let started = std::time::Instant::now();
@@ -132,11 +147,7 @@ fn bench(args: &[String]) -> Result<()> {
         started.elapsed().as_secs_f64(),
         report::loadavg()
     ));
-    let summary = if report.failed.is_empty() {
-        format!("**All {} targets checked hold.**", report.checked)
-    } else {
-        format!("**{} of {} targets fail:** {}.", report.failed.len(), report.checked, report.failed.join("; "))
-    };
+    let summary = report.summary();
     report.say(&format!("## Summary\n\n{summary}\n"));
     std::fs::write(&cfg.out, report.text()).with_context(|| format!("cannot write {}", cfg.out.display()))?;
     eprintln!("acp-tee-bench: report written to {}", cfg.out.display());
