@@ -61,7 +61,7 @@ fn start_burst(store: &TempStore, input: Vec<u8>, stop_after: usize) -> (std::pr
     stdin.write_all(&input[..first]).unwrap();
     let mut echo = vec![0u8; first];
     child.stdout.as_mut().unwrap().read_exact(&mut echo).unwrap();
-    let deadline = Instant::now() + Duration::from_secs(10);
+    let deadline = Instant::now() + Duration::from_secs(60);
     let first_stored = || {
         store.db.exists()
             && Store::open_existing(&store.db)
@@ -133,7 +133,9 @@ fn a_store_out_of_space_still_forwards_everything_and_counts_what_is_missing() {
     // past 2 MiB (RLIMIT_FSIZE; SQLite then gets EFBIG, as on a full disk).
     let line = |i: usize| format!("{{\"id\":{i},\"method\":\"big\",\"params\":\"{}\"}}\n", "x".repeat(64 * 1024));
     let input: Vec<u8> = (0..120).flat_map(|i| line(i).into_bytes()).collect();
-    let mut cmd = tee_command(&store.db, &[], &["cat"]);
+    // `cat` ends on EOF by itself; a long grace keeps a slow machine (the
+    // relay waits on a recorder whose spool cannot grow) from stopping it.
+    let mut cmd = tee_command(&store.db, &["--grace", "60s"], &["cat"]);
     // SAFETY: setrlimit is async-signal-safe; it runs in the child before exec.
     unsafe {
         cmd.pre_exec(|| {

@@ -15,9 +15,16 @@ fn client_eof_stops_an_agent_that_never_exits() {
     let agent = sh("echo $$ > pid; cat; exec sleep 1000");
     let mut cmd = tee_command(&store.db, &["--grace", "200ms"], &as_strs(&agent));
     cmd.current_dir(store.dir.path());
-    let out = run_with_input(cmd, b"hello\n".to_vec());
+    let mut child = cmd.spawn().unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(b"hello\n").unwrap();
+    // The echo shows the pid file written and `cat` running before the
+    // grace period starts: a slow machine cannot stop the agent too early.
+    assert_eq!(read_exact_from(&mut child, 6), b"hello\n");
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
-    assert_eq!(out.stdout, b"hello\n");
+    assert_eq!(out.stdout, b"");
     let trace = store.only_trace();
     assert_eq!(trace.exit_signal, Some(libc::SIGTERM));
     assert!(trace.end_reason.unwrap().contains("stopped after the grace period"));
@@ -28,8 +35,13 @@ fn client_eof_stops_an_agent_that_never_exits() {
 #[test]
 fn an_agent_ignoring_sigterm_is_killed_after_another_grace() {
     let store = TempStore::new();
-    let agent = sh("trap '' TERM; cat >/dev/null; exec sleep 1000");
-    let out = run_with_input(tee_command(&store.db, &["--grace", "100ms"], &as_strs(&agent)), vec![]);
+    let agent = sh("trap '' TERM; echo ready; cat >/dev/null; exec sleep 1000");
+    let mut child = tee_command(&store.db, &["--grace", "100ms"], &as_strs(&agent)).spawn().unwrap();
+    // The client closes only once the agent ignores TERM, however slowly
+    // the machine started it.
+    assert_eq!(read_exact_from(&mut child, 6), b"ready\n");
+    drop(child.stdin.take());
+    let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(0));
     assert_eq!(store.only_trace().exit_signal, Some(libc::SIGKILL));
 }
@@ -54,6 +66,29 @@ fn agent_exit_delivers_all_output_and_passes_the_code_on() {
     assert_eq!(a2c, vec![&b"one\n"[..], b"two-without-newline"]);
     let stderr: Vec<&[u8]> = frames.iter().filter(|f| f.kind == FrameKind::Stderr).map(|f| &f.raw[..]).collect();
     assert_eq!(stderr, vec![&b"oops\n"[..]]);
+}
+
+#[test]
+fn output_held_open_by_what_the_agent_started_is_waited_for_three_seconds_at_least() {
+    let store = TempStore::new();
+    // The background sleep keeps the agent's stdout and stderr open after
+    // the agent exited; a short --grace does not shorten the wait for them.
+    let agent = sh("sleep 30 & echo $! > pid; echo first; exit 5");
+    let mut cmd = tee_command(&store.db, &["--grace", "100ms"], &as_strs(&agent));
+    cmd.current_dir(store.dir.path());
+    let started = std::time::Instant::now();
+    let out = run_with_input(cmd, vec![]);
+    let waited = started.elapsed();
+    let pid: u32 = std::fs::read_to_string(store.dir.path().join("pid")).unwrap().trim().parse().unwrap();
+    // SAFETY: kill(2) on a pid this test started.
+    unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+    assert!(wait_gone(pid));
+    assert_eq!(out.status.code(), Some(5));
+    assert_eq!(out.stdout, b"first\n");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("still holds its output open"));
+    assert!(waited >= std::time::Duration::from_secs(3), "{waited:?}");
+    assert!(waited < std::time::Duration::from_secs(30), "{waited:?}");
+    assert_eq!(store.only_trace().exit_code, Some(5));
 }
 
 #[test]

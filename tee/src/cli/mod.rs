@@ -69,6 +69,9 @@ through to ours and is recorded too. When the client closes our stdin, the
 agent's stdin is closed; if the agent has not exited after --grace it gets
 SIGTERM, and SIGKILL after another --grace. SIGINT, SIGTERM and SIGHUP are
 passed on to the agent (TERM and HUP are followed by SIGKILL after --grace).
+Once the agent exited, its last output is forwarded; if something it started
+still holds its stdout or stderr open, acp-tee stops waiting after --grace
+(3 s at least) and says so.
 If acp-tee itself is killed, the agent is killed with it and every frame
 already forwarded is still stored.
 

@@ -8,6 +8,9 @@ use std::process::ExitStatus;
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
+/// The shortest wait for the agent's last output after it exited.
+pub const DRAIN_AT_LEAST: Duration = Duration::from_secs(3);
+
 /// What the relay's threads report to the supervisor.
 #[derive(Debug)]
 pub enum Event {
@@ -123,10 +126,12 @@ impl Supervisor {
         }
     }
 
-    /// Waits (at most one grace period: a grandchild may hold the pipes open)
-    /// until everything the agent wrote has been forwarded.
+    /// Waits until everything the agent wrote has been forwarded: at most a
+    /// grace period, and at least [`DRAIN_AT_LEAST`] (something the agent
+    /// started may hold its pipes open for ever; a short `--grace` must not cut
+    /// off our own pumps, which a busy machine or recorder can slow).
     fn drain(&mut self, events: &Receiver<Event>) {
-        let deadline = Instant::now() + self.grace;
+        let deadline = Instant::now() + self.grace.max(DRAIN_AT_LEAST);
         while self.stdout_open || self.stderr_open {
             match events.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
                 Ok(Event::OutputClosed(dir)) => self.note_closed(dir),
