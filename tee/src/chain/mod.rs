@@ -73,7 +73,11 @@ pub fn run(opts: &ProxyOptions) -> i32 {
             }
         }
         let routed = router.route(&line);
-        handoff.frame(routed.record.dir, &routed.record.raw, routed.record.envelope.as_deref());
+        if !handoff.frame(routed.record.dir, &routed.record.raw, routed.record.envelope.as_deref()) {
+            // A signal ended the run (the trace is finished and we are about
+            // to exit): what was not recorded is not forwarded either.
+            break;
+        }
         if let Some(send) = routed.send {
             if let Err(e) = output.write_all(&send) {
                 reason = format!("writing to the conductor failed: {e}");

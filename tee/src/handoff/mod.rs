@@ -181,6 +181,27 @@ mod tests {
     }
 
     #[test]
+    fn a_frame_is_refused_once_the_run_was_closed_but_never_for_want_of_a_recorder() {
+        let (r, w) = std::io::pipe().unwrap();
+        let writer = HandoffWriter::new(w, Instant::now());
+        assert!(writer.frame(Direction::ClientToAgent, b"one", None));
+        writer.close();
+        assert!(!writer.frame(Direction::ClientToAgent, b"two", None));
+        let mut reader = HandoffReader::new(r);
+        assert!(matches!(reader.read_message().unwrap(), Some(Message::Frame { raw, .. }) if raw == b"one"));
+        assert_eq!(reader.read_message().unwrap(), None);
+        // No recorder, or a recorder that died: nothing is recorded, and
+        // forwarding goes on.
+        assert!(HandoffWriter::disconnected(Instant::now()).frame(Direction::AgentToClient, b"x", None));
+        let (r, w) = std::io::pipe().unwrap();
+        drop(r);
+        let dead = HandoffWriter::new(w, Instant::now());
+        assert!(dead.frame(Direction::AgentToClient, b"x", None));
+        assert!(dead.frame(Direction::AgentToClient, b"y", None));
+        assert_eq!(dead.lost_chunks(), 2);
+    }
+
+    #[test]
     fn truncated_message_is_invalid_data() {
         let mut bytes = encode_header(TAG_CHUNK, 0, 1, 10).to_vec();
         bytes.extend_from_slice(b"abc");

@@ -29,13 +29,15 @@ struct DataPipe {
 struct Inner {
     out: Option<Box<dyn Write + Send>>,
     lost_chunks: u64,
+    /// [`HandoffWriter::close`] was called: the run is over.
+    closed: bool,
 }
 
 impl HandoffWriter {
     /// Writes to `out`; timestamps count from `start`.
     pub fn new(out: impl Write + Send + 'static, start: Instant) -> Self {
         HandoffWriter {
-            inner: Mutex::new(Inner { out: Some(Box::new(out)), lost_chunks: 0 }),
+            inner: Mutex::new(Inner { out: Some(Box::new(out)), lost_chunks: 0, closed: false }),
             start,
             data: [None, None, None],
         }
@@ -51,7 +53,11 @@ impl HandoffWriter {
 
     /// A writer that records nothing (no recorder could be started).
     pub fn disconnected(start: Instant) -> Self {
-        HandoffWriter { inner: Mutex::new(Inner { out: None, lost_chunks: 0 }), start, data: [None, None, None] }
+        HandoffWriter {
+            inner: Mutex::new(Inner { out: None, lost_chunks: 0, closed: false }),
+            start,
+            data: [None, None, None],
+        }
     }
 
     /// The data pipe for chunks going `dir`, while it works.
@@ -104,13 +110,19 @@ impl HandoffWriter {
     /// Hands off one logical message going `dir` with the envelope it travelled
     /// in on the other side of the hop. Payload: `raw_len: u32 LE`, `raw`,
     /// then the envelope (an empty envelope means none).
-    pub fn frame(&self, dir: Direction, raw: &[u8], envelope: Option<&[u8]>) {
+    ///
+    /// False when the writer was closed first (another thread ended the run):
+    /// the caller must not forward the message then, as it was not recorded.
+    /// A writer that records nothing (no recorder, or the recorder died)
+    /// still answers true: forwarding never depends on recording.
+    #[must_use = "a message not handed off must not be forwarded"]
+    pub fn frame(&self, dir: Direction, raw: &[u8], envelope: Option<&[u8]>) -> bool {
         let envelope = envelope.unwrap_or_default();
         let mut payload = Vec::with_capacity(4 + raw.len() + envelope.len());
         payload.extend_from_slice(&(raw.len() as u32).to_le_bytes());
         payload.extend_from_slice(raw);
         payload.extend_from_slice(envelope);
-        self.send_owned(TAG_FRAME, dir_code(dir), &payload);
+        self.send_owned(TAG_FRAME, dir_code(dir), &payload)
     }
 
     /// Tells the recorder that the stream going `dir` ended.
@@ -131,16 +143,24 @@ impl HandoffWriter {
 
     /// Closes the pipe, so the recorder sees end-of-file.
     pub fn close(&self) {
-        self.lock().out = None;
+        let mut inner = self.lock();
+        inner.out = None;
+        inner.closed = true;
     }
 
-    fn send_owned(&self, tag: u8, dir: u8, payload: &[u8]) {
+    /// Sends one message; false (and nothing sent) once the writer is closed.
+    fn send_owned(&self, tag: u8, dir: u8, payload: &[u8]) -> bool {
         let mut inner = self.lock();
+        if inner.closed {
+            inner.lost_chunks += 1;
+            return false;
+        }
         let t_ns = self.now_ns();
         let mut msg = Vec::with_capacity(HEADER_LEN + payload.len());
         msg.extend_from_slice(&encode_header(tag, dir, t_ns, payload.len()));
         msg.extend_from_slice(payload);
         inner.write(&msg);
+        true
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
