@@ -226,15 +226,49 @@ pub fn viewer(cfg: &Config, report: &mut Report, t: &Traces) -> Result<()> {
             f(s.frame_ms.p95, 1),
             f(s.frame_ms.max, 1),
             format!("{:.0}%", 100.0 * s.blank as f64 / s.frames.max(1) as f64),
+            handler_cell(&s),
             target,
+        ]);
+    }
+    // The browser's own limit: the rows the diagram draws, copied into a
+    // static page of the same styles and scrolled the same way, with no
+    // application code running. Made last, as it replaces the diagram.
+    viewer::jumps(&b, t.big.frames, &[0.3], 1)?;
+    viewer::static_copy(&b, 4000)?;
+    for px in [40, 400] {
+        let s = viewer::scroll_static(&b, px, ms)?;
+        rows.push(vec![
+            format!("static copy, {px} px/frame"),
+            n(s.frames),
+            f(s.frame_ms.p50, 1),
+            f(s.frame_ms.p95, 1),
+            f(s.frame_ms.max, 1),
+            "—".to_owned(),
+            handler_cell(&s),
+            "baseline: the browser's own limit".to_owned(),
         ]);
     }
     report.say(&format!(
         "Continuous scroll from 30% of the trace for {ms} ms, `scrollTop += px` on every animation frame; \
          frame intervals (ms; 16.7 = 60 fps), against the same page idle. `loading rows shown`: frames in \
-         which a row was still a placeholder.\n"
+         which a row was still a placeholder. `static copy`: the rows the diagram draws, copied 4,000 \
+         times into a static element of the same page and styles (the lanes behind them) and scrolled the \
+         same way, with no application code running: what headless Chromium itself manages on this \
+         machine. `scroll handlers`: the time the page's own `scroll` listeners took per scroll event.\n"
     ));
-    report.table(&["speed", "frames", "p50 ms", "p95 ms", "max ms", "loading rows shown", "target"], &rows);
+    report.table(
+        &[
+            "speed",
+            "frames",
+            "p50 ms",
+            "p95 ms",
+            "max ms",
+            "loading rows shown",
+            "scroll handlers p50 / p95 ms",
+            "target",
+        ],
+        &rows,
+    );
     Ok(())
 }
 
@@ -277,4 +311,10 @@ pub fn export(cfg: &Config, report: &mut Report, t: &Traces) -> Result<()> {
         mib(small)
     ));
     Ok(())
+}
+
+/// The scroll handlers' median and 95th percentile, or a dash when no scroll
+/// event came.
+fn handler_cell(s: &viewer::Scroll) -> String {
+    s.handler_ms.as_ref().map_or("—".to_owned(), |h| format!("{} / {}", f(h.p50, 1), f(h.p95, 1)))
 }

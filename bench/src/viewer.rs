@@ -64,11 +64,19 @@ requestAnimationFrame(check);
 /// Scrolls continuously by `px` per animation frame for `ms` milliseconds and
 /// reports every frame interval and how many frames showed a loading row.
 const CONTINUOUS: &str = r#"
-const [px, ms, start] = arguments;
+const [px, ms, start, id] = arguments;
 const done = arguments[arguments.length - 1];
-const el = document.getElementById('diagram-scroll');
+const el = document.getElementById(id);
 el.scrollTop = start * (el.scrollHeight - el.clientHeight);
 const deltas = [];
+// The page's own scroll handlers: from a capturing listener, which runs
+// first, to one added on the element now, which runs after the page's.
+const handlers = [];
+let before = 0;
+const first = () => { before = performance.now(); };
+const after = () => { handlers.push(performance.now() - before); };
+document.addEventListener('scroll', first, true);
+el.addEventListener('scroll', after);
 let blank = 0, last = 0, t0 = 0;
 const step = now => {
   if (t0 === 0) { t0 = now; } else { deltas.push(now - last); }
@@ -76,9 +84,45 @@ const step = now => {
   if (el.querySelector('.frame-loading')) blank++;
   el.scrollTop += px;
   if (now - t0 < ms) requestAnimationFrame(step);
-  else done({ deltas, blank, frames: deltas.length + 1 });
+  else {
+    document.removeEventListener('scroll', first, true);
+    el.removeEventListener('scroll', after);
+    done({ deltas, blank, frames: deltas.length + 1, handlers });
+  }
 };
 requestAnimationFrame(step);
+"#;
+
+/// Puts in place of the diagram a static copy of the rows it draws, repeated
+/// `rows` times one under another (`#static-scroll`), with the lanes behind
+/// them: the same content with no application code running while it
+/// scrolls, so scrolling it shows what the browser itself manages here.
+/// Reports how many distinct rows were copied.
+const STATIC_COPY: &str = r#"
+const [count] = arguments;
+const done = arguments[arguments.length - 1];
+const src = document.getElementById('diagram-scroll');
+const drawn = [...src.querySelectorAll('.layer > .frame')].filter(r => !r.classList.contains('frame-loading'));
+if (!drawn.length) return done({ error: 'no drawn rows to copy' });
+const box = document.createElement('div');
+box.id = 'static-scroll';
+box.style.cssText = 'flex: 1; min-height: 0; overflow: auto; position: relative;';
+const spacer = src.querySelector('.spacer').cloneNode(false);
+spacer.style.height = (count * 40) + 'px';
+for (const lane of src.querySelectorAll('.spacer > .lane-line, .spacer > .stderr-band')) spacer.appendChild(lane.cloneNode(true));
+const layer = document.createElement('div');
+layer.className = 'layer';
+layer.style.top = '0px';
+for (let i = 0; i < count; i++) {
+  const row = drawn[i % drawn.length].cloneNode(true);
+  row.style.top = (i * 40) + 'px';
+  layer.appendChild(row);
+}
+spacer.appendChild(layer);
+box.appendChild(spacer);
+src.style.display = 'none';
+src.parentNode.insertBefore(box, src);
+requestAnimationFrame(() => requestAnimationFrame(() => done({ rows: drawn.length })));
 "#;
 
 /// Load times of the trace page.
@@ -112,6 +156,9 @@ pub struct Jump {
 pub struct Scroll {
     /// Frame intervals, ms.
     pub frame_ms: Percentiles,
+    /// Time the page's scroll handlers took per scroll event, ms (none when
+    /// no scroll event came: idle).
+    pub handler_ms: Option<Percentiles>,
     /// Frames, and those showing a loading row.
     pub frames: u64,
     /// Frames with a loading row in the window.
@@ -168,12 +215,34 @@ pub fn jumps(b: &Browser, total: u64, fracs: &[f64], reps: usize) -> Result<Vec<
     Ok(out)
 }
 
-/// Scrolls for `ms` at `px_per_frame`, starting at 30% of the trace.
+/// Scrolls the diagram for `ms` at `px_per_frame`, starting at 30% of the trace.
 pub fn scroll(b: &Browser, px_per_frame: u32, ms: u32) -> Result<Scroll> {
-    let r = b.js_async(CONTINUOUS, json!([px_per_frame, ms, 0.3]))?;
+    scroll_element(b, "diagram-scroll", px_per_frame, ms)
+}
+
+/// Replaces the diagram by a static copy of its drawn rows (see
+/// [`STATIC_COPY`]), `rows` rows tall; the page must be reloaded afterwards.
+pub fn static_copy(b: &Browser, rows: u32) -> Result<()> {
+    let r = b.js_async(STATIC_COPY, json!([rows]))?;
+    if let Some(e) = r["error"].as_str() {
+        bail!("cannot make the static copy of the diagram: {e}");
+    }
+    Ok(())
+}
+
+/// Scrolls the static copy of [`static_copy`] like [`scroll`] does the diagram.
+pub fn scroll_static(b: &Browser, px_per_frame: u32, ms: u32) -> Result<Scroll> {
+    scroll_element(b, "static-scroll", px_per_frame, ms)
+}
+
+fn scroll_element(b: &Browser, id: &str, px_per_frame: u32, ms: u32) -> Result<Scroll> {
+    let r = b.js_async(CONTINUOUS, json!([px_per_frame, ms, 0.3, id]))?;
     let deltas: Vec<f64> = r["deltas"].as_array().context("no frame times")?.iter().filter_map(Value::as_f64).collect();
+    let handlers: Vec<f64> =
+        r["handlers"].as_array().context("no handler times")?.iter().filter_map(Value::as_f64).collect();
     Ok(Scroll {
         frame_ms: Percentiles::of(&deltas),
+        handler_ms: (!handlers.is_empty()).then(|| Percentiles::of(&handlers)),
         frames: num(&r, "frames")? as u64,
         blank: num(&r, "blank")? as u64,
     })
