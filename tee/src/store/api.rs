@@ -207,22 +207,17 @@ fn count_by_kind(conn: &Connection, trace_id: i64, q: &FrameQuery) -> Result<Opt
     if method.is_some() || session.is_some() || min_latency_ms.is_some() || searching {
         return Ok(None);
     }
-    let kinds: Vec<FrameKind> = FrameKind::ALL
-        .into_iter()
-        .filter(|k| kind.is_none_or(|want| want == *k) && (*errors != Some(true) || *k == FrameKind::Error))
-        .collect();
-    let dirs: Vec<Direction> = Direction::ALL.into_iter().filter(|d| dir.is_none_or(|want| want == *d)).collect();
-    let mut stmt =
-        conn.prepare_cached("SELECT count FROM kind_counts WHERE trace_id = ?1 AND dir = ?2 AND kind = ?3")?;
-    let mut total = 0;
-    for d in &dirs {
-        for k in &kinds {
-            total += stmt
-                .query_row(params![trace_id, d.as_str(), k.as_str()], |r| r.get::<_, i64>(0))
-                .optional()?
-                .unwrap_or(0);
-        }
-    }
+    let kind = match (*kind, *errors == Some(true)) {
+        (Some(k), true) if k != FrameKind::Error => return Ok(Some(0)),
+        (_, true) => Some(FrameKind::Error),
+        (k, false) => k,
+    };
+    let total = conn
+        .prepare_cached(
+            "SELECT coalesce(sum(count), 0) FROM kind_counts
+             WHERE trace_id = ?1 AND (?2 IS NULL OR dir = ?2) AND (?3 IS NULL OR kind = ?3)",
+        )?
+        .query_row(params![trace_id, dir.map(Direction::as_str), kind.map(FrameKind::as_str)], |r| r.get(0))?;
     Ok(Some(total))
 }
 
