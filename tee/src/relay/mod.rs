@@ -95,8 +95,8 @@ pub fn run(opts: &WrapOptions) -> Result<i32, SpawnError> {
         spawn(
             name,
             Box::new(move || {
-                let to = pump::pump(from, dup_fd(fd), dir, &h);
-                drop(to);
+                // Our copy of stdout/stderr is closed before the report.
+                drop(pump::pump(from, dup_fd(fd), dir, &h));
                 let _ = tx.send(Event::OutputClosed(dir));
             }),
         );
