@@ -134,16 +134,54 @@ fn scan_words(words: &str) -> Option<Vec<String>> {
     (!kept.is_empty()).then_some(kept)
 }
 
-/// WHERE clause and parameters for a frame query's filters (not its paging).
-fn filters(trace_id: i64, q: &FrameQuery) -> (String, Vec<Value>) {
-    // The trace's frames are a rowid range. The trace_id column is named as
-    // well only where it leads an index that serves the filter (method,
-    // latency, errors): elsewhere it would tempt the planner off the rowid
-    // range.
-    let (lo, hi) = frame_id_bounds(trace_id);
-    let mut sql = String::from("f.id > ? AND f.id < ?");
-    let mut args = vec![Value::Integer(lo), Value::Integer(hi)];
-    if q.method.is_some() || q.min_latency_ms.is_some() || errors_only(q) {
+/// A frame query's filters as SQL: the frames `f` (joined to the method's
+/// spans `s` when a method is asked for), the conditions, their parameters
+/// and the order in which the rows come out by frame id.
+struct Filters {
+    from: String,
+    where_sql: String,
+    args: Vec<Value>,
+    order: &'static str,
+}
+
+/// The SQL for the frames of trace `trace_id` after seq `after` (0: from the
+/// first) that match `q`'s filters (not its limit or offset).
+fn filters(trace_id: i64, q: &FrameQuery, after: i64) -> Filters {
+    let (lo, hi) = (frame_id(trace_id, after.max(0)), frame_id_bounds(trace_id).1);
+    let mut args = Vec::new();
+    let (from, mut sql, order) = match &q.method {
+        // The method's spans in seq order, each read as a rowid range: rows
+        // come out in frame order without a sort. Spans ending before
+        // `after` are skipped by seeking to the one that holds it.
+        Some(m) => {
+            let bits = super::SEQ_BITS;
+            args.extend([Value::Integer(lo + 1), Value::Integer(hi - 1)]);
+            args.extend([Value::Integer(trace_id), Value::Text(m.clone())]);
+            args.extend([Value::Integer(trace_id), Value::Text(m.clone()), Value::Integer(after.max(0))]);
+            (
+                format!(
+                    "method_spans s JOIN frames f
+                     ON f.id BETWEEN max((s.trace_id << {bits}) + s.first_seq, ?)
+                             AND min((s.trace_id << {bits}) + s.last_seq, ?)"
+                ),
+                String::from(
+                    "s.trace_id = ? AND s.method = ?
+                     AND s.first_seq >= (SELECT coalesce(max(first_seq), 0) FROM method_spans
+                                         WHERE trace_id = ? AND method = ? AND first_seq <= ?)",
+                ),
+                "s.first_seq, f.id",
+            )
+        }
+        // The trace's frames are a rowid range.
+        None => {
+            args.extend([Value::Integer(lo), Value::Integer(hi)]);
+            ("frames f".to_owned(), String::from("f.id > ? AND f.id < ?"), "f.id")
+        }
+    };
+    // The trace_id column is named as well only where it leads an index
+    // that serves the filter (latency, errors), and never inside a method's
+    // spans: elsewhere it would tempt the planner off the rowid ranges.
+    if q.method.is_none() && (q.min_latency_ms.is_some() || errors_only(q)) {
         sql.push_str(" AND f.trace_id = ?");
         args.push(Value::Integer(trace_id));
     }
@@ -163,9 +201,6 @@ fn filters(trace_id: i64, q: &FrameQuery) -> (String, Vec<Value>) {
         sql.push_str(clause);
         args.push(v);
     };
-    if let Some(m) = &q.method {
-        add("f.method = ?", Value::Text(m.clone()));
-    }
     if let Some(s) = &q.session {
         add("f.session_id = ?", Value::Text(s.clone()));
     }
@@ -191,7 +226,7 @@ fn filters(trace_id: i64, q: &FrameQuery) -> (String, Vec<Value>) {
         args.push(Value::Integer(trace_id));
         args.extend(words.into_iter().map(Value::Text));
     }
-    (sql, args)
+    Filters { from, where_sql: sql, args, order }
 }
 
 /// True when `q` asks for error responses (by `errors` or by `kind`).
@@ -218,6 +253,21 @@ fn count_by_kind(conn: &Connection, trace_id: i64, q: &FrameQuery) -> Result<Opt
              WHERE trace_id = ?1 AND (?2 IS NULL OR dir = ?2) AND (?3 IS NULL OR kind = ?3)",
         )?
         .query_row(params![trace_id, dir.map(Direction::as_str), kind.map(FrameKind::as_str)], |r| r.get(0))?;
+    Ok(Some(total))
+}
+
+/// How many frames of trace `trace_id` match `q`, from the method's spans,
+/// when `q` filters on the method alone; `None` otherwise.
+fn count_by_method(conn: &Connection, trace_id: i64, q: &FrameQuery) -> Result<Option<i64>, StoreError> {
+    let FrameQuery { after: _, offset: _, limit: _, dir, kind, method, session, errors, min_latency_ms, q } = q;
+    let searching = q.as_deref().and_then(fts_query).is_some();
+    let others = dir.is_some() || kind.is_some() || session.is_some() || *errors == Some(true);
+    let (Some(method), false, None, false) = (method, others, min_latency_ms, searching) else { return Ok(None) };
+    let total = conn
+        .prepare_cached(
+            "SELECT coalesce(sum(last_seq - first_seq + 1), 0) FROM method_spans WHERE trace_id = ?1 AND method = ?2",
+        )?
+        .query_row(params![trace_id, method], |r| r.get(0))?;
     Ok(Some(total))
 }
 
@@ -251,21 +301,21 @@ impl Store {
     /// `q` must already be validated (limit within bounds).
     pub fn frame_page(&self, trace_id: i64, q: &FrameQuery) -> Result<FramePage, StoreError> {
         let meta = self.trace(trace_id)?;
-        let (where_sql, args) = filters(trace_id, q);
         let total = if !has_filters(q) {
             meta.frame_count
         } else if let Some(n) = count_by_kind(&self.conn, trace_id, q)? {
             n
+        } else if let Some(n) = count_by_method(&self.conn, trace_id, q)? {
+            n
         } else {
+            let Filters { from, where_sql, args, .. } = filters(trace_id, q, 0);
             self.conn.query_row(
-                &format!("SELECT count(*) FROM frames f WHERE {where_sql}"),
+                &format!("SELECT count(*) FROM {from} WHERE {where_sql}"),
                 params_from_iter(args.iter()),
                 |r| r.get(0),
             )?
         };
         let limit = q.limit.unwrap_or(200);
-        let mut page_sql = format!("SELECT {SUMMARY_COLUMNS} FROM frames f WHERE {where_sql}");
-        let mut page_args = args;
         let (mut after, mut offset) = (q.after, q.offset.unwrap_or(0));
         // Unfiltered and without gaps, the frame at offset n has seq n + 1: a
         // seek instead of stepping over n rows, so deep pages of a huge trace
@@ -274,18 +324,15 @@ impl Store {
             after = Some(offset);
             offset = 0;
         }
-        if let Some(after) = after {
-            // Raise the range's lower bound (the first parameter) rather
-            // than adding a second one: SQLite seeks on one bound per side.
-            page_args[0] = Value::Integer(frame_id(trace_id, after.max(0)));
-        }
-        page_sql.push_str(" ORDER BY f.id LIMIT ? OFFSET ?");
-        page_args.push(Value::Integer(limit + 1));
-        page_args.push(Value::Integer(offset));
+        let Filters { from, where_sql, mut args, order } = filters(trace_id, q, after.unwrap_or(0));
+        args.push(Value::Integer(limit + 1));
+        args.push(Value::Integer(offset));
+        let page_sql =
+            format!("SELECT {SUMMARY_COLUMNS} FROM {from} WHERE {where_sql} ORDER BY {order} LIMIT ? OFFSET ?");
         let mut frames: Vec<FrameSummary> = self
             .conn
             .prepare(&page_sql)?
-            .query_map(params_from_iter(page_args.iter()), summary_from_row)?
+            .query_map(params_from_iter(args.iter()), summary_from_row)?
             .collect::<Result<_, _>>()?;
         let has_more = frames.len() as i64 > limit;
         frames.truncate(limit as usize);
@@ -641,22 +688,93 @@ mod tests {
     }
 
     #[test]
+    fn method_filters_read_the_spans_and_match_the_frames() {
+        let (store, ids) = store_of_every_kind();
+        let mut checked = 0;
+        for id in ids {
+            let all = store.frame_page(id, &FrameQuery { limit: Some(1000), ..FrameQuery::default() }).unwrap();
+            let mut methods: Vec<String> = all.frames.iter().filter_map(|f| f.method.clone()).collect();
+            methods.sort();
+            methods.dedup();
+            assert_eq!(methods, ["m", "n", "u"]);
+            methods.push("none such".into());
+            for method in &methods {
+                for dir in std::iter::once(None).chain(Direction::ALL.map(Some)) {
+                    for kind in std::iter::once(None).chain(FrameKind::ALL.map(Some)) {
+                        for errors in [None, Some(true)] {
+                            let q =
+                                FrameQuery { method: Some(method.clone()), dir, kind, errors, ..FrameQuery::default() };
+                            let want: Vec<i64> = all
+                                .frames
+                                .iter()
+                                .filter(|f| f.method.as_ref() == Some(method))
+                                .filter(|f| dir.is_none_or(|d| f.dir == d) && kind.is_none_or(|k| f.kind == k))
+                                .filter(|f| errors.is_none() || f.kind == FrameKind::Error)
+                                .map(|f| f.seq)
+                                .collect();
+                            // Paged 7 at a time, from each page's last seq.
+                            let mut got = Vec::new();
+                            let mut after = None;
+                            loop {
+                                let page =
+                                    store.frame_page(id, &FrameQuery { after, limit: Some(7), ..q.clone() }).unwrap();
+                                assert_eq!(page.total, want.len() as i64, "{q:?}");
+                                got.extend(page.frames.iter().map(|f| f.seq));
+                                after = got.last().copied();
+                                if !page.has_more {
+                                    break;
+                                }
+                            }
+                            assert_eq!(got, want, "{q:?}");
+                            // And by offset.
+                            let page = store
+                                .frame_page(id, &FrameQuery { offset: Some(3), limit: Some(5), ..q.clone() })
+                                .unwrap();
+                            let tail: Vec<i64> = want.iter().copied().skip(3).take(5).collect();
+                            assert_eq!(page.frames.iter().map(|f| f.seq).collect::<Vec<_>>(), tail, "{q:?}");
+                            checked += 1;
+                        }
+                    }
+                }
+            }
+        }
+        assert_eq!(checked, 2 * 4 * 4 * 8 * 2);
+    }
+
+    #[test]
+    fn method_filters_page_through_the_spans_without_sorting() {
+        let (store, ids) = store_of_every_kind();
+        for q in [
+            FrameQuery { method: Some("m".into()), ..FrameQuery::default() },
+            FrameQuery { method: Some("m".into()), errors: Some(true), ..FrameQuery::default() },
+            FrameQuery { method: Some("u".into()), dir: Some(Direction::AgentToClient), ..FrameQuery::default() },
+            FrameQuery { method: Some("m".into()), min_latency_ms: Some(0.0), ..FrameQuery::default() },
+        ] {
+            let plan = plan(&store, ids[1], &q);
+            assert!(plan.contains("method_spans"), "{q:?}: {plan}");
+            assert!(!plan.contains("TEMP B-TREE"), "{q:?}: {plan}");
+        }
+    }
+
+    /// The query plan of the page query for `q` on trace `trace_id`.
+    fn plan(store: &Store, trace_id: i64, q: &FrameQuery) -> String {
+        let Filters { from, where_sql, args, order } = filters(trace_id, q, 0);
+        let sql = format!("EXPLAIN QUERY PLAN SELECT {SUMMARY_COLUMNS} FROM {from} WHERE {where_sql} ORDER BY {order}");
+        let rows: Vec<String> = store
+            .conn
+            .prepare(&sql)
+            .unwrap()
+            .query_map(params_from_iter(args.iter()), |r| r.get(3))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        rows.join("; ")
+    }
+
+    #[test]
     fn errors_only_pages_through_the_index_of_errors() {
         let (store, ids) = store_of_every_kind();
-        let plan = |q: &FrameQuery| {
-            let (where_sql, args) = filters(ids[0], q);
-            let sql =
-                format!("EXPLAIN QUERY PLAN SELECT {SUMMARY_COLUMNS} FROM frames f WHERE {where_sql} ORDER BY f.id");
-            let rows: Vec<String> = store
-                .conn
-                .prepare(&sql)
-                .unwrap()
-                .query_map(params_from_iter(args.iter()), |r| r.get(3))
-                .unwrap()
-                .collect::<Result<_, _>>()
-                .unwrap();
-            rows.join("; ")
-        };
+        let plan = |q: &FrameQuery| plan(&store, ids[0], q);
         for q in [
             FrameQuery { errors: Some(true), ..FrameQuery::default() },
             FrameQuery { kind: Some(FrameKind::Error), ..FrameQuery::default() },

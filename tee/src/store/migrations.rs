@@ -11,6 +11,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../../migrations/0004_imports_and_peers.sql"),
     include_str!("../../../migrations/0005_frames_keyed_by_rowid.sql"),
     include_str!("../../../migrations/0006_kind_counts.sql"),
+    include_str!("../../../migrations/0007_method_spans.sql"),
 ];
 
 /// The schema version this build writes.
@@ -175,6 +176,54 @@ mod tests {
         let old: i64 = store
             .conn
             .query_row("SELECT count(*) FROM sqlite_master WHERE name = 'direction_counts'", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(old, 0);
+    }
+
+    #[test]
+    fn a_version_6_store_gets_the_method_spans_of_its_frames() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("v6.db");
+        {
+            let conn = Connection::open(&path).unwrap();
+            for sql in &MIGRATIONS[..6] {
+                conn.execute_batch(sql).unwrap();
+            }
+            conn.pragma_update(None, "user_version", 6).unwrap();
+            // Trace 1: a a (none) a b b, 8 missing, b; trace 2: a.
+            conn.execute_batch(
+                "INSERT INTO traces (id, command, mode, started_at) VALUES (1, '[]', 'wrap', 'x'), (2, '[]', 'wrap', 'y');
+                 INSERT INTO frames (id, trace_id, seq, t_ns, dir, kind, raw, method) VALUES
+                   (1099511627777, 1, 1, 1, 'client_to_agent', 'request', X'00', 'a'),
+                   (1099511627778, 1, 2, 2, 'agent_to_client', 'response', X'00', 'a'),
+                   (1099511627779, 1, 3, 3, 'agent_stderr', 'stderr', X'00', NULL),
+                   (1099511627780, 1, 4, 4, 'client_to_agent', 'notification', X'00', 'a'),
+                   (1099511627781, 1, 5, 5, 'client_to_agent', 'notification', X'00', 'b'),
+                   (1099511627782, 1, 6, 6, 'client_to_agent', 'notification', X'00', 'b'),
+                   (1099511627783, 1, 7, 7, 'client_to_agent', 'notification', X'00', 'c'),
+                   (1099511627785, 1, 9, 9, 'client_to_agent', 'notification', X'00', 'c'),
+                   (2199023255553, 2, 1, 1, 'client_to_agent', 'notification', X'00', 'a');",
+            )
+            .unwrap();
+        }
+        let store = crate::store::Store::open_existing(&path).unwrap();
+        let spans: Vec<(i64, String, i64, i64)> = store
+            .conn
+            .prepare("SELECT trace_id, method, first_seq, last_seq FROM method_spans ORDER BY trace_id, first_seq")
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        let want = [(1, "a", 1, 2), (1, "a", 4, 4), (1, "b", 5, 6), (1, "c", 7, 7), (1, "c", 9, 9), (2, "a", 1, 1)]
+            .map(|(t, m, first, last)| (t, m.to_owned(), first, last));
+        assert_eq!(spans, want);
+        let q = acp_tee_shared::api::FrameQuery { method: Some("a".into()), ..Default::default() };
+        let page = store.frame_page(1, &q).unwrap();
+        assert_eq!((page.total, page.frames.iter().map(|f| f.seq).collect::<Vec<_>>()), (3, vec![1, 2, 4]));
+        let old: i64 = store
+            .conn
+            .query_row("SELECT count(*) FROM sqlite_master WHERE name = 'frames_by_method'", [], |r| r.get(0))
             .unwrap();
         assert_eq!(old, 0);
     }

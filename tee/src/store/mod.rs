@@ -12,6 +12,7 @@ mod import;
 mod insert;
 pub mod migrations;
 mod queries;
+mod spans;
 pub mod stats;
 
 pub use error::StoreError;
@@ -399,6 +400,7 @@ fn insert_rows(conn: &Connection, inserts: &mut Inserts, trace_id: i64, frames: 
     }
     inserts.run(conn, trace_id, frames)?;
     stats::BatchStats::of(frames).add_to(conn, trace_id)?;
+    spans::add(conn, trace_id, frames)?;
     let errors: i64 = frames.iter().map(|f| f.errors).sum();
     conn.prepare_cached(
         "UPDATE traces SET frame_count = frame_count + ?1, error_count = error_count + ?2 WHERE id = ?3",

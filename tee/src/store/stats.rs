@@ -43,7 +43,9 @@ struct MethodAgg {
 /// The aggregates of one batch of frames, to be added to the store's.
 #[derive(Default)]
 pub struct BatchStats {
-    methods: HashMap<String, MethodAgg>,
+    /// Per method, in order of first appearance: a batch holds a few
+    /// methods, and consecutive frames mostly share one.
+    methods: Vec<(String, MethodAgg)>,
     /// Frames per direction and kind, indexed in the order of
     /// [`Direction::ALL`] and [`FrameKind::ALL`] (their declaration order).
     kinds: [[i64; FrameKind::ALL.len()]; Direction::ALL.len()],
@@ -53,14 +55,22 @@ impl BatchStats {
     /// Sums up `frames`.
     pub fn of(frames: &[NewFrame]) -> BatchStats {
         let mut s = BatchStats::default();
+        let mut last = 0;
         for f in frames {
             s.kinds[f.dir as usize][f.kind as usize] += 1;
             let Some(method) = &f.method else { continue };
-            // Looked up by &str: the method is cloned once per batch, not per frame.
-            if !s.methods.contains_key(method.as_str()) {
-                s.methods.insert(method.clone(), MethodAgg::default());
+            // The last frame's method first, then the others; the method is
+            // cloned once per batch, not per frame.
+            if s.methods.get(last).is_none_or(|(name, _)| name != method) {
+                last = match s.methods.iter().position(|(name, _)| name == method) {
+                    Some(i) => i,
+                    None => {
+                        s.methods.push((method.clone(), MethodAgg::default()));
+                        s.methods.len() - 1
+                    }
+                };
             }
-            let m = s.methods.get_mut(method.as_str()).expect("inserted above");
+            let m = &mut s.methods[last].1;
             match f.kind {
                 FrameKind::Request | FrameKind::Notification => m.count += 1,
                 FrameKind::Error => m.errors += 1,
