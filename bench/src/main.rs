@@ -61,7 +61,8 @@ in one run and writes a Markdown report. A lost message or frame fails the run (
   --quick          smoke run (~20 s): small counts, one repetition; checks that
                    nothing is lost but judges no target
   --only SECTIONS  run only these sections, comma-separated
-  --reps N         repetitions of the relay sections (default 3, 1 with --quick)
+  --reps N         repetitions of the relay sections (default 3, 1 with --quick);
+                   the round trips run 4 × N shorter ones
   --out FILE       where the report goes (default target/bench-report.md)
   --acp-tee PATH   the binary measured (default target/release/acp-tee)
   --dist DIR       the built viewer (default dist/)
