@@ -39,8 +39,12 @@ use std::os::fd::FromRawFd;
 use std::path::Path;
 use std::sync::Arc;
 
-/// Bytes of frames the recorder holds between framer and store writer at most.
-pub const QUEUE_BYTES: usize = 8 << 20;
+/// Bytes of frames the recorder holds between framer and store writer at
+/// most. The batch the writer is storing is out of the queue, so up to twice
+/// this is in flight: with 8 MiB, the recorder's peak RSS reached 57-60 MiB
+/// for 1 MiB messages (the target is 64); with 4 MiB it is about 46, and
+/// 300-byte frames are stored as fast (4 MiB holds two full batches of them).
+pub const QUEUE_BYTES: usize = 4 << 20;
 
 /// Bytes read from the pipe that wait for the framer in memory, at most;
 /// more wait in the spool's file, up to [`SPOOL_FILE_BYTES`].
