@@ -271,6 +271,27 @@ fn count_by_method(conn: &Connection, trace_id: i64, q: &FrameQuery) -> Result<O
     Ok(Some(total))
 }
 
+/// The seq after which the frame at `offset` (from 0) of trace `trace_id`'s
+/// frames with `method` comes, read from the method's spans; past the last
+/// one when there are not that many.
+fn seq_before_method_offset(conn: &Connection, trace_id: i64, method: &str, offset: i64) -> Result<i64, StoreError> {
+    let mut spans = conn.prepare_cached(
+        "SELECT first_seq, last_seq FROM method_spans WHERE trace_id = ?1 AND method = ?2 ORDER BY first_seq",
+    )?;
+    let mut rows = spans.query(params![trace_id, method])?;
+    // Frames of the spans before this one.
+    let mut before = 0;
+    while let Some(row) = rows.next()? {
+        let (first, last): (i64, i64) = (row.get(0)?, row.get(1)?);
+        let len = last - first + 1;
+        if before + len > offset {
+            return Ok(first - 1 + (offset - before));
+        }
+        before += len;
+    }
+    Ok((1 << super::SEQ_BITS) - 1)
+}
+
 fn has_filters(q: &FrameQuery) -> bool {
     let FrameQuery { after: _, offset: _, limit: _, dir, kind, method, session, errors, min_latency_ms, q } = q;
     dir.is_some()
@@ -323,6 +344,14 @@ impl Store {
         if !has_filters(q) && meta.missing_frames == 0 && after.is_none() {
             after = Some(offset);
             offset = 0;
+        }
+        // Filtered on a method alone, every seq of a span is a match: whole
+        // spans are stepped over by their lengths, not row by row.
+        if let (Some(method), None, true) = (&q.method, after, offset > 0) {
+            if count_by_method(&self.conn, trace_id, q)?.is_some() {
+                after = Some(seq_before_method_offset(&self.conn, trace_id, method, offset)?);
+                offset = 0;
+            }
         }
         let Filters { from, where_sql, mut args, order } = filters(trace_id, q, after.unwrap_or(0));
         args.push(Value::Integer(limit + 1));
@@ -726,12 +755,14 @@ mod tests {
                                 }
                             }
                             assert_eq!(got, want, "{q:?}");
-                            // And by offset.
-                            let page = store
-                                .frame_page(id, &FrameQuery { offset: Some(3), limit: Some(5), ..q.clone() })
-                                .unwrap();
-                            let tail: Vec<i64> = want.iter().copied().skip(3).take(5).collect();
-                            assert_eq!(page.frames.iter().map(|f| f.seq).collect::<Vec<_>>(), tail, "{q:?}");
+                            // And by offset, up to past the end.
+                            for offset in [1, 3, 17, want.len().saturating_sub(2), want.len(), want.len() + 5] {
+                                let q = FrameQuery { offset: Some(offset as i64), limit: Some(5), ..q.clone() };
+                                let page = store.frame_page(id, &q).unwrap();
+                                let tail: Vec<i64> = want.iter().copied().skip(offset).take(5).collect();
+                                assert_eq!(page.frames.iter().map(|f| f.seq).collect::<Vec<_>>(), tail, "{q:?}");
+                                assert_eq!(page.has_more, offset + 5 < want.len(), "{q:?}");
+                            }
                             checked += 1;
                         }
                     }
