@@ -322,21 +322,14 @@ impl Store {
     /// `q` must already be validated (limit within bounds).
     pub fn frame_page(&self, trace_id: i64, q: &FrameQuery) -> Result<FramePage, StoreError> {
         let meta = self.trace(trace_id)?;
-        let total = if !has_filters(q) {
-            meta.frame_count
-        } else if let Some(n) = count_by_kind(&self.conn, trace_id, q)? {
-            n
-        } else if let Some(n) = count_by_method(&self.conn, trace_id, q)? {
-            n
-        } else {
-            let Filters { from, where_sql, args, .. } = filters(trace_id, q, 0);
-            self.conn.query_row(
-                &format!("SELECT count(*) FROM {from} WHERE {where_sql}"),
-                params_from_iter(args.iter()),
-                |r| r.get(0),
-            )?
-        };
         let limit = q.limit.unwrap_or(200);
+        let known_total = if !has_filters(q) {
+            Some(meta.frame_count)
+        } else if let Some(n) = count_by_kind(&self.conn, trace_id, q)? {
+            Some(n)
+        } else {
+            count_by_method(&self.conn, trace_id, q)?
+        };
         let (mut after, mut offset) = (q.after, q.offset.unwrap_or(0));
         // Unfiltered and without gaps, the frame at offset n has seq n + 1: a
         // seek instead of stepping over n rows, so deep pages of a huge trace
@@ -365,6 +358,23 @@ impl Store {
             .collect::<Result<_, _>>()?;
         let has_more = frames.len() as i64 > limit;
         frames.truncate(limit as usize);
+        let total = match known_total {
+            Some(n) => n,
+            // A page that is not full scanned to the trace's end: from the
+            // first match on, it saw all of them (skipping `offset`), so a
+            // rare word is searched for in one scan, not two.
+            None if q.after.is_none() && !has_more && (!frames.is_empty() || offset == 0) => {
+                offset + frames.len() as i64
+            }
+            None => {
+                let Filters { from, where_sql, args, .. } = filters(trace_id, q, 0);
+                self.conn.query_row(
+                    &format!("SELECT count(*) FROM {from} WHERE {where_sql}"),
+                    params_from_iter(args.iter()),
+                    |r| r.get(0),
+                )?
+            }
+        };
         Ok(FramePage { frames, total, has_more })
     }
 
@@ -762,6 +772,7 @@ mod tests {
                                 let tail: Vec<i64> = want.iter().copied().skip(offset).take(5).collect();
                                 assert_eq!(page.frames.iter().map(|f| f.seq).collect::<Vec<_>>(), tail, "{q:?}");
                                 assert_eq!(page.has_more, offset + 5 < want.len(), "{q:?}");
+                                assert_eq!(page.total, want.len() as i64, "{q:?}");
                             }
                             checked += 1;
                         }
