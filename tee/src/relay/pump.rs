@@ -28,6 +28,8 @@ pub fn pump(from: File, mut to: File, dir: Direction, handoff: &HandoffWriter) -
     let mut buf = vec![0u8; HEADER_LEN + CHUNK];
     let mut out = Forward { forwarding: true, splicing: true };
     let from_is_pipe = from.metadata().is_ok_and(|m| m.file_type().is_fifo());
+    grow_pipe(&from);
+    grow_pipe(&to);
     loop {
         if from_is_pipe {
             if let Some(data) = handoff.data_pipe(dir) {
@@ -58,6 +60,27 @@ pub fn pump(from: File, mut to: File, dir: Direction, handoff: &HandoffWriter) -
     }
     handoff.eof(dir);
     to
+}
+
+/// Pipes acp-tee reads or writes are enlarged to at least a chunk.
+const PIPE_BYTES: libc::c_int = CHUNK as libc::c_int;
+
+/// Enlarges `file` to [`PIPE_BYTES`] when it is a smaller pipe (the client's
+/// stdin and stdout usually hold 64 KiB): a burst then moves in chunks of up
+/// to [`CHUNK`], each one `tee`, one reference to the recorder and one
+/// `splice`, not 64 KiB ones. Never shrinks a pipe; where the system refuses
+/// (a per-user limit on pipe memory), the pipe keeps its size.
+fn grow_pipe(file: &File) {
+    if !file.metadata().is_ok_and(|m| m.file_type().is_fifo()) {
+        return;
+    }
+    let fd = file.as_raw_fd();
+    // SAFETY: fcntl on a descriptor we hold; failure changes nothing.
+    unsafe {
+        if libc::fcntl(fd, libc::F_GETPIPE_SZ) < PIPE_BYTES {
+            libc::fcntl(fd, libc::F_SETPIPE_SZ, PIPE_BYTES);
+        }
+    }
 }
 
 /// The forwarding side of one pump.
