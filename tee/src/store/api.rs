@@ -259,16 +259,22 @@ fn count_by_kind(conn: &Connection, trace_id: i64, q: &FrameQuery) -> Result<Opt
 /// How many frames of trace `trace_id` match `q`, from the method's spans,
 /// when `q` filters on the method alone; `None` otherwise.
 fn count_by_method(conn: &Connection, trace_id: i64, q: &FrameQuery) -> Result<Option<i64>, StoreError> {
-    let FrameQuery { after: _, offset: _, limit: _, dir, kind, method, session, errors, min_latency_ms, q } = q;
-    let searching = q.as_deref().and_then(fts_query).is_some();
-    let others = dir.is_some() || kind.is_some() || session.is_some() || *errors == Some(true);
-    let (Some(method), false, None, false) = (method, others, min_latency_ms, searching) else { return Ok(None) };
+    let Some(method) = method_alone(q) else { return Ok(None) };
     let total = conn
         .prepare_cached(
             "SELECT coalesce(sum(last_seq - first_seq + 1), 0) FROM method_spans WHERE trace_id = ?1 AND method = ?2",
         )?
         .query_row(params![trace_id, method], |r| r.get(0))?;
     Ok(Some(total))
+}
+
+/// The method `q` filters on, when it filters on nothing else.
+fn method_alone(q: &FrameQuery) -> Option<&str> {
+    let FrameQuery { after: _, offset: _, limit: _, dir, kind, method, session, errors, min_latency_ms, q } = q;
+    let searching = q.as_deref().and_then(fts_query).is_some();
+    let others = dir.is_some() || kind.is_some() || session.is_some() || *errors == Some(true);
+    let (Some(method), false, None, false) = (method, others, min_latency_ms, searching) else { return None };
+    Some(method)
 }
 
 /// The seq after which the frame at `offset` (from 0) of trace `trace_id`'s
@@ -340,11 +346,9 @@ impl Store {
         }
         // Filtered on a method alone, every seq of a span is a match: whole
         // spans are stepped over by their lengths, not row by row.
-        if let (Some(method), None, true) = (&q.method, after, offset > 0) {
-            if count_by_method(&self.conn, trace_id, q)?.is_some() {
-                after = Some(seq_before_method_offset(&self.conn, trace_id, method, offset)?);
-                offset = 0;
-            }
+        if let (Some(method), None, true) = (method_alone(q), after, offset > 0) {
+            after = Some(seq_before_method_offset(&self.conn, trace_id, method, offset)?);
+            offset = 0;
         }
         let Filters { from, where_sql, mut args, order } = filters(trace_id, q, after.unwrap_or(0));
         args.push(Value::Integer(limit + 1));
