@@ -426,7 +426,7 @@ fn export_command(a: ExportArgs) -> anyhow::Result<i32> {
     opts.progress.finish_and_clear();
     if summary.left_out > 0 {
         eprintln!(
-            "acp-tee: note: {} of {} frames (stderr lines, invalid frames) have no place in the {} format and were left out",
+            "acp-tee: note: {} of the {} frames' parts (stderr lines, invalid frames, batch elements that are no message) have no place in the {} format and were left out",
             summary.left_out,
             summary.frames,
             format.as_str()

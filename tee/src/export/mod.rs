@@ -294,6 +294,30 @@ pub(super) mod tests {
     use crate::recorder::Framer;
     use acp_tee_shared::Direction;
 
+    /// A store holding one finished trace made from `chunks`, each going
+    /// its direction at its time.
+    pub(crate) fn store_from(chunks: &[(Direction, u64, &[u8])]) -> Store {
+        let mut store = Store::in_memory().unwrap();
+        let start = TraceStart {
+            name: None,
+            command: vec!["agent".into()],
+            cwd: None,
+            mode: "wrap".into(),
+            started_at: "2026-11-30T10:00:00.000000Z".into(),
+        };
+        let id = store.create_trace(&start, 1).unwrap();
+        let mut framer = Framer::new();
+        let mut frames = Vec::new();
+        for (dir, t, bytes) in chunks {
+            framer.chunk(*dir, *t, bytes, |f| frames.push(f));
+        }
+        framer.eof_all(chunks.last().map_or(0, |c| c.1), |f| frames.push(f));
+        store.insert_frames(id, &frames).unwrap();
+        let end = TraceEnd { exit_code: Some(0), exit_signal: None, end_reason: "the agent exited".into() };
+        store.finish_trace(id, &end, 0, "2026-11-30T10:00:01.000000Z").unwrap();
+        store
+    }
+
     /// A store holding one finished trace made from fixed chunks.
     pub(super) fn store_with_trace() -> Store {
         let mut store = Store::in_memory().unwrap();

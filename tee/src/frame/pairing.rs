@@ -33,7 +33,8 @@ pub struct Pairing {
 ///
 /// JSON-RPC ids are scoped per direction: the client's request 7 and the agent's
 /// request 7 are different requests, so pending requests are keyed by the
-/// direction they travelled and the exact text of their id.
+/// direction they travelled and their id's value ([`super::id_key`]: `"\u00e9"`
+/// and `"é"` are one id, `1` and `"1"` are two).
 ///
 /// At most [`MAX_PENDING`] requests wait; the oldest is forgotten first.
 #[derive(Debug)]
@@ -114,7 +115,7 @@ impl Pairer {
     }
 
     fn observe_message(&mut self, seq: i64, t_ns: i64, dir: Direction, msg: &mut Classified) -> Pairing {
-        let Some(id) = msg.id.clone() else {
+        let Some(id) = msg.id.as_deref().map(|id| super::id_key(id).into_owned()) else {
             return Pairing::default();
         };
         match msg.frame_kind() {
