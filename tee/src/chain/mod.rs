@@ -73,7 +73,11 @@ pub fn run(opts: &ProxyOptions) -> i32 {
             }
         }
         let routed = router.route(&line);
-        if !handoff.frame(routed.record.dir, &routed.record.raw, routed.record.envelope.as_deref()) {
+        let recorded = [Some(&routed.record), routed.reply.as_ref()]
+            .into_iter()
+            .flatten()
+            .all(|logical| handoff.frame(logical.dir, &logical.raw, logical.envelope.as_deref()));
+        if !recorded {
             // A signal ended the run (the trace is finished and we are about
             // to exit): what was not recorded is not forwarded either.
             break;

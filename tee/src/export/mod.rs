@@ -16,7 +16,9 @@ pub mod perfetto;
 
 use crate::redact::Redactor;
 use crate::store::{Store, StoreError, StoredFrame};
-use acp_tee_shared::{ExportFrame, ExportHeader, NdjsonHeader, TraceMeta, FORMAT_NAME, FORMAT_VERSION};
+use acp_tee_shared::{
+    ExportFrame, ExportHeader, FrameKind, JsonText, NdjsonHeader, TraceMeta, FORMAT_NAME, FORMAT_VERSION,
+};
 use base64::Engine;
 use indicatif::ProgressBar;
 use std::io::{self, Write};
@@ -177,17 +179,90 @@ pub fn export(
     Ok(summary)
 }
 
-/// `f` with secrets masked in its bytes and envelope.
-pub fn redact_frame(mut f: StoredFrame, redactor: &Redactor) -> StoredFrame {
-    if let std::borrow::Cow::Owned(raw) = redactor.redact(&f.raw) {
-        f.raw = raw;
+/// Requests whose method or session masking changed that a [`Masker`]
+/// remembers for their responses, at most; past that the oldest is
+/// forgotten (its response's inherited values then get the pattern rules
+/// only).
+const MASKED_REQUESTS: usize = 100_000;
+
+/// A request's method and session as masked, and its session as stored.
+struct Inherited {
+    method: Option<String>,
+    stored_session: Option<String>,
+    session: Option<String>,
+}
+
+/// Masks the frames of one trace as they are exported: their bytes and
+/// envelopes, and the values stored beside them (id, method, session, MCP
+/// method), so that no export carries in a field what it masks in `raw`.
+pub struct Masker<'r> {
+    redactor: &'r Redactor,
+    /// Request seq -> what masking made of its method and session, for the
+    /// responses that inherit them (requests whose masking changed them only).
+    requests: std::collections::HashMap<i64, Inherited>,
+    order: std::collections::VecDeque<i64>,
+}
+
+impl<'r> Masker<'r> {
+    /// A masker for one trace.
+    pub fn new(redactor: &'r Redactor) -> Self {
+        Masker { redactor, requests: Default::default(), order: Default::default() }
     }
-    if let Some(env) = &f.envelope {
-        if let std::borrow::Cow::Owned(new) = redactor.redact(env) {
-            f.envelope = Some(new);
+
+    /// `f` masked.
+    pub fn frame(&mut self, mut f: StoredFrame) -> StoredFrame {
+        let r = self.redactor;
+        if r.is_noop() {
+            return f;
+        }
+        let stored = (f.method.clone(), f.session_id.clone());
+        if let Some(env) = &f.envelope {
+            if let std::borrow::Cow::Owned(new) = r.redact(env) {
+                f.envelope = Some(new);
+            }
+        }
+        if let std::borrow::Cow::Owned(raw) = r.redact(&f.raw) {
+            f.raw = raw;
+            if f.kind != FrameKind::Stderr && f.kind != FrameKind::Batch {
+                // What the masked bytes say replaces what the original said.
+                let mut m = crate::frame::classify_with(&f.raw, false);
+                m.rename_proxy_initialize();
+                f.rpc_id = m.id;
+                f.method = m.method.or(f.method);
+                f.session_id = m.session_id.or(f.session_id);
+                f.mcp_method = m.mcp_method.or(f.mcp_method);
+            }
+        }
+        // A response's method, and its session unless it named its own,
+        // came from its request: they are masked as the request's were.
+        if let Some(req) = f.reply_to_seq.and_then(|seq| self.requests.remove(&seq)) {
+            f.method = req.method;
+            if f.session_id == req.stored_session {
+                f.session_id = req.session;
+            }
+        }
+        for value in [&mut f.method, &mut f.session_id, &mut f.mcp_method].into_iter().flatten() {
+            if let Some(masked) = r.mask_value(value) {
+                *value = masked;
+            }
+        }
+        if f.kind == FrameKind::Request && stored != (f.method.clone(), f.session_id.clone()) {
+            let inherited =
+                Inherited { method: f.method.clone(), stored_session: stored.1, session: f.session_id.clone() };
+            self.remember(f.seq, inherited);
+        }
+        f
+    }
+
+    fn remember(&mut self, seq: i64, request: Inherited) {
+        self.requests.insert(seq, request);
+        self.order.push_back(seq);
+        while self.order.len() > MASKED_REQUESTS {
+            if let Some(old) = self.order.pop_front() {
+                self.requests.remove(&old);
+            }
         }
     }
-    f
 }
 
 /// The export form of a stored frame.
@@ -199,8 +274,9 @@ pub fn export_frame(f: StoredFrame) -> ExportFrame {
         t_ns: f.t_ns,
         dir: f.dir,
         kind: f.kind,
-        // Ids are stored as the JSON text they were on the wire.
-        id: f.rpc_id.map(|id| serde_json::from_str(&id).unwrap_or(serde_json::Value::String(id))),
+        // Ids are stored as the JSON text they were on the wire and written
+        // as that text.
+        id: f.rpc_id.and_then(|id| JsonText::parse(&id)),
         method: f.method,
         session_id: f.session_id,
         reply_to_seq: f.reply_to_seq,
@@ -232,10 +308,11 @@ fn each_frame(
     summary: &mut ExportSummary,
     mut each: impl FnMut(StoredFrame) -> Result<(), ExportError>,
 ) -> Result<(), ExportError> {
+    let mut masker = Masker::new(&opts.redactor);
     store.for_each_frame(trace.id, |f| -> Result<(), ExportError> {
         summary.frames += 1;
         opts.progress.inc(1);
-        each(redact_frame(f, &opts.redactor))
+        each(masker.frame(f))
     })
 }
 
@@ -373,7 +450,7 @@ pub(super) mod tests {
     #[test]
     fn frames_read_back_as_shared_types() {
         let doc: serde_json::Value = serde_json::from_str(&export_to_string(ExportFormat::Json)).unwrap();
-        let frames: Vec<ExportFrame> = serde_json::from_value(doc["traces"][0]["frames"].clone()).unwrap();
+        let frames: Vec<ExportFrame> = serde_json::from_str(&doc["traces"][0]["frames"].to_string()).unwrap();
         assert_eq!(frames[2].latency_ns, Some(3000));
         let meta: TraceMeta = serde_json::from_value({
             let mut t = doc["traces"][0].clone();

@@ -44,6 +44,15 @@ impl Classified {
         self.method.as_deref().is_some_and(|m| m.starts_with("mcp/"))
     }
 
+    /// The conductor renames the client's `initialize` for proxies
+    /// (`proxy/initialize`, SDK 2.x `_proxy/initialize`); the logical message
+    /// is the client's `initialize` (the bytes keep the wire name).
+    pub fn rename_proxy_initialize(&mut self) {
+        if matches!(self.method.as_deref(), Some("proxy/initialize" | "_proxy/initialize")) {
+            self.method = Some("initialize".to_owned());
+        }
+    }
+
     /// How many JSON-RPC error responses the frame carries.
     pub fn error_count(&self) -> usize {
         match self.frame_kind() {

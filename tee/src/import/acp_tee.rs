@@ -99,9 +99,9 @@ fn frame(sink: &mut TraceSink, f: ExportFrame) -> Result<NewFrame, String> {
     }
     let mut n = sink.framer.message_at(f.seq, f.dir, f.t_ns as u64, raw, envelope);
     n.kind = f.kind;
-    if n.rpc_id.is_none() {
-        n.rpc_id = f.id.map(|id| id.to_string());
-    }
+    // The file's values win over what its bytes say, as for every field
+    // below: export -> import -> export gives the same file.
+    n.rpc_id = f.id.map(|id| id.get().to_owned()).or(n.rpc_id);
     n.method = f.method.or(n.method);
     n.session_id = f.session_id.or(n.session_id);
     n.reply_to_seq = f.reply_to_seq.or(n.reply_to_seq);

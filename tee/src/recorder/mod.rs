@@ -32,7 +32,6 @@ use crate::handoff::{
     decode_header, read_full, HandoffReader, Message, TraceEnd, HEADER_LEN, TAG_CHUNK, TAG_CHUNK_REF,
 };
 use crate::redact::Redactor;
-use crate::store::NewFrame;
 use std::fs::File;
 use std::io::Read;
 use std::os::fd::FromRawFd;
@@ -187,9 +186,8 @@ fn record(db: &Path, spool: &Arc<Spool>, redactor: Option<Redactor>) -> Option<R
             })
             .expect("cannot start the store writer thread")
     };
-    let queue = Masking { queue: &queue, redactor };
-
-    let mut framer = Framer::new();
+    let queue = &*queue;
+    let mut framer = Framer::with_redactor(redactor);
     let mut last_t = 0;
     let mut end = None;
     loop {
@@ -227,7 +225,6 @@ fn record(db: &Path, spool: &Arc<Spool>, redactor: Option<Redactor>) -> Option<R
         }
     }
     framer.eof_all(last_t, |f| queue.push(f));
-    let queue = queue.queue;
     queue.close();
     let mut writer = writer_thread.join().expect("the store writer thread panicked");
     let end =
@@ -245,36 +242,5 @@ pub(crate) fn lower_priority() {
         let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
         let now = libc::getpriority(libc::PRIO_PROCESS, tid);
         libc::setpriority(libc::PRIO_PROCESS, tid, (now + RECORDING_NICENESS).min(19));
-    }
-}
-
-/// The queue to the store writer, masking each frame's bytes on the way in
-/// when record-time redaction is on. The frame was classified and paired
-/// from its original bytes; its preview is made again from the masked ones.
-struct Masking<'q> {
-    queue: &'q ByteQueue<NewFrame>,
-    redactor: Option<Redactor>,
-}
-
-impl Masking<'_> {
-    fn push(&self, mut f: NewFrame) {
-        if let Some(r) = &self.redactor {
-            let mut changed = false;
-            if let std::borrow::Cow::Owned(raw) = r.redact(&f.raw) {
-                f.raw = raw;
-                changed = true;
-            }
-            if let Some(env) = &f.envelope {
-                if let std::borrow::Cow::Owned(new) = r.redact(env) {
-                    f.envelope = Some(new);
-                }
-            }
-            if changed {
-                f.preview = Some(&f.raw)
-                    .filter(|raw| raw.len() >= crate::store::PREVIEW_STORED_FROM)
-                    .and_then(|raw| crate::frame::preview(f.kind, f.method.as_deref(), raw));
-            }
-        }
-        self.queue.push(f);
     }
 }

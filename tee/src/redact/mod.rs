@@ -16,6 +16,7 @@
 //! bytes the relay forwards, and export-time redaction never changes the store.
 
 mod jsonpath;
+mod values;
 
 pub use jsonpath::{JsonPath, Seg};
 
