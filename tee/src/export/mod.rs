@@ -165,7 +165,8 @@ pub fn export(
     opts: &ExportOptions,
     out: &mut dyn Write,
 ) -> Result<ExportSummary, ExportError> {
-    let traces = selected_traces(store, selection)?;
+    let traces: Vec<TraceMeta> =
+        selected_traces(store, selection)?.into_iter().map(|t| mask_meta(t, &opts.redactor)).collect();
     let summary = match opts.format {
         ExportFormat::Json => write_json(store, &traces, opts, out)?,
         ExportFormat::Ndjson => write_ndjson(store, &traces, opts, out)?,
@@ -177,6 +178,19 @@ pub fn export(
     };
     out.flush()?;
     Ok(summary)
+}
+
+/// `trace` with the pattern rules' matches masked in its name, command
+/// line, working directory and end reason (a command line may carry a
+/// token as well as a message may).
+pub fn mask_meta(mut trace: TraceMeta, redactor: &Redactor) -> TraceMeta {
+    let texts = trace.name.iter_mut().chain(trace.cwd.iter_mut()).chain(trace.end_reason.iter_mut());
+    for text in texts.chain(trace.command.iter_mut()) {
+        if let Some(masked) = redactor.mask_value(text) {
+            *text = masked;
+        }
+    }
+    trace
 }
 
 /// Requests whose method or session masking changed that a [`Masker`]

@@ -26,6 +26,10 @@ pub struct Classified {
     pub preview: Option<String>,
     /// For a batch: each element, classified like a frame of its own.
     pub elements: Vec<Classified>,
+    /// For a batch element that is a response: the request it answers,
+    /// once pairing found it (a single message's pairing is returned by
+    /// [`super::Pairer::observe`] instead).
+    pub reply: super::Pairing,
 }
 
 impl Classified {
@@ -340,6 +344,7 @@ fn classify_message(text: &str, want_preview: bool) -> Classified {
         mcp_method,
         preview,
         elements: Vec::new(),
+        reply: super::Pairing::default(),
     }
 }
 

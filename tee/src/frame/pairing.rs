@@ -97,13 +97,16 @@ impl Pairer {
 
     /// Notes the frame `seq` seen at `t_ns` going `dir`. For a response this
     /// returns its request, and fills in the method (and session, when the
-    /// response has none) from that request.
+    /// response has none) from that request. For a batch, each response in
+    /// it gets its own pairing (`reply` of its element) and the first one
+    /// found is returned.
     pub fn observe(&mut self, seq: i64, t_ns: i64, dir: Direction, frame: &mut Classified) -> Pairing {
         match frame.frame_kind() {
             FrameKind::Batch => {
                 let mut first = Pairing::default();
                 for element in &mut frame.elements {
                     let p = self.observe_message(seq, t_ns, dir, element);
+                    element.reply = p;
                     if first.reply_to_seq.is_none() {
                         first = p;
                     }

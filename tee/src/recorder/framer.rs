@@ -117,6 +117,7 @@ impl Annotator {
             preview: None,
             sender: None,
             receiver: None,
+            batch_replies: Vec::new(),
         };
         // Short frames are stored without a preview; readers make it.
         let preview = frame.raw.len() >= PREVIEW_STORED_FROM;
@@ -149,6 +150,8 @@ impl Annotator {
         frame.mcp_method = c.mcp_method;
         frame.reply_to_seq = pairing.reply_to_seq;
         frame.latency_ns = pairing.latency_ns;
+        frame.batch_replies =
+            c.elements.iter().filter_map(|e| Some((e.reply.reply_to_seq?, e.reply.latency_ns?))).collect();
         frame.preview = match frame.kind {
             FrameKind::Invalid if preview => text_preview(&frame.raw),
             _ => c.preview,

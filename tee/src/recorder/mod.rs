@@ -173,6 +173,16 @@ fn record(db: &Path, spool: &Arc<Spool>, redactor: Option<Redactor>) -> Option<R
             return None;
         }
     };
+    let mut start = start;
+    if let Some(r) = &redactor {
+        // The command line may carry a token as well as a message may.
+        let texts = start.name.iter_mut().chain(start.cwd.iter_mut());
+        for text in texts.chain(start.command.iter_mut()) {
+            if let Some(masked) = r.mask_value(text) {
+                *text = masked;
+            }
+        }
+    }
     let mut writer = StoreWriter::open(db, &start);
     let queue = Arc::new(ByteQueue::new(QUEUE_BYTES));
     let writer_thread = {

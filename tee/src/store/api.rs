@@ -17,8 +17,9 @@ use rusqlite::{params, params_from_iter, Connection, OptionalExtension, Row};
 /// raw bytes come along (column 14) and the preview is made from them.
 const SUMMARY_COLUMNS: &str = "f.seq, f.t_ns, f.dir, f.kind, f.rpc_id, f.method, f.session_id, f.reply_to_seq,
      f.latency_ns, length(f.raw), f.preview, f.protocol, f.mcp_method,
-     CASE WHEN f.kind IN ('request', 'batch') THEN
-       (SELECT r.seq FROM frames r WHERE r.trace_id = f.trace_id AND r.reply_to_seq = f.seq LIMIT 1)
+     CASE WHEN f.kind IN ('request', 'batch') THEN coalesce(
+       (SELECT r.seq FROM frames r WHERE r.trace_id = f.trace_id AND r.reply_to_seq = f.seq LIMIT 1),
+       (SELECT b.batch_seq FROM batch_replies b WHERE b.trace_id = f.trace_id AND b.request_seq = f.seq))
      END,
      CASE WHEN f.preview IS NULL AND length(f.raw) < 4096 THEN f.raw END";
 

@@ -12,6 +12,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../../migrations/0005_frames_keyed_by_rowid.sql"),
     include_str!("../../../migrations/0006_kind_counts.sql"),
     include_str!("../../../migrations/0007_method_spans.sql"),
+    include_str!("../../../migrations/0008_batch_replies.sql"),
 ];
 
 /// The schema version this build writes.

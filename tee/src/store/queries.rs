@@ -113,6 +113,16 @@ impl Store {
             .ok_or(StoreError::NoTraces)
     }
 
+    /// The seqs of the requests that responses inside batch frame
+    /// `batch_seq` of trace `trace_id` answer, in order.
+    pub fn batch_replies(&self, trace_id: i64, batch_seq: i64) -> Result<Vec<i64>, StoreError> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT request_seq FROM batch_replies WHERE trace_id = ?1 AND batch_seq = ?2 ORDER BY request_seq",
+        )?;
+        let seqs = stmt.query_map(params![trace_id, batch_seq], |r| r.get(0))?.collect::<Result<_, _>>()?;
+        Ok(seqs)
+    }
+
     /// Calls `each` with every frame of trace `trace_id` in `seq` order,
     /// reading one row at a time so memory stays flat however long the trace.
     pub fn for_each_frame<E: From<StoreError>>(
