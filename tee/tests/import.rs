@@ -10,7 +10,7 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 fn fixture() -> std::path::PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/fixtures/conductor-trace.jsons")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/conductor-trace.jsons")
 }
 
 fn import(db: &Path, args: &[&str]) -> Output {
