@@ -1,4 +1,5 @@
--- acp-tee store, migration 8: the requests that responses inside batches answer.
+-- acp-tee store, migration 8: the requests that responses inside batches
+-- answer, and the relay process of a trace.
 --
 -- A frame's reply_to_seq holds one request; a batch of responses answers
 -- several. Each response in a batch that answered a request gets a row here
@@ -13,3 +14,9 @@ CREATE TABLE batch_replies (
     PRIMARY KEY (trace_id, request_seq)
 ) WITHOUT ROWID;
 CREATE INDEX batch_replies_by_batch ON batch_replies (trace_id, batch_seq);
+
+-- The process that relayed the run (acp-tee itself, or acp-tee proxy) beside
+-- its recorder: a trace without an end whose recorder runs but whose relay is
+-- gone is finishing (acp-tee was killed; the recorder still stores what it
+-- was handed), not being recorded. NULL for traces from before.
+ALTER TABLE traces ADD COLUMN relay_pid INTEGER;

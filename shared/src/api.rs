@@ -25,6 +25,10 @@ pub struct TraceSummary {
     pub meta: TraceMeta,
     /// True while the recorder is still writing it.
     pub live: bool,
+    /// Live, but the run is over: acp-tee was killed and its recorder is
+    /// still storing what it had been handed. The trace is not complete yet.
+    #[serde(default)]
+    pub finishing: bool,
     /// `t_ns` of its last frame (0 when it has none).
     pub last_t_ns: i64,
     /// For imported traces: where they came from (`jsons file /x/t.jsons`).

@@ -7,12 +7,12 @@ use chrono::DateTime;
 /// Renders `traces` as an aligned table with a header row.
 pub fn render(traces: &[TraceSummary]) -> String {
     let mut rows = vec![["ID", "NAME", "STARTED (UTC)", "DURATION", "FRAMES", "ERRORS", "EXIT"].map(String::from)];
-    for TraceSummary { meta: t, live, .. } in traces {
+    for TraceSummary { meta: t, live, finishing, .. } in traces {
         rows.push([
             t.id.to_string(),
             t.name.clone().unwrap_or_else(|| t.command.first().cloned().unwrap_or_default()),
             t.started_at.get(..19).unwrap_or(&t.started_at).replace('T', " "),
-            duration(t, *live),
+            duration(t, *live, *finishing),
             frames(t),
             t.error_count.to_string(),
             exit(t),
@@ -28,10 +28,16 @@ pub fn render(traces: &[TraceSummary]) -> String {
     out
 }
 
-fn duration(t: &TraceMeta, live: bool) -> String {
+fn duration(t: &TraceMeta, live: bool, finishing: bool) -> String {
     let Some(end) = &t.ended_at else {
-        // No end and no recorder: both acp-tee processes were killed.
-        return if live { "live" } else { "cut off" }.into();
+        // No end and no recorder: both acp-tee processes were killed. No
+        // end, a recorder and no relay: the recorder is storing the rest.
+        return match (live, finishing) {
+            (true, true) => "finishing",
+            (true, false) => "live",
+            (false, _) => "cut off",
+        }
+        .into();
     };
     let (Ok(a), Ok(b)) = (DateTime::parse_from_rfc3339(&t.started_at), DateTime::parse_from_rfc3339(end)) else {
         return "?".into();
@@ -83,7 +89,7 @@ mod tests {
             error_count: 1,
             missing_frames: missing,
         };
-        TraceSummary { live: id == 3, meta, last_t_ns: 0, imported_from: None }
+        TraceSummary { live: id == 3, finishing: false, meta, last_t_ns: 0, imported_from: None }
     }
 
     #[test]

@@ -282,6 +282,10 @@ struct ExportArgs {
     /// Write the stored bytes as they are, secrets included
     #[arg(long, conflicts_with = "redact")]
     no_redact: bool,
+    /// Do not wait for a trace whose recorder is still storing frames after
+    /// acp-tee exited (by default export waits for it, up to a minute)
+    #[arg(long)]
+    no_wait: bool,
 }
 
 #[derive(Debug, Args)]
@@ -414,6 +418,9 @@ fn export_command(a: ExportArgs) -> anyhow::Result<i32> {
         FormatArg::Perfetto => ExportFormat::Perfetto,
     };
     let redactor = if a.no_redact { Redactor::without_defaults(Vec::new()) } else { Redactor::new(a.redact) };
+    for trace in export::selected_traces(&store, a.trace)? {
+        settle(&store, trace.id, !a.no_wait)?;
+    }
     let total: i64 = export::selected_traces(&store, a.trace)?.iter().map(|t| t.frame_count).sum();
     let opts = ExportOptions { format, redactor, progress: progress::bar(total as u64, "frames") };
     let summary = match &a.output {
@@ -433,6 +440,36 @@ fn export_command(a: ExportArgs) -> anyhow::Result<i32> {
         );
     }
     Ok(0)
+}
+
+/// How long `export` waits, at most, for a finishing trace (acp-tee gone,
+/// its recorder still storing what it was handed) to end.
+const FINISH_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Waits (when `wait`) while trace `id` is finishing, up to [`FINISH_WAIT`];
+/// says on stderr when the export will hold a trace that is not complete.
+fn settle(store: &Store, id: i64, wait: bool) -> anyhow::Result<()> {
+    let deadline = std::time::Instant::now() + FINISH_WAIT;
+    loop {
+        let s = store.trace_summary(id)?;
+        if !s.live {
+            return Ok(());
+        }
+        if s.finishing && wait && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            continue;
+        }
+        let state = if s.finishing {
+            "is still finishing (acp-tee has exited; its recorder is still storing frames)"
+        } else {
+            "is still being recorded"
+        };
+        eprintln!(
+            "acp-tee: note: trace {id} {state}: the export holds the {} frames stored so far",
+            s.meta.frame_count
+        );
+        return Ok(());
+    }
 }
 
 fn import_command(a: ImportArgs) -> anyhow::Result<i32> {

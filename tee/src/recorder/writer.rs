@@ -62,7 +62,7 @@ impl StoreWriter {
         };
         let opened = Store::create_or_open(path)
             .and_then(|store| store.tune_for_recording().map(|()| store))
-            .and_then(|store| store.create_trace(start, std::process::id()).map(|id| (store, id)));
+            .and_then(|store| store.create_relayed_trace(start, std::process::id(), relay_pid()).map(|id| (store, id)));
         match opened {
             Ok(target) => {
                 w.checkpointer = Checkpointer::start(path);
@@ -206,4 +206,12 @@ impl StoreWriter {
             );
         }
     }
+}
+
+/// The relay that started this recorder: its parent, unless the relay is
+/// gone already (the recorder then belongs to init or a subreaper).
+fn relay_pid() -> Option<u32> {
+    // SAFETY: getppid has no preconditions.
+    let parent = unsafe { libc::getppid() };
+    u32::try_from(parent).ok().filter(|&p| p > 1)
 }

@@ -56,7 +56,8 @@ fn summary_select() -> String {
     format!(
         "SELECT {TRACE_COLUMNS}, recorder_pid, imported_from,
                 (SELECT f.t_ns FROM frames f WHERE f.id > (t.id << {bits}) AND f.id < ((t.id + 1) << {bits})
-                 ORDER BY f.id DESC LIMIT 1)
+                 ORDER BY f.id DESC LIMIT 1),
+                relay_pid
          FROM traces t"
     )
 }
@@ -65,7 +66,15 @@ fn summary_of_trace(row: &Row<'_>) -> rusqlite::Result<TraceSummary> {
     let meta = trace_from_row(row)?;
     let pid: Option<i64> = row.get(13)?;
     let live = meta.ended_at.is_none() && pid.is_some_and(process_exists);
-    Ok(TraceSummary { meta, live, last_t_ns: row.get::<_, Option<i64>>(15)?.unwrap_or(0), imported_from: row.get(14)? })
+    let relay: Option<i64> = row.get(16)?;
+    let finishing = live && relay.is_some_and(|relay| !process_exists(relay));
+    Ok(TraceSummary {
+        meta,
+        live,
+        finishing,
+        last_t_ns: row.get::<_, Option<i64>>(15)?.unwrap_or(0),
+        imported_from: row.get(14)?,
+    })
 }
 
 /// Whether process `pid` is still running. A zombie is not: its process has
