@@ -188,7 +188,8 @@ struct ServeArgs {
     /// Which trace the printed (and opened) URL shows: an id or `latest`
     #[arg(long, value_name = "ID|latest")]
     trace: Option<TraceSelection>,
-    /// The built viewer app (default: dist/ of the source tree, else ./dist)
+    /// Serve the viewer app built in DIR (by scripts/build-viewer) instead of
+    /// the one built into acp-tee: for working on the viewer
     #[arg(long, value_name = "DIR")]
     dist: Option<PathBuf>,
 }
@@ -377,7 +378,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
                     format!("/traces/{id}")
                 }
             };
-            let dist = a.dist.unwrap_or_else(crate::server::default_dist);
+            let dist = a.dist;
             let opts = crate::server::ServeOptions {
                 db,
                 bind: a.bind,
