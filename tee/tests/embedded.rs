@@ -30,7 +30,7 @@ fn a_copy_of_the_binary_alone_serves_the_whole_viewer() {
     let mut first = String::new();
     BufReader::new(server.stdout.take().unwrap()).read_line(&mut first).unwrap();
     let url = first.split(" at ").nth(1).expect("serve prints its URL").trim().trim_end_matches('/').to_owned();
-    let get = |path: &str| ureq::get(&format!("{url}{path}")).call();
+    let get = |path: &str| ureq::get(&format!("{url}{path}")).call().map_err(Box::new);
 
     let page = get("/traces/1").expect("the app's own routes get its page");
     assert_eq!(page.content_type(), "text/html");
