@@ -15,8 +15,11 @@ CREATE TABLE batch_replies (
 ) WITHOUT ROWID;
 CREATE INDEX batch_replies_by_batch ON batch_replies (trace_id, batch_seq);
 
--- The process that relayed the run (acp-tee itself, or acp-tee proxy) beside
--- its recorder: a trace without an end whose recorder runs but whose relay is
--- gone is finishing (acp-tee was killed; the recorder still stores what it
--- was handed), not being recorded. NULL for traces from before.
+-- The process that relayed the run (acp-tee itself, or acp-tee proxy) and
+-- the process that started it (the client: an editor, yopo, the conductor),
+-- beside the recorder: a trace without an end whose recorder runs but whose
+-- relay or client is gone is finishing (the run is over or about to be; the
+-- recorder still stores what it was handed), not being recorded. NULL for
+-- traces from before.
 ALTER TABLE traces ADD COLUMN relay_pid INTEGER;
+ALTER TABLE traces ADD COLUMN client_pid INTEGER;

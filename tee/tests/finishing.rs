@@ -33,25 +33,18 @@ fn recorder_pid(db: &std::path::Path) -> u32 {
     }
 }
 
-/// Sends SIGCONT to a stopped process when dropped, whatever happened.
-struct Stopped(u32);
-
-impl Drop for Stopped {
-    fn drop(&mut self) {
-        kill(self.0, libc::SIGCONT);
-    }
-}
-
 #[test]
 fn a_trace_whose_recorder_is_still_storing_is_listed_as_finishing_and_export_waits_for_it() {
     let store = TempStore::new();
     let mut child = tee_command(&store.db, &[], &["cat"]).spawn().unwrap();
     let mut stdin = child.stdin.take().unwrap();
     let mut stdout = BufReader::new(child.stdout.take().unwrap());
-    let recorder = recorder_pid(&store.db);
-    kill(recorder, libc::SIGSTOP);
-    let _resume = Stopped(recorder);
-    // Forwarded while the recorder cannot store anything.
+    recorder_pid(&store.db);
+    // The store's write lock, held here: the recorder can store nothing.
+    // (Stopping the recorder would not do: when acp-tee dies, the kernel
+    // wakes a stopped process group it leaves orphaned.)
+    let lock = rusqlite::Connection::open(&store.db).unwrap();
+    lock.execute_batch("BEGIN IMMEDIATE").unwrap();
     let lines = 50;
     for i in 0..lines {
         writeln!(stdin, r#"{{"jsonrpc":"2.0","id":{i},"method":"m"}}"#).unwrap();
@@ -68,7 +61,7 @@ fn a_trace_whose_recorder_is_still_storing_is_listed_as_finishing_and_export_wai
     let note = String::from_utf8(partial.stderr).unwrap();
     assert!(note.contains("trace 1 is still finishing"), "{note}");
 
-    // An export started now waits for the recorder, which resumes only
+    // An export started now waits for the recorder, which can store only
     // after the export has begun: what it writes is the whole trace.
     let waiting = Command::new(bin())
         .args(["export", "--format", "ndjson", "--db"])
@@ -77,14 +70,12 @@ fn a_trace_whose_recorder_is_still_storing_is_listed_as_finishing_and_export_wai
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    // The export has read the trace's state at least once before the
-    // recorder resumes when the store's file is open in it.
     let deadline = Instant::now() + Duration::from_secs(30);
     while !open_files(waiting.id()).iter().any(|f| f == &store.db) {
         assert!(Instant::now() < deadline, "the export never opened the store");
         std::thread::sleep(Duration::from_millis(5));
     }
-    drop(_resume);
+    lock.execute_batch("ROLLBACK").unwrap();
     let out = waiting.wait_with_output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let text = String::from_utf8(out.stdout).unwrap();
@@ -99,4 +90,45 @@ fn a_trace_whose_recorder_is_still_storing_is_listed_as_finishing_and_export_wai
 fn open_files(pid: u32) -> Vec<std::path::PathBuf> {
     let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/fd")) else { return Vec::new() };
     dir.filter_map(|e| std::fs::read_link(e.ok()?.path()).ok()).collect()
+}
+
+/// What a script does: `yopo PROMPT -- ARGS...`, then `acp-tee export` the
+/// moment yopo returns (it SIGKILLs what it ran once it has its answer).
+/// Checks that first export is the whole trace: the same as one made after
+/// the trace ended.
+fn record_with_yopo_then_export(store: &TempStore, mode: &str, args: &[String]) {
+    let marker = unique_marker(&format!("export right after, {mode}"));
+    let out = Command::new(peer("yopo"))
+        .arg("Hello there")
+        .arg("--")
+        .args(args)
+        .env("ACP_TEE_TEST_MARK", &marker)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "yopo failed: {}", String::from_utf8_lossy(&out.stderr));
+    let first = tee(&store.db, &["export", "--format", "ndjson"]);
+    kill_marked(&marker, "elizacp");
+    let trace = store.only_trace();
+    let again = tee(&store.db, &["export", "--format", "ndjson"]);
+    let (first, again) = (String::from_utf8(first.stdout).unwrap(), String::from_utf8(again.stdout).unwrap());
+    assert_eq!(first, again, "the first export was not the whole trace");
+    assert!(trace.ended_at.is_some() && trace.frame_count >= 7, "{trace:?}");
+}
+
+#[test]
+fn yopo_then_export_gives_every_frame_in_wrap_mode() {
+    let store = TempStore::new();
+    let db = store.db.to_str().unwrap().to_owned();
+    let args =
+        [bin().to_owned(), "--db".into(), db, "--".into(), peer("elizacp"), "--deterministic".into(), "acp".into()];
+    record_with_yopo_then_export(&store, "wrap", &args);
+}
+
+#[test]
+fn yopo_then_export_gives_every_frame_in_proxy_mode() {
+    let store = TempStore::new();
+    let proxy = format!("{} proxy --db {}", bin(), store.db.display());
+    let eliza = format!("{} --deterministic acp", peer("elizacp"));
+    let args = [peer("agent-client-protocol-conductor"), "agent".into(), proxy, eliza];
+    record_with_yopo_then_export(&store, "proxy", &args);
 }

@@ -54,6 +54,8 @@ pub fn run(opts: &ProxyOptions) -> i32 {
         mode: "proxy".into(),
         started_at,
     });
+    let mut recorder = recorder;
+    recorder_process::wait_until_recording(recorder.as_mut());
     let handoff = Arc::new(handoff);
     stop_cleanly_on_signals(handoff.clone());
 
@@ -94,9 +96,10 @@ pub fn run(opts: &ProxyOptions) -> i32 {
     }
     handoff.end(&TraceEnd { exit_code: Some(0), exit_signal: None, end_reason: reason });
     handoff.close();
-    if let Some(mut recorder) = recorder {
-        let _ = recorder.wait();
-    }
+    // The recorder stores the rest and ends the trace on its own (its own
+    // process group); the conductor need not wait for it, and readers see
+    // the trace as finishing until it is done.
+    drop(recorder);
     0
 }
 

@@ -60,9 +60,13 @@ impl StoreWriter {
             missing: 0,
             warned: false,
         };
-        let opened = Store::create_or_open(path)
-            .and_then(|store| store.tune_for_recording().map(|()| store))
-            .and_then(|store| store.create_relayed_trace(start, std::process::id(), relay_pid()).map(|id| (store, id)));
+        let opened = Store::create_or_open(path).and_then(|store| store.tune_for_recording().map(|()| store)).and_then(
+            |store| {
+                let relay = relay_pid();
+                let client = relay.and_then(parent_of);
+                store.create_relayed_trace(start, std::process::id(), relay, client).map(|id| (store, id))
+            },
+        );
         match opened {
             Ok(target) => {
                 w.checkpointer = Checkpointer::start(path);
@@ -214,4 +218,12 @@ fn relay_pid() -> Option<u32> {
     // SAFETY: getppid has no preconditions.
     let parent = unsafe { libc::getppid() };
     u32::try_from(parent).ok().filter(|&p| p > 1)
+}
+
+/// The parent of process `pid` (for the relay: the client that started it).
+fn parent_of(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // After the parenthesised command name: state, then the parent's pid.
+    let parent = stat.rsplit(')').next()?.split_whitespace().nth(1)?.parse().ok()?;
+    Some(parent).filter(|&p: &u32| p > 1)
 }

@@ -60,6 +60,8 @@ pub fn run(opts: &WrapOptions) -> Result<i32, SpawnError> {
         mode: "wrap".into(),
         started_at,
     });
+    let mut recorder = recorder;
+    recorder_process::wait_until_recording(recorder.as_mut());
     let handoff = Arc::new(handoff);
     let (tx, rx) = mpsc::channel();
 

@@ -33,6 +33,28 @@ fn data_pipes() -> std::io::Result<[(OwnedFd, OwnedFd); 3]> {
     Ok([one()?, one()?, one()?])
 }
 
+/// How long a run waits, at most, before forwarding anything, for its
+/// recorder to have created the trace in the store (a new store, a store
+/// another process holds locked): so that no one reading the store right
+/// after the run can miss a trace that was forwarded.
+pub const RECORDING_READY_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Waits, at most [`RECORDING_READY_WAIT`], until `recorder` says its trace
+/// exists in the store (or that it cannot be made): one byte on its stdout,
+/// written after it read the run's start. Call after [`HandoffWriter::start`].
+pub fn wait_until_recording(recorder: Option<&mut Child>) {
+    let Some(out) = recorder.and_then(|r| r.stdout.take()) else { return };
+    let mut poll = libc::pollfd { fd: out.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+    let ms = RECORDING_READY_WAIT.as_millis() as libc::c_int;
+    // SAFETY: one pollfd for a descriptor we own, for the duration of the call.
+    let ready = unsafe { libc::poll(&mut poll, 1, ms) };
+    if ready <= 0 {
+        tracing::debug!("the recorder did not say within {RECORDING_READY_WAIT:?} that the trace exists; going on");
+    }
+    // Closing our end is all that is left to do: the byte (or end-of-file
+    // of a recorder that died) needs no reading.
+}
+
 /// Starts `acp-tee __recorder --db DB` reading a pipe; returns the process and
 /// the writer for the pipe. If it cannot start, warns once and returns a
 /// writer that drops everything (forwarding goes on regardless). With
@@ -84,7 +106,8 @@ pub fn start(db: &Path, t0: Instant, redact: Option<&[String]>) -> (Option<Child
             }
         }
         cmd.stdin(Stdio::piped())
-            .stdout(Stdio::null())
+            // One byte when the trace exists (see `wait_until_recording`).
+            .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             // Its own process group: a Ctrl-C or a kill of our group must not
             // stop it before it has stored what we handed it.

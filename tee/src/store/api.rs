@@ -57,7 +57,7 @@ fn summary_select() -> String {
         "SELECT {TRACE_COLUMNS}, recorder_pid, imported_from,
                 (SELECT f.t_ns FROM frames f WHERE f.id > (t.id << {bits}) AND f.id < ((t.id + 1) << {bits})
                  ORDER BY f.id DESC LIMIT 1),
-                relay_pid
+                relay_pid, client_pid
          FROM traces t"
     )
 }
@@ -66,8 +66,12 @@ fn summary_of_trace(row: &Row<'_>) -> rusqlite::Result<TraceSummary> {
     let meta = trace_from_row(row)?;
     let pid: Option<i64> = row.get(13)?;
     let live = meta.ended_at.is_none() && pid.is_some_and(process_exists);
-    let relay: Option<i64> = row.get(16)?;
-    let finishing = live && relay.is_some_and(|relay| !process_exists(relay));
+    // The run is over, or about to be, when its relay or the client that
+    // started it is gone (a client's end closes the relay's input).
+    let gone = |col: usize| -> rusqlite::Result<bool> {
+        Ok(row.get::<_, Option<i64>>(col)?.is_some_and(|pid| !process_exists(pid)))
+    };
+    let finishing = live && (gone(16)? || gone(17)?);
     Ok(TraceSummary {
         meta,
         live,

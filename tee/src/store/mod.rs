@@ -237,24 +237,34 @@ impl Store {
 
     /// Adds a trace for a run that is starting; returns its id.
     pub fn create_trace(&self, start: &TraceStart, recorder_pid: u32) -> Result<i64, StoreError> {
-        self.create_relayed_trace(start, recorder_pid, None)
+        self.create_relayed_trace(start, recorder_pid, None, None)
     }
 
-    /// [`Store::create_trace`], naming the process that relays the run too
-    /// (so readers can tell a trace still recorded from one whose relay was
-    /// killed and whose recorder is finishing).
+    /// [`Store::create_trace`], naming the process that relays the run and
+    /// the client that started it too (so readers can tell a trace still
+    /// recorded from one whose run is over while its recorder is finishing).
     pub fn create_relayed_trace(
         &self,
         start: &TraceStart,
         recorder_pid: u32,
         relay_pid: Option<u32>,
+        client_pid: Option<u32>,
     ) -> Result<i64, StoreError> {
         let command = serde_json::to_string(&start.command).expect("strings always serialise");
         self.write(|conn| {
             conn.execute(
-                "INSERT INTO traces (name, command, cwd, mode, started_at, recorder_pid, relay_pid)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-                params![start.name, command, start.cwd, start.mode, start.started_at, recorder_pid, relay_pid],
+                "INSERT INTO traces (name, command, cwd, mode, started_at, recorder_pid, relay_pid, client_pid)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                params![
+                    start.name,
+                    command,
+                    start.cwd,
+                    start.mode,
+                    start.started_at,
+                    recorder_pid,
+                    relay_pid,
+                    client_pid
+                ],
             )?;
             Ok(conn.last_insert_rowid())
         })
