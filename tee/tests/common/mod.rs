@@ -149,11 +149,18 @@ pub fn peer(name: &str) -> String {
         .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
         .map(|dir| dir.join(name))
         .find(|p| p.is_file());
+    // What scripts/install-tools calls the tool that provides `name`.
+    let tool = match name {
+        "agent-client-protocol-conductor" => "conductor",
+        "agent-client-protocol-trace-viewer" => "trace-viewer",
+        "chromedriver" => "chromium",
+        other => other,
+    };
     match found {
         Some(p) => p.display().to_string(),
         None => panic!(
-            "`{name}` is not on PATH; install the real peers with scripts/install-tools \
-             (elizacp 12.0.0, yopo 11.0.0, agent-client-protocol-conductor 5.0.0)"
+            "`{name}` is not on PATH: this test runs it for real; install it with \
+             `scripts/install-tools {tool}` (or every tool the tests use: `scripts/install-tools tests`)"
         ),
     }
 }
