@@ -211,3 +211,38 @@ async fn deep_frames_export_masked_from_the_cli_and_the_api() {
         assert!(!String::from_utf8_lossy(&body).contains("SECRET-"), "{format} leaks through the API");
     }
 }
+
+/// Export, import, export with the defaults and user rules (one of which
+/// matches inside `[REDACTED]`, one of which selects what the first export
+/// masked): the second export is the first, byte for byte but for the
+/// trace's id. A frame deeper than the limit comes back cut the same way.
+#[test]
+fn a_redacted_export_imported_and_exported_again_is_unchanged() {
+    use acp_tee::redact::REDACT_MAX_DEPTH;
+    let store = TempStore::new();
+    let mut input = session_with_secrets();
+    input.extend(format!("{}\n", deep_request(9, REDACT_MAX_DEPTH + 100, r#""SECRET-DEEP""#)).into_bytes());
+    let out = run_with_input(tee_command(&store.db, &[], &["cat"]), input);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    store.ended_traces(1);
+    let rules = ["--redact", "[A-Z]{6,}", "--redact", "$..env", "--redact", "$.params.cwd"];
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("t.ndjson");
+    let mut args = vec!["--trace", "1", "--format", "ndjson", "-o", file.to_str().unwrap()];
+    args.extend(rules);
+    export(&store.db, &args);
+    let first = std::fs::read_to_string(&file).unwrap();
+    assert_eq!(leaked(&first), Vec::<&str>::new());
+    assert!(!first.contains("SECRET-DEEP") && first.contains(r#"\"cwd\":\"[REDACTED]\""#), "{first}");
+    let out = Command::new(bin()).arg("import").arg("--db").arg(&store.db).arg(&file).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let mut args = vec!["--trace", "2", "--format", "ndjson"];
+    args.extend(rules);
+    let second = export(&store.db, &args);
+    let (first, second) =
+        (first.replacen(r#"{"id":1,"#, r#"{"id":_,"#, 1), second.replacen(r#"{"id":2,"#, r#"{"id":_,"#, 1));
+    assert_eq!(first.lines().count(), second.lines().count());
+    for (a, b) in first.lines().zip(second.lines()) {
+        assert_eq!(a, b);
+    }
+}
