@@ -7,6 +7,6 @@ impl Redactor {
     /// `value`, a string read from a frame, with the pattern rules' matches
     /// masked, as they would be inside the frame; `None` when nothing was.
     pub fn mask_value(&self, value: &str) -> Option<String> {
-        self.text(value)
+        self.mask_patterns(value)
     }
 }
