@@ -3,6 +3,8 @@
 mod list;
 mod progress;
 
+pub use list::printable;
+
 use crate::export::{self, ExportFormat, ExportOptions, TraceSelection};
 use crate::import::{ImportFormat, ImportOptions};
 use crate::redact::{Redactor, Rule};
@@ -229,10 +231,14 @@ Read a trace file into the store: an acp-tee export (JSON or NDJSON), the
 conductor's .jsons (--trace FILE of agent-client-protocol-conductor), or a
 sacp-tee log (raw → / ← lines, or its --json entries).
 
-Messages are framed, paired and timed like recorded ones. The whole file goes
-in in one transaction: a bad line stops the import with its file and line
-number and leaves the store unchanged, unless --skip-bad leaves bad lines out
-(and says how many).";
+Messages are framed, paired and timed like recorded ones. The trace is shown
+only once all of the file is in (recordings into the same store go on
+meanwhile): a bad line stops the import with its file and line number and
+leaves the store as it was, unless --skip-bad leaves bad lines out (and says
+how many). Counts are those of the frames stored; an acp-tee export holding
+fewer frames than its header says is refused as cut short, or with --skip-bad
+imported with the rest counted as missing. Lines longer than 256 MiB are
+refused.";
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
 enum ImportFormatArg {
@@ -256,7 +262,7 @@ struct ImportArgs {
     /// The file's format
     #[arg(long, value_enum, default_value = "auto")]
     format: ImportFormatArg,
-    /// Leave out lines that cannot be read (counted) instead of failing
+    /// Leave out lines that cannot be read (counted) instead of failing; import a file cut short
     #[arg(long)]
     skip_bad: bool,
     /// The file to import
@@ -487,17 +493,23 @@ fn import_command(a: ImportArgs) -> anyhow::Result<i32> {
     opts.progress.finish_and_clear();
     let summary = result?;
     let ids: Vec<String> = summary.trace_ids.iter().map(i64::to_string).collect();
+    let file = printable(&a.file.display().to_string()).into_owned();
     let mut out = std::io::stdout().lock();
     writeln!(
         out,
-        "imported {} frames from {} ({}) as trace {}",
+        "imported {} frames from {file} ({}) as trace {}",
         summary.frames,
-        a.file.display(),
         summary.format.as_str(),
         ids.join(", ")
     )?;
     if summary.skipped > 0 {
-        eprintln!("acp-tee: warning: {} bad lines of {} were left out (--skip-bad)", summary.skipped, a.file.display());
+        eprintln!("acp-tee: warning: {} bad lines of {file} were left out (--skip-bad)", summary.skipped);
+    }
+    if summary.absent > 0 {
+        eprintln!(
+            "acp-tee: warning: {file} holds {} frames fewer than its headers say; they are counted as missing (--skip-bad)",
+            summary.absent
+        );
     }
     Ok(0)
 }

@@ -3,7 +3,7 @@
 use super::checkpointer::{Checkpointer, CHECKPOINT_EVERY};
 use super::queue::{ByteQueue, Popped, Weighted};
 use crate::handoff::{TraceEnd, TraceStart};
-use crate::store::{NewFrame, Store};
+use crate::store::{NewFrame, Store, StoreError};
 use std::path::Path;
 use std::time::Duration;
 
@@ -26,6 +26,10 @@ const GROUP_COMMIT: Duration = Duration::from_millis(2);
 const IDLE: Duration = Duration::from_millis(30);
 const INDEX_CHUNK: i64 = 2000;
 
+/// How long the writer pauses before trying again when another process has
+/// held the store's write lock past SQLite's busy timeout (30 s).
+const LOCKED_PAUSE: Duration = Duration::from_millis(100);
+
 impl Weighted for NewFrame {
     fn weight(&self) -> usize {
         // The bytes plus a rough allowance for the parsed fields and the row.
@@ -45,6 +49,8 @@ pub struct StoreWriter {
     written: u64,
     missing: u64,
     warned: bool,
+    /// Said once that the store stays locked.
+    warned_locked: bool,
 }
 
 impl StoreWriter {
@@ -59,14 +65,18 @@ impl StoreWriter {
             written: 0,
             missing: 0,
             warned: false,
+            warned_locked: false,
         };
-        let opened = Store::create_or_open(path).and_then(|store| store.tune_for_recording().map(|()| store)).and_then(
-            |store| {
-                let relay = relay_pid();
-                let client = relay.and_then(parent_of);
+        // A lock held past the busy timeout (a long transaction of another
+        // process) is waited out, however long: the handoff is spooled
+        // meanwhile, and giving up would lose the whole recording.
+        let relay = relay_pid();
+        let client = relay.and_then(parent_of);
+        let opened = w.while_locked(|| {
+            Store::create_or_open(path).and_then(|store| store.tune_for_recording().map(|()| store)).and_then(|store| {
                 store.create_relayed_trace(start, std::process::id(), relay, client).map(|id| (store, id))
-            },
-        );
+            })
+        });
         match opened {
             Ok(target) => {
                 w.checkpointer = Checkpointer::start(path);
@@ -81,6 +91,26 @@ impl StoreWriter {
             Err(e) => w.warn(&e.to_string()),
         }
         w
+    }
+
+    /// Runs `attempt` until the store is not locked by another process
+    /// (SQLite's busy timeout ran out), saying so once.
+    fn while_locked<T>(&mut self, mut attempt: impl FnMut() -> Result<T, StoreError>) -> Result<T, StoreError> {
+        loop {
+            match attempt() {
+                Err(e) if e.is_busy() => {
+                    if !self.warned_locked {
+                        self.warned_locked = true;
+                        tracing::warn!(
+                            "{} is locked by another process; waiting for it (what crosses is kept meanwhile)",
+                            self.display_path
+                        );
+                    }
+                    std::thread::sleep(LOCKED_PAUSE);
+                }
+                other => return other,
+            }
+        }
     }
 
     /// The trace's id, when the store took it.
@@ -143,7 +173,7 @@ impl StoreWriter {
     }
 
     fn write(&mut self, batch: &[NewFrame]) {
-        let Some((store, trace_id)) = self.target.as_mut() else {
+        let Some((mut store, trace_id)) = self.target.take() else {
             self.missing += batch.len() as u64;
             return;
         };
@@ -157,7 +187,9 @@ impl StoreWriter {
                 Err(e) => tracing::debug!("checkpoint: {e}"),
             }
         }
-        match store.insert_frames(*trace_id, batch) {
+        let stored = self.while_locked(|| store.insert_frames(trace_id, batch));
+        self.target = Some((store, trace_id));
+        match stored {
             Ok(()) => {
                 self.written += batch.len() as u64;
                 self.unfolded += batch.iter().map(Weighted::weight).sum::<usize>();
@@ -188,16 +220,18 @@ impl StoreWriter {
 
     fn record_end(&mut self, end: &TraceEnd) {
         let missing = self.missing;
-        if let Some((store, trace_id)) = self.target.as_ref() {
-            if missing > 0 {
-                // Out of space? Folding the log into the database frees the
-                // room the last update needs.
-                let _ = store.checkpoint();
-            }
-            if let Err(e) = store.finish_trace(*trace_id, end, missing, &crate::clock::now_rfc3339()) {
-                let msg = e.to_string();
-                self.warn(&msg);
-            }
+        let Some((store, trace_id)) = self.target.take() else { return };
+        if missing > 0 {
+            // Out of space? Folding the log into the database frees the
+            // room the last update needs.
+            let _ = store.checkpoint();
+        }
+        let ended_at = crate::clock::now_rfc3339();
+        let ended = self.while_locked(|| store.finish_trace(trace_id, end, missing, &ended_at));
+        self.target = Some((store, trace_id));
+        if let Err(e) = ended {
+            let msg = e.to_string();
+            self.warn(&msg);
         }
     }
 

@@ -5,7 +5,7 @@
 //! written into queries as literals.
 
 use super::queries::{parse_name, trace_from_row, TRACE_COLUMNS};
-use super::{frame_id, frame_id_bounds, Store, StoreError};
+use super::{frame_id, frame_id_bounds, Store, StoreError, SHOWN};
 use acp_tee_shared::api::{FrameDetail, FramePage, FrameQuery, FrameSummary, MethodStats, TraceStats, TraceSummary};
 use acp_tee_shared::{Direction, FrameKind};
 use base64::Engine;
@@ -50,7 +50,8 @@ fn summary_from_row(row: &Row<'_>) -> rusqlite::Result<FrameSummary> {
 }
 
 /// A trace's fields, its recorder, where it was imported from and the time
-/// of its last frame (the highest rowid in its range), for [`summary_of_trace`].
+/// of its last frame (the highest rowid in its range), for [`summary_of_trace`],
+/// of the traces readers are shown (callers add `AND ...`).
 fn summary_select() -> String {
     let bits = super::SEQ_BITS;
     format!(
@@ -58,7 +59,7 @@ fn summary_select() -> String {
                 (SELECT f.t_ns FROM frames f WHERE f.id > (t.id << {bits}) AND f.id < ((t.id + 1) << {bits})
                  ORDER BY f.id DESC LIMIT 1),
                 relay_pid, client_pid
-         FROM traces t"
+         FROM traces t WHERE {SHOWN}"
     )
 }
 
@@ -312,6 +313,14 @@ fn seq_before_method_offset(conn: &Connection, trace_id: i64, method: &str, offs
     Ok((1 << super::SEQ_BITS) - 1)
 }
 
+/// The highest seq trace `trace_id` has stored (0 for none): one seek.
+fn last_seq(conn: &Connection, trace_id: i64) -> Result<i64, StoreError> {
+    let (lo, hi) = frame_id_bounds(trace_id);
+    let last: Option<i64> =
+        conn.query_row("SELECT max(id) FROM frames WHERE id > ?1 AND id < ?2", params![lo, hi], |r| r.get(0))?;
+    Ok(last.map_or(0, |id| id - lo))
+}
+
 fn has_filters(q: &FrameQuery) -> bool {
     let FrameQuery { after: _, offset: _, limit: _, dir, kind, method, session, errors, min_latency_ms, q } = q;
     dir.is_some()
@@ -334,7 +343,7 @@ impl Store {
     /// One trace with its live state. A trace without an end whose recorder
     /// process is gone was cut off (both acp-tee processes killed): not live.
     pub fn trace_summary(&self, id: i64) -> Result<TraceSummary, StoreError> {
-        let sql = format!("{} WHERE t.id = ?1", summary_select());
+        let sql = format!("{} AND t.id = ?1", summary_select());
         self.conn.query_row(&sql, params![id], summary_of_trace).optional()?.ok_or(StoreError::NoSuchTrace(id))
     }
 
@@ -353,8 +362,11 @@ impl Store {
         let (mut after, mut offset) = (q.after, q.offset.unwrap_or(0));
         // Unfiltered and without gaps, the frame at offset n has seq n + 1: a
         // seek instead of stepping over n rows, so deep pages of a huge trace
-        // cost what the first does.
-        if !has_filters(q) && meta.missing_frames == 0 && after.is_none() {
+        // cost what the first does. The trace has no gap when its last seq is
+        // its count of frames stored; `missing_frames` cannot tell (frames
+        // may be missing at the end only, a live trace counts its missing
+        // frames when it ends, and older imports took a file's word for it).
+        if !has_filters(q) && after.is_none() && last_seq(&self.conn, trace_id)? == meta.frame_count {
             after = Some(offset);
             offset = 0;
         }

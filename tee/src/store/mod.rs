@@ -57,6 +57,17 @@ pub(crate) fn test_start() -> TraceStart {
 /// A frame's rowid is `trace_id << SEQ_BITS | seq` (migration 5).
 const SEQ_BITS: u32 = 40;
 
+/// The largest seq a frame can have: `2^SEQ_BITS - 1`.
+pub const MAX_SEQ: i64 = (1 << SEQ_BITS) - 1;
+
+/// SQL over a `traces` row that is true for the traces readers are shown:
+/// all but those an import is still writing. An import sets `recorder_pid`
+/// to its own process while it writes a trace and clears it once the whole
+/// file is in (recorded traces never have `imported_from`), so a trace an
+/// import has not finished is never listed, served, exported or indexed
+/// (see `import.rs`).
+pub(crate) const SHOWN: &str = "(imported_from IS NULL OR recorder_pid IS NULL)";
+
 /// The rowid of frame `seq` of trace `trace_id` (a seq past the range gives
 /// a rowid past the trace's, never another trace's frame as long as callers
 /// also compare seq or stay below the trace's bound).
@@ -304,10 +315,10 @@ impl Store {
         let mut count = 0;
         {
             let traces: Vec<(i64, i64)> = tx
-                .prepare_cached(
+                .prepare_cached(&format!(
                     "SELECT t.id, coalesce(p.indexed_seq, 0) FROM traces t
-                     LEFT JOIN search_progress p ON p.trace_id = t.id ORDER BY t.id",
-                )?
+                     LEFT JOIN search_progress p ON p.trace_id = t.id WHERE {SHOWN} ORDER BY t.id"
+                ))?
                 .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
                 .collect::<Result<_, _>>()?;
             let mut rows =
@@ -342,16 +353,20 @@ impl Store {
 
     /// Ends every trace that has no end while its recorder process is gone
     /// (acp-tee and its recorder were both killed): the end is the time of its
-    /// last frame, the reason says it was cut off. Returns how many.
+    /// last frame, the reason says it was cut off. Returns how many. Imports
+    /// are left alone: one whose process died is removed by the next import
+    /// (`import.rs`).
     pub fn end_abandoned_traces(&self) -> Result<usize, StoreError> {
         let open: Vec<(i64, String, Option<i64>)> = self
             .conn
-            .prepare("SELECT id, started_at, recorder_pid FROM traces WHERE ended_at IS NULL")?
+            .prepare(
+                "SELECT id, started_at, recorder_pid FROM traces WHERE ended_at IS NULL AND imported_from IS NULL",
+            )?
             .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
             .collect::<Result<_, _>>()?;
         let mut ended = 0;
         for (id, started_at, pid) in open {
-            // Traces that never had a recorder (imports) are not ours to end.
+            // Traces that never had a recorder are not ours to end.
             if pid.is_none_or(api::process_exists) {
                 continue;
             }
@@ -442,7 +457,7 @@ fn insert_rows(conn: &Connection, inserts: &mut Inserts, trace_id: i64, frames: 
     if !(0..1 << (63 - SEQ_BITS)).contains(&trace_id) {
         return Err(StoreError::OutOfRange(format!("trace id {trace_id}")));
     }
-    if let Some(f) = frames.iter().find(|f| !(1..1 << SEQ_BITS).contains(&f.seq)) {
+    if let Some(f) = frames.iter().find(|f| !(1..=MAX_SEQ).contains(&f.seq)) {
         return Err(StoreError::OutOfRange(format!("seq {} (frames are numbered 1 to 2^40 - 1)", f.seq)));
     }
     inserts.run(conn, trace_id, frames)?;

@@ -1,6 +1,6 @@
 //! Reading traces and frames back.
 
-use super::{Store, StoreError};
+use super::{Store, StoreError, SHOWN};
 use acp_tee_shared::{Direction, FrameKind, TraceMeta};
 use rusqlite::{params, OptionalExtension, Row};
 
@@ -92,24 +92,24 @@ fn frame_from_row(row: &Row<'_>) -> rusqlite::Result<StoredFrame> {
 }
 
 impl Store {
-    /// Every trace, newest first.
+    /// Every trace, newest first (not those an import is still writing).
     pub fn list_traces(&self) -> Result<Vec<TraceMeta>, StoreError> {
-        let sql = format!("SELECT {TRACE_COLUMNS} FROM traces ORDER BY id DESC");
+        let sql = format!("SELECT {TRACE_COLUMNS} FROM traces WHERE {SHOWN} ORDER BY id DESC");
         let mut stmt = self.conn.prepare(&sql)?;
         let traces = stmt.query_map([], trace_from_row)?.collect::<Result<_, _>>()?;
         Ok(traces)
     }
 
-    /// The trace with id `id`.
+    /// The trace with id `id` (none while an import is still writing it).
     pub fn trace(&self, id: i64) -> Result<TraceMeta, StoreError> {
-        let sql = format!("SELECT {TRACE_COLUMNS} FROM traces WHERE id = ?1");
+        let sql = format!("SELECT {TRACE_COLUMNS} FROM traces WHERE id = ?1 AND {SHOWN}");
         self.conn.query_row(&sql, params![id], trace_from_row).optional()?.ok_or(StoreError::NoSuchTrace(id))
     }
 
     /// The id of the newest trace.
     pub fn latest_trace_id(&self) -> Result<i64, StoreError> {
         self.conn
-            .query_row("SELECT max(id) FROM traces", [], |r| r.get::<_, Option<i64>>(0))?
+            .query_row(&format!("SELECT max(id) FROM traces WHERE {SHOWN}"), [], |r| r.get::<_, Option<i64>>(0))?
             .ok_or(StoreError::NoTraces)
     }
 
