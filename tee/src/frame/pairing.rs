@@ -100,17 +100,17 @@ impl Pairer {
     pub fn observe(&mut self, seq: i64, t_ns: i64, dir: Direction, frame: &mut Classified) -> Pairing {
         match frame.frame_kind() {
             FrameKind::Batch => {
-                let mut first = Pairing::default();
-                for element in &mut frame.elements {
-                    let p = self.observe_message(seq, t_ns, dir, element);
-                    if first.reply_to_seq.is_none() {
-                        first = p;
-                    }
-                }
-                first
+                let each = self.observe_batch(seq, t_ns, dir, frame);
+                each.into_iter().find(|p| p.reply_to_seq.is_some()).unwrap_or_default()
             }
             _ => self.observe_message(seq, t_ns, dir, frame),
         }
+    }
+
+    /// [`Pairer::observe`] for each message of a batch: their pairings, in
+    /// the batch's order.
+    pub fn observe_batch(&mut self, seq: i64, t_ns: i64, dir: Direction, batch: &mut Classified) -> Vec<Pairing> {
+        batch.elements.iter_mut().map(|element| self.observe_message(seq, t_ns, dir, element)).collect()
     }
 
     fn observe_message(&mut self, seq: i64, t_ns: i64, dir: Direction, msg: &mut Classified) -> Pairing {

@@ -1,7 +1,7 @@
 //! Turns the relay's chunks into numbered, classified and paired frames.
 
 use crate::frame::{classify_with, text_preview, FrameSplitter, Pairer};
-use crate::store::{NewFrame, PREVIEW_STORED_FROM};
+use crate::store::{BatchMessage, NewFrame, PREVIEW_STORED_FROM};
 use acp_tee_shared::{Direction, FrameKind};
 use std::collections::HashMap;
 
@@ -105,6 +105,7 @@ impl Annotator {
             preview: None,
             sender: None,
             receiver: None,
+            batch: Vec::new(),
         };
         // Short frames are stored without a preview; readers make it.
         let preview = frame.raw.len() >= PREVIEW_STORED_FROM;
@@ -118,7 +119,18 @@ impl Annotator {
         if matches!(c.method.as_deref(), Some("proxy/initialize" | "_proxy/initialize")) {
             c.method = Some("initialize".to_owned());
         }
-        let pairing = self.pairer.observe(seq, t_ns, dir, &mut c);
+        let pairing = if c.frame_kind() == FrameKind::Batch {
+            let each = self.pairer.observe_batch(seq, t_ns, dir, &mut c);
+            frame.batch = c
+                .elements
+                .iter()
+                .zip(&each)
+                .map(|(m, p)| BatchMessage { kind: m.frame_kind(), method: m.method.clone(), latency_ns: p.latency_ns })
+                .collect();
+            each.into_iter().find(|p| p.reply_to_seq.is_some()).unwrap_or_default()
+        } else {
+            self.pairer.observe(seq, t_ns, dir, &mut c)
+        };
         self.tie_mcp_session(&mut c);
         frame.kind = c.frame_kind();
         frame.errors = c.error_count() as i64;

@@ -23,6 +23,7 @@ impl From<StoreError> for AppError {
     fn from(e: StoreError) -> Self {
         match e {
             StoreError::NoSuchTrace(_) | StoreError::NoTraces => AppError::NotFound(e.to_string()),
+            StoreError::Search(_) => AppError::BadRequest(e.to_string()),
             other => {
                 tracing::error!("serve: {other}");
                 AppError::Internal(other.to_string())

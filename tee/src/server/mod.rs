@@ -21,12 +21,15 @@ pub use error::AppError;
 use anyhow::Context;
 use axum::http::StatusCode;
 use axum::response::{Html, IntoResponse};
-use axum::routing::get;
+use axum::routing::{any, get};
 use axum::Router;
 use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
 use tokio::sync::watch;
 use tower_http::services::{ServeDir, ServeFile};
+
+/// Exports that run at once at most.
+pub const MAX_EXPORTS: usize = 16;
 
 /// What the handlers share.
 #[derive(Clone)]
@@ -67,13 +70,21 @@ pub fn app(state: AppState) -> Router {
         .route("/traces/{id}/stats", get(routes::stats))
         .route("/traces/{id}/live", get(routes::live))
         .route("/traces/{id}/export", get(routes::export_trace))
-        .fallback(|| async { AppError::NotFound("no such API route".into()) });
-    let router = Router::new().nest("/api", api);
+        .fallback(api_not_found);
+    // `/api` and `/api/` themselves are no route of the nested router.
+    let router = Router::new().nest("/api", api).route("/api/", any(api_not_found));
     let router = match &state.dist {
         Some(dist) => router.fallback_service(ServeDir::new(dist).fallback(ServeFile::new(dist.join("index.html")))),
         None => router.fallback(|| async { (StatusCode::SERVICE_UNAVAILABLE, Html(NOT_BUILT)).into_response() }),
     };
     router.layer(axum::middleware::from_fn_with_state(state.clone(), auth::require_token)).with_state(state)
+}
+
+/// Any path under `/api` that is not a route: a JSON 404, never the app.
+async fn api_not_found() -> AppError {
+    AppError::NotFound(
+        "no such API route; the routes are listed in the README (`GET /api/traces` lists the traces)".into(),
+    )
 }
 
 /// What `acp-tee serve` was asked to do.

@@ -59,6 +59,9 @@ pub enum StoreError {
     /// A number the store cannot key a frame by.
     #[error("cannot store a frame with {0}")]
     OutOfRange(String),
+    /// A search text that cannot be searched for.
+    #[error(transparent)]
+    Search(#[from] super::search::SearchError),
     /// Any other SQLite failure.
     #[error("trace store: {0}")]
     Sqlite(#[from] rusqlite::Error),

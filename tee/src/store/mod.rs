@@ -12,6 +12,7 @@ mod import;
 mod insert;
 pub mod migrations;
 mod queries;
+pub mod search;
 mod spans;
 pub mod stats;
 
@@ -118,6 +119,20 @@ pub struct NewFrame {
     pub sender: Option<String>,
     /// Imports from a multi-component source: the receiving component's name.
     pub receiver: Option<String>,
+    /// For a batch: each of its messages, in order (their methods and
+    /// latencies go into the per-method stats); empty for other frames.
+    pub batch: Vec<BatchMessage>,
+}
+
+/// One message of a batch frame, as the per-method stats count it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BatchMessage {
+    /// Request, notification, response, error or invalid.
+    pub kind: FrameKind,
+    /// Its method (for a response, its request's, once paired).
+    pub method: Option<String>,
+    /// For a paired response: nanoseconds since the request.
+    pub latency_ns: Option<i64>,
 }
 
 /// An open store.
@@ -185,7 +200,7 @@ impl Store {
         let flags = flags | OpenFlags::SQLITE_OPEN_NO_MUTEX;
         let mut conn = Connection::open_with_flags(path, flags).map_err(wrap)?;
         conn.busy_timeout(BUSY_TIMEOUT).map_err(wrap)?;
-        api::register_contains(&conn).map_err(wrap)?;
+        api::register_functions(&conn).map_err(wrap)?;
         let mode: String = conn.query_row("PRAGMA journal_mode", [], |r| r.get(0)).map_err(wrap)?;
         if !mode.eq_ignore_ascii_case("wal") {
             conn.pragma_update(None, "journal_mode", "WAL").map_err(wrap)?;
@@ -204,7 +219,7 @@ impl Store {
     /// An in-memory store, for tests.
     pub fn in_memory() -> Result<Store, StoreError> {
         let mut conn = Connection::open_in_memory()?;
-        api::register_contains(&conn)?;
+        api::register_functions(&conn)?;
         migrations::apply(&mut conn).map_err(|source| StoreError::Migrate { path: ":memory:".into(), source })?;
         Ok(Store { inserts: Inserts::default(), conn, path: PathBuf::from(":memory:") })
     }
@@ -483,6 +498,7 @@ mod tests {
             preview: some(i % 2 == 1, format!("p{i}")),
             sender: some(i % 9 == 0, "a".into()),
             receiver: some(i % 9 == 0, "b".into()),
+            batch: Vec::new(),
         }
     }
 
