@@ -15,8 +15,9 @@ mod live;
 mod routes;
 
 pub use auth::{constant_time_eq, generate_token};
-pub use db::Db;
+pub use db::{Db, MAX_EXPORTS, QUERY_TIME_LIMIT};
 pub use error::AppError;
+pub use routes::EXPORT_STALL;
 
 use anyhow::Context;
 use axum::http::StatusCode;
@@ -27,9 +28,6 @@ use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
 use tokio::sync::watch;
 use tower_http::services::{ServeDir, ServeFile};
-
-/// Exports that run at once at most.
-pub const MAX_EXPORTS: usize = 16;
 
 /// What the handlers share.
 #[derive(Clone)]

@@ -474,6 +474,21 @@ impl Store {
         Ok(TraceStats { methods, slowest, per_direction })
     }
 
+    /// Stops any statement of this connection still running `limit` from now
+    /// (SQLite's progress handler: the statement fails as interrupted, see
+    /// [`StoreError::is_interrupted`]); `None` lifts the limit.
+    pub fn interrupt_after(&self, limit: Option<std::time::Duration>) {
+        /// Virtual machine steps between looks at the clock.
+        const STEPS: std::ffi::c_int = 10_000;
+        match limit {
+            Some(limit) => {
+                let deadline = std::time::Instant::now() + limit;
+                self.conn.progress_handler(STEPS, Some(move || std::time::Instant::now() > deadline));
+            }
+            None => self.conn.progress_handler(0, None::<fn() -> bool>),
+        }
+    }
+
     /// SQLite's `data_version`: it changes when another connection commits,
     /// which is how the server notices new frames without reading old ones.
     pub fn data_version(&self) -> Result<i64, StoreError> {

@@ -68,6 +68,11 @@ pub enum StoreError {
 }
 
 impl StoreError {
+    /// True when a statement was stopped by [`super::Store::interrupt_after`]'s limit.
+    pub fn is_interrupted(&self) -> bool {
+        matches!(self, StoreError::Sqlite(e) if e.sqlite_error_code() == Some(rusqlite::ErrorCode::OperationInterrupted))
+    }
+
     /// True when SQLite said the store is busy or locked by another connection.
     pub fn is_busy(&self) -> bool {
         let sqlite = match self {

@@ -557,6 +557,37 @@ mod tests {
     }
 
     #[test]
+    fn reading_every_frame_holds_no_read_transaction_while_the_caller_works() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.db");
+        let mut store = Store::create_or_open(&path).unwrap();
+        let id = store.create_trace(&test_start(), 1).unwrap();
+        let mut frames: Vec<NewFrame> = (1..=1000).map(varied_frame).collect();
+        // Frames of a step's size in bytes on their own, among small ones.
+        for f in frames.iter_mut().filter(|f| f.seq % 97 == 0) {
+            f.raw = vec![b'x'; queries::STEP_BYTES + 1];
+        }
+        store.insert_frames(id, &frames).unwrap();
+        let other = Store::open_existing(&path).unwrap();
+        let mut seqs = Vec::new();
+        store
+            .for_each_frame::<StoreError>(id, |f| {
+                assert_eq!(f.raw, frames[seqs.len()].raw);
+                seqs.push(f.seq);
+                if seqs.len() % 300 == 0 {
+                    // Another connection writes and folds the whole log
+                    // into the file: no reader holds an older snapshot.
+                    other.create_trace(&test_start(), 1)?;
+                    let busy: i64 = other.conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| r.get(0))?;
+                    assert_eq!(busy, 0, "a read transaction was open at frame {}", f.seq);
+                }
+                Ok(())
+            })
+            .unwrap();
+        assert_eq!(seqs, (1..=1000).collect::<Vec<_>>());
+    }
+
+    #[test]
     fn a_batch_with_a_bad_seq_stores_none_of_it() {
         let dir = tempfile::tempdir().unwrap();
         let mut store = Store::create_or_open(&dir.path().join("t.db")).unwrap();
