@@ -14,7 +14,7 @@ mod error;
 mod live;
 mod routes;
 
-pub use auth::{constant_time_eq, generate_token};
+pub use auth::{check_token, constant_time_eq, generate_token, MIN_TOKEN_CHARS};
 pub use db::{Db, MAX_EXPORTS, QUERY_TIME_LIMIT};
 pub use error::AppError;
 pub use routes::EXPORT_STALL;
@@ -121,6 +121,9 @@ pub fn run(opts: ServeOptions) -> anyhow::Result<()> {
 }
 
 async fn serve(opts: ServeOptions) -> anyhow::Result<()> {
+    if let Some(t) = &opts.token {
+        auth::check_token(t)?;
+    }
     let db = Db::open(&opts.db)?;
     let token = match (opts.token.clone(), opts.bind.is_loopback()) {
         (Some(t), _) => Some(t),
@@ -140,7 +143,8 @@ async fn serve(opts: ServeOptions) -> anyhow::Result<()> {
     let local = listener.local_addr()?;
     let mut url = format!("http://{local}{}", opts.open_path);
     if let Some(t) = &token {
-        url.push_str(&format!("?token={t}"));
+        url.push('?');
+        url.push_str(&auth::token_query(t));
     }
     // stdout is free in this mode; scripts read the URL from it.
     println!("acp-tee: serving {} at {url}", opts.db.display());

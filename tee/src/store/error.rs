@@ -68,6 +68,20 @@ pub enum StoreError {
 }
 
 impl StoreError {
+    /// True when SQLite said the store cannot be written here (a read-only
+    /// file, directory or mount).
+    pub fn is_read_only(&self) -> bool {
+        let sqlite = match self {
+            StoreError::Open { source, .. } | StoreError::Sqlite(source) => Some(source),
+            StoreError::Migrate { source: super::migrations::MigrationError::Sqlite(source), .. } => Some(source),
+            _ => None,
+        };
+        matches!(
+            sqlite.and_then(|e| e.sqlite_error_code()),
+            Some(rusqlite::ErrorCode::ReadOnly | rusqlite::ErrorCode::CannotOpen)
+        )
+    }
+
     /// True when a statement was stopped by [`super::Store::interrupt_after`]'s limit.
     pub fn is_interrupted(&self) -> bool {
         matches!(self, StoreError::Sqlite(e) if e.sqlite_error_code() == Some(rusqlite::ErrorCode::OperationInterrupted))

@@ -81,6 +81,27 @@ pub fn default_path() -> Result<PathBuf, StoreError> {
     Ok(data_home.join("acp-tee").join("traces.db"))
 }
 
+/// How a store is opened.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Access {
+    /// To record and read (migrated when older).
+    ReadWrite,
+    /// To read only, through the shared memory file a writer made.
+    ReadOnly,
+    /// To read only, a file nothing writes to: no lock, no log, no shared
+    /// memory file (SQLite's `immutable`), for a directory this process
+    /// cannot create them in.
+    Immutable,
+}
+
+/// The `file:` URI of `path` opened immutable.
+fn immutable_uri(path: &Path) -> String {
+    use percent_encoding::{AsciiSet, NON_ALPHANUMERIC};
+    use std::os::unix::ffi::OsStrExt;
+    const PATH: &AsciiSet = &NON_ALPHANUMERIC.remove(b'/').remove(b'-').remove(b'_').remove(b'.').remove(b'~');
+    format!("file:{}?immutable=1", percent_encoding::percent_encode(path.as_os_str().as_bytes(), PATH))
+}
+
 /// One frame ready to be stored.
 #[derive(Clone, Debug, PartialEq)]
 pub struct NewFrame {
@@ -165,15 +186,44 @@ impl Store {
             .mode(0o600)
             .open(path)
             .map_err(|source| StoreError::Io { path: path.to_owned(), source })?;
-        Self::open_with(path, OpenFlags::SQLITE_OPEN_READ_WRITE)
+        Self::open_with(path, Access::ReadWrite)
     }
 
     /// Opens an existing store; a missing file is an error, not a new store.
+    ///
+    /// A store this process may not write (a read-only file or directory,
+    /// a read-only mount) is opened read-only: readers work, nothing is
+    /// written (see [`Access`]).
     pub fn open_existing(path: &Path) -> Result<Store, StoreError> {
         if !path.exists() {
             return Err(StoreError::Missing { path: path.to_owned() });
         }
-        Self::open_with(path, OpenFlags::SQLITE_OPEN_READ_WRITE)
+        match Self::open_with(path, Access::ReadWrite) {
+            Err(e) if e.is_read_only() => Self::open_read_only(path).map_err(|_| e),
+            other => other,
+        }
+    }
+
+    /// Opens a store that cannot be written to: through SQLite's shared
+    /// memory file when it exists (a recorder that can write is at work, and
+    /// its commits are seen), else as an immutable file (nothing can be
+    /// writing to it, as a writer would have made that file).
+    fn open_read_only(path: &Path) -> Result<Store, StoreError> {
+        match Self::open_with(path, Access::ReadOnly) {
+            Err(e) if e.is_read_only() => {
+                let mut log = path.as_os_str().to_owned();
+                log.push("-wal");
+                if Path::new(&log).exists() {
+                    tracing::warn!(
+                        "{} cannot be read without write access to its directory; \
+                         the frames in it are left out",
+                        Path::new(&log).display()
+                    );
+                }
+                Self::open_with(path, Access::Immutable)
+            }
+            other => other,
+        }
     }
 
     /// Opens the store, retrying while another process holds it in a way
@@ -181,11 +231,11 @@ impl Store {
     /// while this connection switches the journal mode or migrates: SQLite
     /// returns SQLITE_BUSY rather than deadlock). This happens when a store is
     /// created and opened by two processes at the same moment.
-    fn open_with(path: &Path, flags: OpenFlags) -> Result<Store, StoreError> {
+    fn open_with(path: &Path, access: Access) -> Result<Store, StoreError> {
         let deadline = std::time::Instant::now() + BUSY_TIMEOUT;
         let mut pause = Duration::from_millis(5);
         loop {
-            match Self::open_once(path, flags) {
+            match Self::open_once(path, access) {
                 Err(e) if e.is_busy() && std::time::Instant::now() < deadline => {
                     std::thread::sleep(pause);
                     pause = (pause * 2).min(Duration::from_millis(200));
@@ -195,21 +245,35 @@ impl Store {
         }
     }
 
-    fn open_once(path: &Path, flags: OpenFlags) -> Result<Store, StoreError> {
+    fn open_once(path: &Path, access: Access) -> Result<Store, StoreError> {
         let wrap = |source| StoreError::Open { path: path.to_owned(), source };
-        let flags = flags | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-        let mut conn = Connection::open_with_flags(path, flags).map_err(wrap)?;
+        let flags = OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let mut conn = match access {
+            Access::ReadWrite => Connection::open_with_flags(path, flags | OpenFlags::SQLITE_OPEN_READ_WRITE),
+            Access::ReadOnly => Connection::open_with_flags(path, flags | OpenFlags::SQLITE_OPEN_READ_ONLY),
+            Access::Immutable => Connection::open_with_flags(
+                immutable_uri(path),
+                flags | OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_URI,
+            ),
+        }
+        .map_err(wrap)?;
         conn.busy_timeout(BUSY_TIMEOUT).map_err(wrap)?;
-        api::register_functions(&conn).map_err(wrap)?;
         let mode: String = conn.query_row("PRAGMA journal_mode", [], |r| r.get(0)).map_err(wrap)?;
-        if !mode.eq_ignore_ascii_case("wal") {
+        if access == Access::ReadWrite && !mode.eq_ignore_ascii_case("wal") {
             conn.pragma_update(None, "journal_mode", "WAL").map_err(wrap)?;
         }
         conn.pragma_update(None, "synchronous", "NORMAL").map_err(wrap)?;
         conn.pragma_update(None, "foreign_keys", "ON").map_err(wrap)?;
-        migrations::apply(&mut conn).map_err(|source| StoreError::Migrate { path: path.to_owned(), source })?;
+        let migrated = match access {
+            Access::ReadWrite => migrations::apply(&mut conn).map(|_| ()),
+            Access::ReadOnly | Access::Immutable => migrations::check(&conn),
+        };
+        migrated.map_err(|source| StoreError::Migrate { path: path.to_owned(), source })?;
+        api::register_functions(&conn).map_err(wrap)?;
         let store = Store { inserts: Inserts::default(), conn, path: path.to_owned() };
-        // A store that cannot be written to (read-only file) is still readable.
+        if store.is_read_only() {
+            return Ok(store);
+        }
         if let Err(e) = store.end_abandoned_traces() {
             tracing::debug!("cannot mark abandoned traces in {}: {e}", path.display());
         }
@@ -222,6 +286,11 @@ impl Store {
         api::register_functions(&conn)?;
         migrations::apply(&mut conn).map_err(|source| StoreError::Migrate { path: ":memory:".into(), source })?;
         Ok(Store { inserts: Inserts::default(), conn, path: PathBuf::from(":memory:") })
+    }
+
+    /// True when this connection cannot write (see [`Store::open_existing`]).
+    pub fn is_read_only(&self) -> bool {
+        self.conn.is_readonly(rusqlite::MAIN_DB).unwrap_or(true)
     }
 
     /// The file this store lives in.

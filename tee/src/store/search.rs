@@ -124,7 +124,11 @@ impl Tokenizer {
             let db = conn.handle();
             let mut stmt = std::ptr::null_mut();
             let rc = ffi::sqlite3_prepare_v2(db, c"SELECT fts5(?1)".as_ptr(), -1, &mut stmt, std::ptr::null_mut());
-            if rc != ffi::SQLITE_OK || stmt.is_null() {
+            if rc != ffi::SQLITE_OK {
+                let message = std::ffi::CStr::from_ptr(ffi::sqlite3_errmsg(db)).to_string_lossy().into_owned();
+                return Err(rusqlite::Error::SqliteFailure(ffi::Error::new(rc), Some(message)));
+            }
+            if stmt.is_null() {
                 return Err(failed("reach"));
             }
             let mut api: *mut ffi::fts5_api = std::ptr::null_mut();
