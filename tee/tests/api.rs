@@ -452,3 +452,21 @@ fn search_answers_the_same_before_and_after_indexing() {
         assert_eq!(search(&s, q), *want, "q={q} after indexing");
     }
 }
+
+#[tokio::test]
+async fn a_query_past_the_time_limit_is_stopped_with_503() {
+    use acp_tee_shared::Direction::ClientToAgent as In;
+    let lines: Vec<String> = (0..3000).map(|i| format!(r#"{{"method":"m","params":{{"n":{i}}}}}"#)).collect();
+    let lines: Vec<_> = lines.iter().map(|l| (In, l.as_str())).collect();
+    let (store, id) = store_of_lines(&lines);
+    let limited = |limit| {
+        let db = Db::open(&store.db).unwrap().with_time_limit(limit);
+        app(AppState::new(db, &store.db, None, None))
+    };
+    let uri = format!("/api/traces/{id}/frames?q=absent&session=none");
+    let (status, body) = get(&limited(Duration::ZERO), &uri).await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
+    assert!(body["error"].as_str().unwrap().contains("took too long"), "{body}");
+    let (status, body) = get(&limited(acp_tee::server::QUERY_TIME_LIMIT), &uri).await;
+    assert_eq!((status, &body["total"]), (StatusCode::OK, &Value::from(0)), "{body}");
+}

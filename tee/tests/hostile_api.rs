@@ -371,11 +371,29 @@ fn a_read_error_mid_export_fails_the_download_and_the_cli() {
 }
 
 /// Runs the binary as user nobody (tests run as root, whom file modes do
-/// not stop).
-fn as_nobody() -> Command {
-    let mut cmd = Command::new("setpriv");
-    cmd.args(["--reuid=nobody", "--regid=nogroup", "--clear-groups", bin()]);
-    cmd
+/// not stop), from a copy nobody can reach wherever the build lives.
+struct Nobody {
+    _dir: tempfile::TempDir,
+    bin: std::path::PathBuf,
+}
+
+impl Nobody {
+    fn new() -> Nobody {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        let bin = dir.path().join("acp-tee");
+        std::fs::copy(common::bin(), &bin).unwrap();
+        std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+        Nobody { _dir: dir, bin }
+    }
+
+    /// `acp-tee` as nobody.
+    fn command(&self) -> Command {
+        let mut cmd = Command::new("setpriv");
+        cmd.args(["--reuid=nobody", "--regid=nogroup", "--clear-groups"]).arg(&self.bin);
+        cmd
+    }
 }
 
 /// Makes `dir` and the files in it readable by all and writable by none but root.
@@ -389,22 +407,24 @@ fn share_read_only(dir: &Path) {
 
 #[test]
 fn a_read_only_store_can_be_listed_exported_and_served() {
+    let nobody = Nobody::new();
     let store = TempStore::new();
     let id = store_lines(&store.db, (0..50).map(|n| (Direction::ClientToAgent, update(n, 100))));
     share_read_only(store.dir.path());
     assert_eq!(std::fs::read_dir(store.dir.path()).unwrap().count(), 1, "the store closed cleanly: no log files");
 
-    let list = as_nobody().args(["list", "--db", store.db.to_str().unwrap()]).output().unwrap();
+    let list = nobody.command().args(["list", "--db", store.db.to_str().unwrap()]).output().unwrap();
     assert!(list.status.success(), "list: {}", String::from_utf8_lossy(&list.stderr));
     assert!(String::from_utf8_lossy(&list.stdout).contains("hostile"));
-    let export = as_nobody()
+    let export = nobody
+        .command()
         .args(["export", "--db", store.db.to_str().unwrap(), "--format", "ndjson", "--no-redact"])
         .output()
         .unwrap();
     assert!(export.status.success(), "export: {}", String::from_utf8_lossy(&export.stderr));
     assert_eq!(String::from_utf8_lossy(&export.stdout).lines().count(), 51);
 
-    let served = Served::start_as(as_nobody(), &store.db, &[]);
+    let served = Served::start_as(nobody.command(), &store.db, &[]);
     let traces = get_json(served.addr, "/api/traces", 200, Duration::from_secs(10));
     assert_eq!(traces[0]["frame_count"], 50);
     // Searched by scanning: the server cannot index a store it cannot write.
@@ -418,7 +438,40 @@ fn a_read_only_store_can_be_listed_exported_and_served() {
 }
 
 #[test]
+fn a_store_on_a_read_only_mount_can_be_listed_and_exported() {
+    let store = TempStore::new();
+    store_lines(&store.db, (0..20).map(|n| (Direction::ClientToAgent, update(n, 100))));
+    // Root is stopped by a read-only mount (EROFS), unlike by file modes.
+    let dir = store.dir.path().display();
+    let db = store.db.display();
+    let script = format!(
+        "mount --bind {dir} {dir} && mount -o remount,bind,ro {dir} && \
+         {bin} list --db {db} && {bin} export --db {db} --format ndjson | wc -l",
+        bin = bin()
+    );
+    let out = Command::new("unshare").args(["-m", "sh", "-c", &script]).output().unwrap();
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "{stdout}{stderr}");
+    assert!(stdout.contains("hostile") && stdout.trim_end().ends_with("21"), "{stdout}");
+}
+
+#[test]
+fn a_read_only_store_of_an_older_schema_says_how_to_upgrade_it() {
+    let nobody = Nobody::new();
+    let store = TempStore::new();
+    store_lines(&store.db, [(Direction::ClientToAgent, update(0, 10))]);
+    set_user_version(&store.db, acp_tee::store::migrations::SCHEMA_VERSION - 1);
+    share_read_only(store.dir.path());
+    let out = nobody.command().args(["list", "--db", store.db.to_str().unwrap()]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("read-only") && stderr.contains("write access"), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+}
+
+#[test]
 fn a_read_only_store_being_recorded_into_can_be_read() {
+    let nobody = Nobody::new();
     use std::os::unix::fs::PermissionsExt;
     let store = TempStore::new();
     store_lines(&store.db, (0..5).map(|n| (Direction::ClientToAgent, update(n, 100))));
@@ -437,7 +490,7 @@ fn a_read_only_store_being_recorded_into_can_be_read() {
         let path = store.dir.path().join(f);
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
     }
-    let list = as_nobody().args(["list", "--db", store.db.to_str().unwrap()]).output().unwrap();
+    let list = nobody.command().args(["list", "--db", store.db.to_str().unwrap()]).output().unwrap();
     assert!(list.status.success(), "list: {}", String::from_utf8_lossy(&list.stderr));
     let listed = String::from_utf8_lossy(&list.stdout);
     assert!(listed.contains("live") && listed.contains("hostile"), "{listed}");

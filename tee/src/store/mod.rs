@@ -199,7 +199,11 @@ impl Store {
             return Err(StoreError::Missing { path: path.to_owned() });
         }
         match Self::open_with(path, Access::ReadWrite) {
-            Err(e) if e.is_read_only() => Self::open_read_only(path).map_err(|_| e),
+            Err(e) if e.is_read_only() => match Self::open_read_only(path) {
+                // Not even readable: the first error says why.
+                Err(again) if again.is_read_only() => Err(e),
+                other => other,
+            },
             other => other,
         }
     }
