@@ -242,6 +242,8 @@ struct Phrases {
 pub(super) fn register_match(conn: &Connection) -> rusqlite::Result<()> {
     use rusqlite::functions::FunctionFlags;
     let tokenizer = RefCell::new(Tokenizer::new(conn)?);
+    // The lower-cased copy of an ASCII frame, kept from row to row.
+    let lower = RefCell::new(Vec::new());
     let flags = FunctionFlags::SQLITE_UTF8 | FunctionFlags::SQLITE_DETERMINISTIC | FunctionFlags::SQLITE_INNOCUOUS;
     conn.create_scalar_function("acp_match", 2, flags, move |ctx| {
         let Ok(mut tokenizer) = tokenizer.try_borrow_mut() else {
@@ -261,12 +263,12 @@ pub(super) fn register_match(conn: &Connection) -> rusqlite::Result<()> {
             Ok(Phrases { phrases, ascii })
         })?;
         let (ValueRef::Blob(raw) | ValueRef::Text(raw)) = ctx.get_raw(0) else { return Ok(false) };
-        Ok(holds_all(&mut tokenizer, raw, &phrases))
+        Ok(holds_all(&mut tokenizer, &mut lower.borrow_mut(), raw, &phrases))
     })
 }
 
-/// True when `raw` holds every phrase.
-fn holds_all(tokenizer: &mut Tokenizer, raw: &[u8], p: &Phrases) -> bool {
+/// True when `raw` holds every phrase; `lower` is room for a copy of it.
+fn holds_all(tokenizer: &mut Tokenizer, lower: &mut Vec<u8>, raw: &[u8], p: &Phrases) -> bool {
     if p.phrases.is_empty() {
         return false;
     }
@@ -274,8 +276,9 @@ fn holds_all(tokenizer: &mut Tokenizer, raw: &[u8], p: &Phrases) -> bool {
         // An ASCII text's tokens are runs of its lower-cased bytes: a token
         // that is not in them rules the frame out before tokenizing.
         let Some(finders) = &p.ascii else { return false };
-        let lower = raw.to_ascii_lowercase();
-        if !finders.iter().all(|f| f.find(&lower).is_some()) {
+        lower.clear();
+        lower.extend(raw.iter().map(u8::to_ascii_lowercase));
+        if !finders.iter().all(|f| f.find(lower).is_some()) {
             return false;
         }
     }
