@@ -510,7 +510,11 @@ mod tests {
         // Every text, indexed in a table of its own, and searched for every
         // word both ways.
         let store = Store::in_memory().unwrap();
-        let texts: [&[u8]; 12] = [
+        let long_accented = format!("é {} alpha beta gamma {} beta", "word ".repeat(40), "x ".repeat(20));
+        let long_plain = format!("{} alpha beta gamma delta", "a-b ".repeat(30));
+        let texts: [&[u8]; 14] = [
+            long_accented.as_bytes(),
+            long_plain.as_bytes(),
             b"{\"text\":\"Purple ELEPHANTS\"}",
             b"token7 token70 xtoken7y",
             "Émile écrit À PARIS, ÜNÏ ünï uni".as_bytes(),
@@ -574,7 +578,14 @@ mod tests {
             "purple\"",
             "ZEBRA ab",
             "e\u{301}mile",
+            "alpha/beta/gamma",
+            "gamma/alpha",
+            "beta/gamma/delta",
+            "word/word/word/alpha",
+            "b/a/b",
+            "x/x/x/x/beta",
         ];
+        let mut compared = 0;
         for word in words {
             let search = search::parse(&store.conn, word).unwrap();
             let Some(fts) = search.fts_query() else { continue };
@@ -597,7 +608,9 @@ mod tests {
                 })
                 .collect();
             assert_eq!(scanned, indexed, "{word:?}");
+            compared += 1;
         }
+        assert_eq!(compared, words.len());
     }
 
     #[test]

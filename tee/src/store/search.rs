@@ -39,7 +39,7 @@ const MAX_TOKEN_BYTES: usize = 32768;
 #[derive(Debug, thiserror::Error)]
 pub enum SearchError {
     /// The text holds a NUL character.
-    #[error("the search text must not contain NUL characters")]
+    #[error("the search text must not contain NUL characters; leave them out")]
     Nul,
     /// Too many tokens.
     #[error("the search has {0} different terms; at most {MAX_SEARCH_TERMS} are searched for at once (a term is a run of letters or digits): leave some out")]
@@ -242,8 +242,7 @@ struct Phrases {
 pub(super) fn register_match(conn: &Connection) -> rusqlite::Result<()> {
     use rusqlite::functions::FunctionFlags;
     let tokenizer = RefCell::new(Tokenizer::new(conn)?);
-    // The lower-cased copy of an ASCII frame, kept from row to row.
-    let lower = RefCell::new(Vec::new());
+    let scratch = RefCell::new(Scratch::default());
     let flags = FunctionFlags::SQLITE_UTF8 | FunctionFlags::SQLITE_DETERMINISTIC | FunctionFlags::SQLITE_INNOCUOUS;
     conn.create_scalar_function("acp_match", 2, flags, move |ctx| {
         let Ok(mut tokenizer) = tokenizer.try_borrow_mut() else {
@@ -256,6 +255,10 @@ pub(super) fn register_match(conn: &Connection) -> rusqlite::Result<()> {
             };
             let phrases: Vec<Vec<Vec<u8>>> =
                 text.split('\n').map(|w| tokenizer.phrase(w)).filter(|p| !p.is_empty()).collect();
+            let terms = phrases.iter().map(Vec::len).sum();
+            if terms > MAX_SEARCH_TERMS {
+                return Err(rusqlite::Error::UserFunctionError(Box::new(SearchError::TooManyTerms(terms))));
+            }
             let tokens = || phrases.iter().flatten();
             let ascii = tokens()
                 .all(|t| t.is_ascii())
@@ -263,48 +266,102 @@ pub(super) fn register_match(conn: &Connection) -> rusqlite::Result<()> {
             Ok(Phrases { phrases, ascii })
         })?;
         let (ValueRef::Blob(raw) | ValueRef::Text(raw)) = ctx.get_raw(0) else { return Ok(false) };
-        Ok(holds_all(&mut tokenizer, &mut lower.borrow_mut(), raw, &phrases))
+        Ok(holds_all(&mut tokenizer, &mut scratch.borrow_mut(), raw, &phrases))
     })
 }
 
-/// True when `raw` holds every phrase; `lower` is room for a copy of it.
-fn holds_all(tokenizer: &mut Tokenizer, lower: &mut Vec<u8>, raw: &[u8], p: &Phrases) -> bool {
+/// Memory `acp_match` keeps from row to row.
+#[derive(Default)]
+struct Scratch {
+    /// The lower-cased copy of an ASCII frame.
+    lower: Vec<u8>,
+    /// The last tokens of a frame that is not ASCII, a ring of
+    /// [`MAX_SEARCH_TERMS`].
+    ring: Vec<Vec<u8>>,
+}
+
+/// True when `raw` holds every phrase.
+fn holds_all(tokenizer: &mut Tokenizer, scratch: &mut Scratch, raw: &[u8], p: &Phrases) -> bool {
     if p.phrases.is_empty() {
         return false;
     }
-    if raw.is_ascii() {
-        // An ASCII text's tokens are runs of its lower-cased bytes: a token
-        // that is not in them rules the frame out before tokenizing.
-        let Some(finders) = &p.ascii else { return false };
-        lower.clear();
-        lower.extend(raw.iter().map(u8::to_ascii_lowercase));
-        if !finders.iter().all(|f| f.find(lower).is_some()) {
-            return false;
+    if !raw.is_ascii() {
+        let text = String::from_utf8_lossy(raw);
+        let ring = &mut scratch.ring;
+        ring.resize_with(MAX_SEARCH_TERMS, Vec::new);
+        let mut found = Found::new(&p.phrases);
+        tokenizer.tokens(&text, ffi::FTS5_TOKENIZE_DOCUMENT, |token| {
+            let slot = &mut ring[found.seen % MAX_SEARCH_TERMS];
+            slot.clear();
+            slot.extend_from_slice(token);
+            !found.token(|k| &ring[k % MAX_SEARCH_TERMS])
+        });
+        return found.all();
+    }
+    // An ASCII text's tokens are runs of its lower-cased letters and digits:
+    // a token whose bytes are not in the text rules the frame out at once,
+    // and the others are compared where they lie in the lower-cased copy.
+    let Some(finders) = &p.ascii else { return false };
+    let lower = &mut scratch.lower;
+    lower.clear();
+    lower.extend(raw.iter().map(u8::to_ascii_lowercase));
+    if !finders.iter().all(|f| f.find(lower).is_some()) {
+        return false;
+    }
+    let mut ring: [&[u8]; MAX_SEARCH_TERMS] = [&[]; MAX_SEARCH_TERMS];
+    let mut found = Found::new(&p.phrases);
+    for token in ascii_tokens(lower) {
+        ring[found.seen % MAX_SEARCH_TERMS] = token;
+        if found.token(|k| ring[k % MAX_SEARCH_TERMS]) {
+            return true;
         }
     }
-    let text = String::from_utf8_lossy(raw);
-    let longest = p.phrases.iter().map(Vec::len).max().unwrap_or(0);
-    // The last `longest` tokens, newest last.
-    let mut recent: std::collections::VecDeque<Vec<u8>> = std::collections::VecDeque::with_capacity(longest + 1);
-    let mut found = vec![false; p.phrases.len()];
-    let mut left = p.phrases.len();
-    tokenizer.tokens(&text, ffi::FTS5_TOKENIZE_DOCUMENT, |token| {
-        let mut slot = if recent.len() == longest { recent.pop_front().unwrap_or_default() } else { Vec::new() };
-        slot.clear();
-        slot.extend_from_slice(token);
-        recent.push_back(slot);
-        for (phrase, done) in p.phrases.iter().zip(found.iter_mut()) {
+    false
+}
+
+/// The tokens of ASCII text as `unicode61` cuts it (its ASCII token
+/// characters are the letters and digits), the text already lower-cased.
+fn ascii_tokens(lower: &[u8]) -> impl Iterator<Item = &[u8]> {
+    lower.split(|b| !b.is_ascii_alphanumeric()).filter(|t| !t.is_empty()).map(|t| &t[..t.len().min(MAX_TOKEN_BYTES)])
+}
+
+/// Which phrases a frame's tokens held so far.
+struct Found<'p> {
+    phrases: &'p [Vec<Vec<u8>>],
+    found: [bool; MAX_SEARCH_TERMS],
+    left: usize,
+    /// Tokens seen.
+    seen: usize,
+}
+
+impl<'p> Found<'p> {
+    /// At most [`MAX_SEARCH_TERMS`] phrases of at most as many tokens (as
+    /// [`Phrases`] are made).
+    fn new(phrases: &'p [Vec<Vec<u8>>]) -> Self {
+        Found { phrases, found: [false; MAX_SEARCH_TERMS], left: phrases.len(), seen: 0 }
+    }
+
+    /// Notes the next token, which `nth(seen)` gives, as the ones before
+    /// (`nth(i)` for the `i`th token from 0, for the last
+    /// [`MAX_SEARCH_TERMS`] of them); true once every phrase was found.
+    fn token<'t>(&mut self, nth: impl Fn(usize) -> &'t [u8]) -> bool {
+        self.seen += 1;
+        for (phrase, done) in self.phrases.iter().zip(self.found.iter_mut()) {
+            let n = phrase.len();
             if !*done
-                && phrase.len() <= recent.len()
-                && recent.iter().skip(recent.len() - phrase.len()).eq(phrase.iter())
+                && n <= self.seen
+                && phrase.iter().enumerate().all(|(i, t)| nth(self.seen - n + i) == t.as_slice())
             {
                 *done = true;
-                left -= 1;
+                self.left -= 1;
             }
         }
-        left > 0
-    });
-    left == 0
+        self.left == 0
+    }
+
+    fn all(&self) -> bool {
+        self.left == 0
+    }
 }
 
 #[cfg(test)]
@@ -329,6 +386,15 @@ mod tests {
             ["hello", "world", "token70", "s", "d", "uni", "emile", "x"]
         );
         assert_eq!(tokens("{}[]:,\"\\"), Vec::<String>::new());
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn ascii_text_is_cut_as_unicode61_cuts_it(text in "[ -~\\t\\n\\x00-\\x08]{0,200}") {
+            let lower = text.to_ascii_lowercase();
+            let ours: Vec<String> = ascii_tokens(lower.as_bytes()).map(|t| String::from_utf8(t.to_vec()).unwrap()).collect();
+            proptest::prop_assert_eq!(ours, tokens(&text));
+        }
     }
 
     #[test]
