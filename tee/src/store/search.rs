@@ -42,7 +42,7 @@ pub enum SearchError {
     #[error("the search text must not contain NUL characters; leave them out")]
     Nul,
     /// Too many tokens.
-    #[error("the search has {0} different terms; at most {MAX_SEARCH_TERMS} are searched for at once (a term is a run of letters or digits): leave some out")]
+    #[error("the search has {0} terms (runs of letters or digits; a repeated word counts once); at most {MAX_SEARCH_TERMS} are searched for at once: leave some out")]
     TooManyTerms(usize),
 }
 
