@@ -347,13 +347,29 @@ pub fn main(args: Vec<OsString>) -> i32 {
     match run(cli) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("acp-tee: error: {e:#}");
+            eprintln!("acp-tee: error: {}", error_text(&e));
             match e.downcast_ref::<relay::SpawnError>() {
                 Some(spawn) => spawn.exit_code(),
                 None => 1,
             }
         }
     }
+}
+
+/// An error and its causes in one line, each cause said once: most of our
+/// errors already name their cause in their own text, and a cause that is
+/// said already is left out with what it says of its own causes.
+fn error_text(e: &anyhow::Error) -> String {
+    let mut text = e.to_string();
+    for cause in e.chain().skip(1) {
+        let cause = cause.to_string();
+        if text.contains(&cause) {
+            break;
+        }
+        text.push_str(": ");
+        text.push_str(&cause);
+    }
+    text
 }
 
 fn run(cli: Cli) -> anyhow::Result<i32> {
@@ -545,6 +561,16 @@ mod tests {
         assert_eq!(args(&["acp-tee", "list"]), ["acp-tee", "list"]);
         assert_eq!(args(&["acp-tee", "--help"]), ["acp-tee", "--help"]);
         assert_eq!(args(&["acp-tee"]), ["acp-tee"]);
+    }
+
+    #[test]
+    fn errors_name_each_cause_once() {
+        let io = std::io::Error::from_raw_os_error(libc::ENOSPC);
+        let e = anyhow::Error::from(crate::export::ExportError::Io(io));
+        let text = error_text(&e);
+        assert_eq!(text.matches("No space left on device").count(), 1, "{text}");
+        let e = anyhow::Error::from(std::io::Error::other("inner")).context("outer");
+        assert_eq!(error_text(&e), "outer: inner");
     }
 
     #[test]

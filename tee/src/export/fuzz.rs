@@ -213,7 +213,7 @@ proptest! {
         for (frame, answers) in frames.iter().zip(&c.answers) {
             let expect: Vec<i64> = answers.iter().map(|&line| frames[line].seq).collect();
             let mut got: Vec<i64> = match frame.kind {
-                FrameKind::Batch => frame.batch_replies.iter().map(|r| r.0).collect(),
+                FrameKind::Batch => frame.batch.iter().filter_map(|m| m.reply_to_seq).collect(),
                 _ => frame.reply_to_seq.into_iter().collect(),
             };
             let mut expect_sorted = expect.clone();

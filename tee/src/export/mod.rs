@@ -2,8 +2,9 @@
 //! (`docs/trace-format.md`), the conductor's `.jsons` ([`jsons`]) and Chrome
 //! trace-event JSON for Perfetto ([`perfetto`]).
 //!
-//! Every format is written from one streaming read of the store (a row at a
-//! time), so memory stays flat however long the trace. Secrets are masked on
+//! Every format is written from one streaming read of the store
+//! ([`Store::for_each_frame`], a bounded step of frames at a time), so
+//! memory stays flat however long the trace. Secrets are masked on
 //! the way out by the [`Redactor`] given (the defaults unless the user turned
 //! them off); the store is never changed.
 //!

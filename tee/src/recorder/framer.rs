@@ -2,7 +2,7 @@
 
 use crate::frame::{classify_with, text_preview, Classified, FrameSplitter, Pairer};
 use crate::redact::Redactor;
-use crate::store::{NewFrame, PREVIEW_STORED_FROM};
+use crate::store::{BatchMessage, NewFrame, PREVIEW_STORED_FROM};
 use acp_tee_shared::{Direction, FrameKind};
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -117,7 +117,7 @@ impl Annotator {
             preview: None,
             sender: None,
             receiver: None,
-            batch_replies: Vec::new(),
+            batch: Vec::new(),
         };
         // Short frames are stored without a preview; readers make it.
         let preview = frame.raw.len() >= PREVIEW_STORED_FROM;
@@ -150,8 +150,18 @@ impl Annotator {
         frame.mcp_method = c.mcp_method;
         frame.reply_to_seq = pairing.reply_to_seq;
         frame.latency_ns = pairing.latency_ns;
-        frame.batch_replies =
-            c.elements.iter().filter_map(|e| Some((e.reply.reply_to_seq?, e.reply.latency_ns?))).collect();
+        // A batch's messages, each with its own pairing (the frame's is the
+        // first paired one's).
+        frame.batch = c
+            .elements
+            .iter()
+            .map(|m| BatchMessage {
+                kind: m.frame_kind(),
+                method: m.method.clone(),
+                reply_to_seq: m.reply.reply_to_seq,
+                latency_ns: m.reply.latency_ns,
+            })
+            .collect();
         frame.preview = match frame.kind {
             FrameKind::Invalid if preview => text_preview(&frame.raw),
             _ => c.preview,

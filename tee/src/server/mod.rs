@@ -16,14 +16,15 @@ mod error;
 mod live;
 mod routes;
 
-pub use auth::{constant_time_eq, generate_token};
-pub use db::Db;
+pub use auth::{check_token, constant_time_eq, generate_token, MIN_TOKEN_CHARS};
+pub use db::{Db, MAX_EXPORTS, QUERY_TIME_LIMIT};
 pub use error::AppError;
+pub use routes::EXPORT_STALL;
 
 use anyhow::Context;
 use axum::http::StatusCode;
 use axum::response::{Html, IntoResponse};
-use axum::routing::get;
+use axum::routing::{any, get};
 use axum::Router;
 use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
@@ -71,14 +72,22 @@ pub fn app(state: AppState) -> Router {
         .route("/traces/{id}/stats", get(routes::stats))
         .route("/traces/{id}/live", get(routes::live))
         .route("/traces/{id}/export", get(routes::export_trace))
-        .fallback(|| async { AppError::NotFound("no such API route".into()) });
-    let router = Router::new().nest("/api", api);
+        .fallback(api_not_found);
+    // `/api` and `/api/` themselves are no route of the nested router.
+    let router = Router::new().nest("/api", api).route("/api/", any(api_not_found));
     let router = match &state.dist {
         Some(dist) => router.fallback_service(ServeDir::new(dist).fallback(ServeFile::new(dist.join("index.html")))),
         None if assets::present() => router.fallback(assets::serve),
         None => router.fallback(|| async { (StatusCode::SERVICE_UNAVAILABLE, Html(NOT_BUILT)).into_response() }),
     };
     router.layer(axum::middleware::from_fn_with_state(state.clone(), auth::require_token)).with_state(state)
+}
+
+/// Any path under `/api` that is not a route: a JSON 404, never the app.
+async fn api_not_found() -> AppError {
+    AppError::NotFound(
+        "no such API route; the routes are listed in the README (`GET /api/traces` lists the traces)".into(),
+    )
 }
 
 /// What `acp-tee serve` was asked to do.
@@ -107,6 +116,9 @@ pub fn run(opts: ServeOptions) -> anyhow::Result<()> {
 }
 
 async fn serve(opts: ServeOptions) -> anyhow::Result<()> {
+    if let Some(t) = &opts.token {
+        auth::check_token(t)?;
+    }
     let db = Db::open(&opts.db)?;
     let token = match (opts.token.clone(), opts.bind.is_loopback()) {
         (Some(t), _) => Some(t),
@@ -131,7 +143,8 @@ async fn serve(opts: ServeOptions) -> anyhow::Result<()> {
     let local = listener.local_addr()?;
     let mut url = format!("http://{local}{}", opts.open_path);
     if let Some(t) = &token {
-        url.push_str(&format!("?token={t}"));
+        url.push('?');
+        url.push_str(&auth::token_query(t));
     }
     // stdout is free in this mode; scripts read the URL from it.
     println!("acp-tee: serving {} at {url}", opts.db.display());

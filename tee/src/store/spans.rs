@@ -81,7 +81,7 @@ mod tests {
             preview: None,
             sender: None,
             receiver: None,
-            batch_replies: Vec::new(),
+            batch: Vec::new(),
         }
     }
 
