@@ -277,6 +277,25 @@ fn after_the_timing_tab_the_diagram_draws_every_row_and_shows_a_slowest_response
     });
     assert_eq!(drawn_seqs(&b), (1..=14).collect::<Vec<_>>());
     assert_eq!(selected_in_url(&b), Some(seq));
+
+    // The method whose histogram shows is in the URL; hints and links fit what is shown.
+    b.click("#tab-timing");
+    b.wait_for("the timing tab again", |b| !b.find_all("#method-stats tbody tr").is_empty());
+    assert!(!b.find_all("#method-stats + .hint:not(.hidden)").is_empty(), "the hint shows before a pick");
+    assert!(!b.find_all("#histogram-all.hidden").is_empty(), "no 'show all' while all show");
+    b.click("#method-stats tbody tr");
+    b.wait_for("the pick in the URL", |b| b.current_url().contains("timing_method=session%2Fprompt"));
+    assert!(!b.find_all("#method-stats + .hint.hidden").is_empty(), "the hint hides after a pick");
+    assert!(b.find_all("#histogram-all.hidden").is_empty(), "'show all' offered after a pick");
+    // A histogram bar lists its responses in the diagram.
+    b.click("#histogram g.bucket");
+    b.wait_for("the bar's responses in the diagram", |b| {
+        let url = b.current_url();
+        url.contains("min_latency_ms=")
+            && url.contains("method=session%2Fprompt")
+            && !url.contains("tab=timing")
+            && drawn_seqs(b) == (1..=7).map(|i| 2 * i).collect::<Vec<_>>()
+    });
 }
 
 /// The rectangle of the first element matching `css`: left, top, right, bottom.
@@ -397,6 +416,17 @@ fn busy_spans_whose_requests_are_filtered_out_do_not_overprint() {
         );
     }
     b.screenshot("busy-filtered");
+
+    // The linear axis draws gaps to scale: 1,168.8 ms at 1 s per 100 px is ~117 px, and the zoom doubles it.
+    let gap = |b: &Browser| rect(b, ".frame[data-seq=\"4\"]")[1] - rect(b, ".frame[data-seq=\"3\"]")[1];
+    b.goto(&format!("{}/traces/1?axis=linear&scale=1000", server.url));
+    b.wait_for("the linear axis", |b| drawn_seqs(b) == vec![1, 2, 3, 4]);
+    let g = gap(&b);
+    assert!((110.0..125.0).contains(&g), "a 1.17 s gap is {g} px at 1 s per 100 px");
+    assert!(b.texts(".gap-mark").iter().any(|t| t.contains("1.17 s")), "{:?}", b.texts(".gap-mark"));
+    b.click("#zoom-in");
+    b.wait_for("the scale zoomed in", |b| b.current_url().contains("scale=500") && (225.0..245.0).contains(&gap(b)));
+    b.screenshot("linear-axis");
 }
 
 #[test]
@@ -595,6 +625,11 @@ fn the_trace_list_sorts_moves_by_keyboard_and_says_stopped_for_an_agent_acp_tee_
     b.click("button.sort[data-sort=\"frames\"]");
     b.wait_for("sorted by frames, fewest first", |b| order(b) == ["2", "1"] && b.current_url().contains("order=asc"));
 
+    b.type_into("#find-trace", "sleep");
+    b.wait_for("the list filtered", |b| order(b) == ["2"] && b.current_url().contains("find=sleep"));
+    b.type_into("#find-trace", "");
+    b.wait_for("the list whole again", |b| order(b).len() == 2);
+
     b.js("document.querySelector('tr.trace-row').focus();", json!([]));
     b.key(None, "ArrowDown");
     assert_eq!(b.js("return document.activeElement.dataset.traceId;", json!([])), json!("1"));
@@ -632,4 +667,9 @@ fn the_detail_shows_stderr_once_without_escapes_and_json_in_wire_order() {
     b.wait_for("the JSON tree", |b| !b.find_all("#detail .json .jk").is_empty());
     let keys = b.texts("#detail .json .jk");
     assert_eq!(keys, ["\"zeta\"", "\"jsonrpc\"", "\"id\"", "\"method\"", "\"params\"", "\"b\"", "\"a\""], "wire order");
+    // The method in the facts filters by it.
+    b.click("#detail button.fact-filter[data-filter=\"method\"]");
+    b.wait_for("the method filter from the detail", |b| {
+        b.current_url().contains("method=x%2Fy") && drawn_seqs(b) == vec![1]
+    });
 }

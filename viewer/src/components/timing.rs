@@ -130,7 +130,7 @@ fn histogram_section(st: TraceState, stats: &TraceStats, picked: Memo<Option<Str
     let methods = stats.methods.clone();
     let chart = move || {
         let bars = picked.with(|p| buckets(&methods, p.as_deref()));
-        histogram_svg(&bars)
+        histogram_svg(st, &bars, picked.get())
     };
     let title = move || picked.get().map_or("all methods".to_owned(), |m| m);
     view! {
@@ -144,7 +144,20 @@ fn histogram_section(st: TraceState, stats: &TraceStats, picked: Memo<Option<Str
     }
 }
 
-fn histogram_svg(bars: &[HistogramBucket]) -> impl IntoView {
+/// Shows in the diagram the responses (of the picked method) at least as slow as a bar's lower bound.
+fn show_slower_than(st: TraceState, lo_ns: i64, method: Option<String>) {
+    st.url.update(true, |q| {
+        for key in ["kind", "method", "min_latency_ms"] {
+            q.accept(key);
+        }
+        q.tab = Tab::Diagram;
+        q.filters.min_latency_ms = Some(lo_ns as f64 / 1e6);
+        q.filters.method = method;
+        q.frame = None;
+    });
+}
+
+fn histogram_svg(st: TraceState, bars: &[HistogramBucket], method: Option<String>) -> impl IntoView {
     let max = bars.iter().map(|b| b.count).max().unwrap_or(0).max(1) as f64;
     let n = bars.len().max(1) as f64;
     let slot = (HIST_W - HIST_PAD) / n;
@@ -157,17 +170,19 @@ fn histogram_svg(bars: &[HistogramBucket]) -> impl IntoView {
             let x = HIST_PAD + i as f64 * slot;
             let y = HIST_PAD + plot_h - h;
             let tip = format!(
-                "{} – {}: {}",
+                "{} – {}: {} (click: show the responses slower than {} in the diagram)",
                 format::duration_ns(b.lo_ns),
                 format::duration_ns(b.hi_ns),
-                plural(b.count, "response")
+                plural(b.count, "response"),
+                format::duration_ns(b.lo_ns),
             );
+            let (lo_ns, method) = (b.lo_ns, method.clone());
             let every = (bars.len() / 8).max(1);
             let label = (i % every == 0).then(|| {
                 view! { <text class="axis" x=x + slot / 2.0 y=HIST_H - 8.0 text-anchor="middle">{format::duration_ns(b.lo_ns)}</text> }
             });
             view! {
-                <g>
+                <g class="bucket" data-lo-ns=lo_ns on:click=move |_| show_slower_than(st, lo_ns, method.clone())>
                     <rect class="bar" x=x + 1.0 y=y width=(slot - 2.0).max(1.0) height=h.max(0.0)>
                         <title>{tip}</title>
                     </rect>

@@ -154,7 +154,8 @@ fn labels(f: &FrameSummary, colour: &str, geo: Geometry) -> impl IntoView {
         .flatten()
         .collect::<Vec<_>>()
         .join("  ");
-    let id_w = (geo.span() / 2.0 - 12.0).min(140.0);
+    // Ids stay clear of a method name of up to ~16 characters centred over the acp-tee lane.
+    let id_w = (geo.span() / 2.0 - 64.0).clamp(40.0, 140.0);
     let id = f.id.as_ref().map(|id| {
         let (left, align) = match f.dir {
             Direction::ClientToAgent => (geo.client_x + 8.0, "left"),
