@@ -161,9 +161,11 @@ fn after_the_timing_tab_the_diagram_draws_every_row_and_shows_a_slowest_response
     assert_eq!(drawn_seqs(&b), (1..=14).collect::<Vec<_>>());
     assert_eq!(selected_in_url(&b), Some(seq));
 
-    // The method whose histogram shows is in the URL; hints and links fit what is shown.
+    // The method whose histogram shows is in the URL; hints, links and controls fit what is shown.
     b.click("#tab-timing");
     b.wait_for("the timing tab again", |b| !b.find_all("#method-stats tbody tr").is_empty());
+    let shown = b.js("return ['axis-rows', 'follow'].map(id => document.getElementById(id).offsetParent !== null);", json!([]));
+    assert_eq!(shown, json!([false, false]), "axis and follow controls on the Timing tab");
     assert!(!b.find_all("#method-stats + .hint:not(.hidden)").is_empty(), "the hint shows before a pick");
     assert!(!b.find_all("#histogram-all.hidden").is_empty(), "no 'show all' while all show");
     b.click("#method-stats tbody tr");
@@ -524,6 +526,9 @@ fn the_detail_shows_stderr_once_without_escapes_and_json_in_wire_order() {
             ),
             stderr_line(1.0, "\u{1b}[31mERROR\u{1b}[0m something failed"),
             Msg(2.0, "agent_to_client", "this is not json".to_owned()),
+            c2a(3.0, json!({"jsonrpc": "2.0", "id": LONG_ID, "method": LONG_METHOD, "params": {}})),
+            a2c(4.0, json!({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "s-one", "update": {}}})),
+            a2c(5.0, json!({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "s-two", "update": {}}})),
         ],
     );
     let server = Server::start(&store.db);
@@ -540,9 +545,37 @@ fn the_detail_shows_stderr_once_without_escapes_and_json_in_wire_order() {
     b.wait_for("the JSON tree", |b| !b.find_all("#detail .json .jk").is_empty());
     let keys = b.texts("#detail .json .jk");
     assert_eq!(keys, ["\"zeta\"", "\"jsonrpc\"", "\"id\"", "\"method\"", "\"params\"", "\"b\"", "\"a\""], "wire order");
+
+    // Long names and ids are cut with an ellipsis and whole in their tooltips; the method list stays narrow.
+    b.wait_for("the methods in the filter", |b| b.find_all("#filter-method option").len() > 2);
+    let width = b.num("return document.getElementById('filter-method').offsetWidth;");
+    assert!(width <= 222.0, "the method list is {width} px wide");
+    let id = b.js(
+        "const e = document.querySelector('.frame[data-seq=\"4\"] .rpc-id'); \
+         return [e.title, getComputedStyle(e).textOverflow, e.scrollWidth > e.clientWidth];",
+        json!([]),
+    );
+    assert_eq!(id, json!([format!("id \"{LONG_ID}\""), "ellipsis", true]));
+    let names = b.js("return document.querySelector('.frame[data-seq=\"4\"] .names').title;", json!([]));
+    assert_eq!(names, json!(LONG_METHOD));
+    // Interleaved sessions get a colour each.
+    let colours = b.js(
+        "return Array.from(document.querySelectorAll('.frame .sess'), e => getComputedStyle(e).backgroundColor);",
+        json!([]),
+    );
+    let colours = colours.as_array().unwrap();
+    assert!(colours.len() == 2 && colours[0] != colours[1], "{colours:?}");
+
     // The method in the facts filters by it.
     b.click("#detail button.fact-filter[data-filter=\"method\"]");
     b.wait_for("the method filter from the detail", |b| {
         b.current_url().contains("method=x%2Fy") && drawn_seqs(b) == vec![1]
     });
+
+    // Search words are marked in the diagram's previews.
+    b.goto(&format!("{}/traces/1?q=something", server.url));
+    b.wait_for("the stderr line found", |b| b.texts(".frame .preview mark").iter().any(|t| t == "something"));
 }
+
+const LONG_ID: &str = "an-id-that-is-far-too-long-to-show-whole-in-the-diagram-0123456789abcdef";
+const LONG_METHOD: &str = "_vendor/extensions/very/long/method/name/that/goes/on/and/on/and/on/for/ever";

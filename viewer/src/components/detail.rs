@@ -2,6 +2,7 @@
 //! raw bytes for messages; the line, terminal escapes removed, for stderr; the raw text for invalid
 //! frames), the envelope, and a notice when the filters hide the frame.
 
+use super::highlight::search_words;
 use super::json::{json_tree, parse};
 use super::trace_state;
 use crate::format;
@@ -177,8 +178,9 @@ fn tools(buttons: AnyView) -> AnyView {
     view! { <span class="tools">{buttons}</span> }.into_any()
 }
 
-/// The payload: what it says, once.
-fn payload_views(d: &FrameDetail) -> impl IntoView {
+/// The payload: what it says, once; the search's `words` marked.
+fn payload_views(d: &FrameDetail, words: &[String]) -> impl IntoView {
+    let words = words.to_vec();
     let raw = match (&d.raw, &d.raw_base64) {
         (Some(r), _) => r.clone(),
         (None, Some(b)) => format!("(not UTF-8; base64)\n{b}"),
@@ -212,7 +214,7 @@ fn payload_views(d: &FrameDetail) -> impl IntoView {
                         <button class="link" id="json-expand" on:click=|_| open_all(true)>"expand all"</button>
                         <button class="link" id="json-collapse" on:click=|_| open_all(false)>"collapse all"</button>
                     }.into_any())}
-                    <div class="json">{json_tree(&json)}</div>
+                    <div class="json">{json_tree(&json, &words)}</div>
                 }.into_any())}
                 {section("Raw", raw_view(raw))}
             }
@@ -241,7 +243,9 @@ fn payload_views(d: &FrameDetail) -> impl IntoView {
 }
 
 fn detail_view(d: FrameDetail) -> impl IntoView {
-    let started_at = trace_state().trace.with_untracked(|t| t.meta.started_at.clone());
+    let st = trace_state();
+    let started_at = st.trace.with_untracked(|t| t.meta.started_at.clone());
+    let words = st.query.with_untracked(|q| search_words(q.filters.q.as_deref()));
     let f = d.frame.clone();
     let title = f.method.clone().unwrap_or_else(|| f.kind.as_str().to_owned());
     let preview = f.preview.clone().filter(|_| f.kind != FrameKind::Stderr);
@@ -253,6 +257,6 @@ fn detail_view(d: FrameDetail) -> impl IntoView {
         {preview.map(|p| view! { <p class="detail-preview">{p}</p> })}
         {facts(&f, &started_at)}
         {pair_view(&f, d.pair.clone())}
-        {payload_views(&d)}
+        {payload_views(&d, &words)}
     }
 }

@@ -84,27 +84,27 @@ pub fn parse(text: &str) -> Result<Json, serde_json::Error> {
     serde_json::from_str(text)
 }
 
-/// A JSON value as a collapsible tree.
-pub fn json_tree(v: &Json) -> AnyView {
-    node(None, v, 0)
+/// A JSON value as a collapsible tree; the search's `words` are marked in strings.
+pub fn json_tree(v: &Json, words: &[String]) -> AnyView {
+    node(None, v, 0, words)
 }
 
-fn node(key: Option<String>, v: &Json, depth: usize) -> AnyView {
+fn node(key: Option<String>, v: &Json, depth: usize, words: &[String]) -> AnyView {
     let key_view = key.map(|k| view! { <span class="jk">{k}</span><span class="jp">": "</span> });
     let (open, close, len, children): (&str, &str, usize, Vec<AnyView>) = match v {
         Json::Object(members) if !members.is_empty() => {
             let kids = members
                 .iter()
                 .take(MAX_ITEMS)
-                .map(|(k, c)| node(Some(serde_json::to_string(k).unwrap_or_default()), c, depth + 1))
+                .map(|(k, c)| node(Some(serde_json::to_string(k).unwrap_or_default()), c, depth + 1, words))
                 .collect();
             ("{", "}", members.len(), kids)
         }
         Json::Array(items) if !items.is_empty() => {
-            let kids = items.iter().take(MAX_ITEMS).map(|c| node(None, c, depth + 1)).collect();
+            let kids = items.iter().take(MAX_ITEMS).map(|c| node(None, c, depth + 1, words)).collect();
             ("[", "]", items.len(), kids)
         }
-        leaf => return view! { <div class="jl">{key_view}{leaf_view(leaf)}</div> }.into_any(),
+        leaf => return view! { <div class="jl">{key_view}{leaf_view(leaf, words)}</div> }.into_any(),
     };
     let more = (len > MAX_ITEMS).then(|| view! { <div class="jmore">{format!("… {} more", len - MAX_ITEMS)}</div> });
     let noun = match (open, len) {
@@ -127,7 +127,7 @@ fn node(key: Option<String>, v: &Json, depth: usize) -> AnyView {
     .into_any()
 }
 
-fn leaf_view(v: &Json) -> AnyView {
+fn leaf_view(v: &Json, words: &[String]) -> AnyView {
     let (class, text) = match v {
         Json::String(s) => ("js", serde_json::to_string(s).unwrap_or_default()),
         Json::Number(n) => ("jnum", n.to_string()),
@@ -136,7 +136,7 @@ fn leaf_view(v: &Json) -> AnyView {
         Json::Object(_) => ("jb", "{}".to_owned()),
         Json::Array(_) => ("jb", "[]".to_owned()),
     };
-    view! { <span class=class>{text}</span> }.into_any()
+    view! { <span class=class>{super::highlight::marked(text, words)}</span> }.into_any()
 }
 
 #[cfg(test)]

@@ -6,13 +6,14 @@
 //! - [`filters`]: the filter bar.
 //! - [`timing`]: per-method table, histogram, slowest requests.
 //! - [`header`]: title, counts, live badge, tabs, axis, follow, export.
-//! - [`keys`]: the keyboard.
+//! - [`keys`]: the keyboard; [`highlight`]: search words marked in text.
 //! - [`summary`]: a trace's facts as text (also used by the trace list); [`title`]: the tab's title.
 
 pub mod detail;
 pub mod diagram;
 pub mod filters;
 pub mod header;
+pub mod highlight;
 pub mod json;
 pub mod keys;
 pub mod summary;

@@ -66,6 +66,13 @@ pub fn pair_colour(request_seq: i64) -> String {
     format!("hsl({hue:.0} 70% 64%)")
 }
 
+/// A colour for an ACP session, from its id, so interleaved sessions can be told apart.
+pub fn session_colour(id: &str) -> String {
+    // FNV-1a: stable across runs and browsers.
+    let hash = id.bytes().fold(0x811c_9dc5_u32, |h, b| (h ^ u32::from(b)).wrapping_mul(0x0100_0193));
+    format!("hsl({} 65% 58%)", hash % 360)
+}
+
 /// The colour a frame is drawn in.
 pub fn frame_colour(f: &FrameSummary) -> String {
     match f.kind {

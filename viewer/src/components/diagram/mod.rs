@@ -84,7 +84,11 @@ pub fn Diagram() -> impl IntoView {
         })
     };
     let bars = move || spans.get().into_iter().map(|s| (s, geo.get())).collect::<Vec<_>>();
-    let rows = move || items.get().into_iter().map(|i| (i, geo.get(), axis.get())).collect::<Vec<_>>();
+    let sessions = Memo::new(move |_| st.window.with(session_count));
+    let rows = move || {
+        let (g, a, n) = (geo.get(), axis.get(), sessions.get());
+        items.get().into_iter().map(|i| (i, g, a, n)).collect::<Vec<_>>()
+    };
     track_size(st, scroll_ref);
     keep_following(st, scroll_ref);
     reveal_rows(st, scroll_ref);
@@ -109,8 +113,8 @@ pub fn Diagram() -> impl IntoView {
                         </For>
                         <For each=rows key=row_key let:entry>
                             {match entry {
-                                (Item::Frame { y, gap, frame }, g, a) => view! { <FrameRow frame=*frame y=y gap=gap axis=a base=base geo=g /> }.into_any(),
-                                (Item::Loading { y, .. }, g, _) => view! { <LoadingRow y=y base=base geo=g /> }.into_any(),
+                                (Item::Frame { y, gap, frame }, g, a, n) => view! { <FrameRow frame=*frame y=y gap=gap axis=a base=base geo=g sessions=n /> }.into_any(),
+                                (Item::Loading { y, .. }, g, _, _) => view! { <LoadingRow y=y base=base geo=g /> }.into_any(),
                             }}
                         </For>
                         {hidden_mark}
@@ -128,8 +132,24 @@ fn bar_key((s, g): &(BusySpan, Geometry)) -> BarKey {
     (s.req_seq, s.y0.to_bits(), s.y1.to_bits(), s.column, s.label.clone(), s.hidden_start, g.width.to_bits())
 }
 
-fn row_key((i, g, a): &(Item, Geometry, Axis)) -> ((i64, u64, Option<i64>), u64, Axis) {
-    (i.key(), g.width.to_bits(), *a)
+fn row_key((i, g, a, n): &(Item, Geometry, Axis, usize)) -> ((i64, u64, Option<i64>), u64, Axis, bool) {
+    (i.key(), g.width.to_bits(), *a, *n > 1)
+}
+
+/// Most fetched frames looked at to count sessions.
+const SESSION_SCAN: usize = 5_000;
+
+/// How many ACP sessions the fetched frames belong to (2 means "more than one").
+fn session_count(w: &crate::state::window::FrameWindow) -> usize {
+    let mut first: Option<&str> = None;
+    for f in w.fetched().take(SESSION_SCAN) {
+        match (first, f.session_id.as_deref()) {
+            (None, Some(s)) => first = Some(s),
+            (Some(a), Some(b)) if a != b => return 2,
+            _ => {}
+        }
+    }
+    usize::from(first.is_some())
 }
 
 /// The lane headings, aligned with the lanes below.

@@ -1,6 +1,7 @@
 //! One drawn row: a frame's arrow, labels and preview, a marked gap, or a row still loading.
 
 use super::geometry::*;
+use crate::components::highlight::{marked, search_words};
 use crate::components::trace_state;
 use crate::format;
 use crate::state::busy::{BusySpan, Callee};
@@ -43,6 +44,8 @@ pub fn FrameRow(
     axis: Axis,
     base: Memo<f64>,
     geo: Geometry,
+    /// How many sessions the fetched frames belong to (each gets a colour when there are several).
+    sessions: usize,
 ) -> impl IntoView {
     let st = trace_state();
     let seq = frame.seq;
@@ -59,6 +62,11 @@ pub fn FrameRow(
         }
     });
     let colour = frame_colour(&frame);
+    let words = st.query.with_untracked(|q| search_words(q.filters.q.as_deref()));
+    let session = frame.session_id.clone().filter(|_| sessions > 1).map(|s| {
+        let title = format!("session {s}");
+        view! { <span class="sess" title=title style:background=session_colour(&s)></span> }
+    });
     let label = format!("#{seq} {}", frame.method.clone().unwrap_or_else(|| frame.kind.as_str().to_owned()));
     view! {
         {gap_view(gap, axis, y, base, geo)}
@@ -84,10 +92,11 @@ pub fn FrameRow(
                 }
             }
         >
+            {session}
             <span class="t">{format::offset_ns(frame.t_ns)}</span>
             <span class="seq">{format!("#{seq}")}</span>
             {arrow(&frame, &colour, geo)}
-            {labels(&frame, &colour, geo)}
+            {labels(&frame, &colour, geo, &words)}
         </div>
     }
 }
@@ -139,7 +148,7 @@ fn arrow(f: &FrameSummary, colour: &str, geo: Geometry) -> impl IntoView {
 
 /// Method label over the acp-tee lane, JSON-RPC id at the sender's end, preview under the arrow (or in
 /// the stderr lane for stderr lines). Whatever is cut short shows whole in its tooltip.
-fn labels(f: &FrameSummary, colour: &str, geo: Geometry) -> impl IntoView {
+fn labels(f: &FrameSummary, colour: &str, geo: Geometry, words: &[String]) -> impl IntoView {
     let stderr = f.dir == Direction::AgentStderr;
     let name = match (&f.method, f.kind) {
         (Some(m), _) => {
@@ -169,13 +178,15 @@ fn labels(f: &FrameSummary, colour: &str, geo: Geometry) -> impl IntoView {
     });
     let preview = f.preview.clone().map(|p| {
         let title = p.clone();
+        let text = marked(p, words);
         if stderr {
             let (left, width) = (geo.stderr_x + 8.0, geo.width - geo.stderr_x - 12.0);
-            view! { <span class="preview in-stderr" title=title style:left=px(left) style:width=px(width)>{p}</span> }
+            view! { <span class="preview in-stderr" title=title style:left=px(left) style:width=px(width)>{text}</span> }
                 .into_any()
         } else {
             let (left, width) = (geo.client_x + 12.0, geo.span() - 24.0);
-            view! { <span class="preview" title=title style:left=px(left) style:width=px(width)>{p}</span> }.into_any()
+            view! { <span class="preview" title=title style:left=px(left) style:width=px(width)>{text}</span> }
+                .into_any()
         }
     });
     let kind_tag = (f.kind == FrameKind::Error).then(|| view! { <span class="err-tag">"error"</span> });
