@@ -164,7 +164,8 @@ fn after_the_timing_tab_the_diagram_draws_every_row_and_shows_a_slowest_response
     // The method whose histogram shows is in the URL; hints, links and controls fit what is shown.
     b.click("#tab-timing");
     b.wait_for("the timing tab again", |b| !b.find_all("#method-stats tbody tr").is_empty());
-    let shown = b.js("return ['axis-rows', 'follow'].map(id => document.getElementById(id).offsetParent !== null);", json!([]));
+    let shown =
+        b.js("return ['axis-rows', 'follow'].map(id => document.getElementById(id).offsetParent !== null);", json!([]));
     assert_eq!(shown, json!([false, false]), "axis and follow controls on the Timing tab");
     assert!(!b.find_all("#method-stats + .hint:not(.hidden)").is_empty(), "the hint shows before a pick");
     assert!(!b.find_all("#histogram-all.hidden").is_empty(), "no 'show all' while all show");
@@ -422,6 +423,20 @@ fn filters_apply_alike_show_bad_values_and_keys_and_history_work() {
     b.js("document.querySelector('.frame[data-seq=\"3\"]').focus();", json!([]));
     b.key(Some(".frame[data-seq=\"3\"]"), "Enter");
     b.wait_for("Enter selecting the focused frame", |b| selected_in_url(b) == Some(3));
+    // Stepping from a focused row takes the focus along.
+    b.key(None, "j");
+    b.wait_for("j selecting #4 and focusing it", |b| {
+        selected_in_url(b) == Some(4) && b.js("return document.activeElement.dataset.seq;", json!([])) == json!("4")
+    });
+    // Shift+click measures the time from the selected frame; the selection stays.
+    b.js(
+        "document.querySelector('.frame[data-seq=\"7\"]').dispatchEvent(new MouseEvent('click', {bubbles: true, shiftKey: true}));",
+        json!([]),
+    );
+    b.wait_for("the time from #4 to #7", |b| {
+        b.texts("#measure").iter().any(|t| t.contains("#4 → #7:")) && !b.find_all("#measure-band").is_empty()
+    });
+    assert_eq!(selected_in_url(&b), Some(4));
     b.key(None, "Escape");
     b.wait_for("Esc clearing the selection", |b| selected_in_url(b).is_none());
     b.key(None, "/");
@@ -527,8 +542,14 @@ fn the_detail_shows_stderr_once_without_escapes_and_json_in_wire_order() {
             stderr_line(1.0, "\u{1b}[31mERROR\u{1b}[0m something failed"),
             Msg(2.0, "agent_to_client", "this is not json".to_owned()),
             c2a(3.0, json!({"jsonrpc": "2.0", "id": LONG_ID, "method": LONG_METHOD, "params": {}})),
-            a2c(4.0, json!({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "s-one", "update": {}}})),
-            a2c(5.0, json!({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "s-two", "update": {}}})),
+            a2c(
+                4.0,
+                json!({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "s-one", "update": {}}}),
+            ),
+            a2c(
+                5.0,
+                json!({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "s-two", "update": {}}}),
+            ),
         ],
     );
     let server = Server::start(&store.db);

@@ -26,7 +26,9 @@ pub fn Detail() -> impl IntoView {
     let body = move || {
         let Some(seq) = st.query.with(|q| q.frame) else {
             return view! {
-                <div class="hint">"Select a frame (click it, or press j / ↓) to see its bytes, timing and pair."</div>
+                <div class="hint">
+                    "Select a frame (click it, or press j / ↓) to see its bytes, timing and pair; then shift+click another to measure the time between them."
+                </div>
             }
             .into_any();
         };
@@ -36,7 +38,17 @@ pub fn Detail() -> impl IntoView {
             _ => view! { <div class="hint">{format!("Loading frame #{seq}…")}</div> }.into_any(),
         })
     };
-    view! { <aside id="detail" aria-label="selected frame"><HiddenNotice />{body}</aside> }
+    let measured = move || {
+        st.measure.get().map(|m| {
+            view! {
+                <div id="measure" class="banner info" role="status">
+                    {format!("{} between them", super::diagram::measure_text(m))}
+                    " " <button class="link" on:click=move |_| st.measure.set(None)>"clear"</button>
+                </div>
+            }
+        })
+    };
+    view! { <aside id="detail" aria-label="selected frame"><HiddenNotice />{measured}{body}</aside> }
 }
 
 /// Says when the selected frame is hidden by the filters, with a way to show it.

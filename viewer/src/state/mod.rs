@@ -35,6 +35,15 @@ pub struct HiddenFrame {
     pub before_idx: usize,
 }
 
+/// Two frames whose time apart is being measured (shift+click).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Measure {
+    /// The earlier frame's seq and time.
+    pub from: (i64, i64),
+    /// The later frame's seq and time.
+    pub to: (i64, i64),
+}
+
 /// The reactive state of one trace view, shared by its components through context.
 #[derive(Clone, Copy)]
 pub struct TraceState {
@@ -74,6 +83,8 @@ pub struct TraceState {
     pub jump: RwSignal<Option<i64>>,
     /// The selected frame, when the filters hide it.
     pub hidden: RwSignal<Option<HiddenFrame>>,
+    /// The time between the selected frame and another one, when measured.
+    pub measure: RwSignal<Option<Measure>>,
 }
 
 impl TraceState {
@@ -115,6 +126,7 @@ impl TraceState {
             reveal: RwSignal::new(None),
             jump: RwSignal::new(None),
             hidden: RwSignal::new(None),
+            measure: RwSignal::new(None),
         }
     }
 
@@ -128,9 +140,26 @@ impl TraceState {
         Scroller::new(self.layout.with(|l| l.height()), self.view_h.get())
     }
 
+    /// Measures the time from the selected frame to another one (`seq` at `t_ns`); false when nothing is
+    /// selected or the selected frame's time is not known yet.
+    pub fn measure_to(&self, seq: i64, t_ns: i64) -> bool {
+        let Some(selected) = self.query.with_untracked(|q| q.frame) else { return false };
+        let known =
+            self.window.with_untracked(|w| w.place_of_seq(selected).ok().and_then(|i| w.get(i)).map(|f| f.t_ns));
+        let detail = self.detail.with_untracked(|d| match d {
+            Some((s, Ok(d))) if *s == selected => Some(d.frame.t_ns),
+            _ => None,
+        });
+        let Some(t_sel) = known.or(detail) else { return false };
+        let (a, b) = if selected <= seq { ((selected, t_sel), (seq, t_ns)) } else { ((seq, t_ns), (selected, t_sel)) };
+        self.measure.set(Some(Measure { from: a, to: b }));
+        true
+    }
+
     /// Selects a frame the user picked: a history entry, and following a live trace stops so the frame
     /// stays where it is.
     pub fn select(&self, seq: i64) {
+        self.measure.set(None);
         self.follow.set(false);
         self.url.update(true, |q| {
             q.accept("frame");

@@ -17,7 +17,7 @@ use acp_tee_shared::api::FrameSummary;
 use geometry::*;
 use leptos::html;
 use leptos::prelude::*;
-use row::{px, BusyBar, FrameRow, HiddenMark, LoadingRow};
+use row::{px, BusyBar, FrameRow, HiddenMark, LoadingRow, MeasureBand};
 use wasm_bindgen::closure::Closure;
 use wasm_bindgen::JsCast;
 
@@ -89,7 +89,18 @@ pub fn Diagram() -> impl IntoView {
         let (g, a, n) = (geo.get(), axis.get(), sessions.get());
         items.get().into_iter().map(|i| (i, g, a, n)).collect::<Vec<_>>()
     };
+    let measure_band = move || {
+        let m = st.measure.get()?;
+        let (y0, y1) = st.window.with(|w| {
+            let a = w.place_of_seq(m.from.0).ok()?;
+            let b = w.place_of_seq(m.to.0).ok()?;
+            st.layout.with(|l| Some((l.y_of(a), l.y_of(b))))
+        })?;
+        let text = measure_text(m);
+        Some(view! { <MeasureBand y0=y0 y1=y1 text=text base=base geo=geo.get() /> })
+    };
     track_size(st, scroll_ref);
+    focus_follows_selection(st, items);
     keep_following(st, scroll_ref);
     reveal_rows(st, scroll_ref);
     let on_scroll = move |_| on_scroll(st, scroll_ref);
@@ -118,6 +129,7 @@ pub fn Diagram() -> impl IntoView {
                             }}
                         </For>
                         {hidden_mark}
+                        {measure_band}
                     </div>
                 </div>
                 <Notice />
@@ -167,6 +179,11 @@ fn LaneHeads(geo: Memo<Geometry>) -> impl IntoView {
             </div>
         }
     }
+}
+
+/// `#3 → #9: 1.23 s`.
+pub fn measure_text(m: crate::state::Measure) -> String {
+    format!("#{} → #{}: {}", m.from.0, m.to.0, crate::format::duration_ns(m.to.1 - m.from.1))
 }
 
 /// Loading, empty and error messages over the diagram.
@@ -234,6 +251,30 @@ fn track_size(st: TraceState, scroll_ref: NodeRef<html::Div>) {
         if let Some(Some((ro, _))) = observer.try_update_value(Option::take) {
             ro.disconnect();
         }
+    });
+}
+
+/// When the keyboard focus is on a frame row and the selection moves (keys, Back), the focus moves to the
+/// selected row once it is drawn.
+fn focus_follows_selection(st: TraceState, items: Memo<Vec<Item>>) {
+    let selected = Memo::new(move |_| st.query.with(|q| q.frame));
+    Effect::new(move |_| {
+        let Some(seq) = selected.get() else { return };
+        items.track();
+        let on_a_frame = document().active_element().is_some_and(|el| el.class_list().contains("frame"));
+        if !on_a_frame {
+            return;
+        }
+        request_animation_frame(move || {
+            let css = format!("#diagram-scroll .frame[data-seq=\"{seq}\"]");
+            let row =
+                document().query_selector(&css).ok().flatten().and_then(|e| e.dyn_into::<web_sys::HtmlElement>().ok());
+            if let Some(el) = row {
+                if document().active_element().as_ref() != Some(el.as_ref()) {
+                    let _ = el.focus();
+                }
+            }
+        });
     });
 }
 

@@ -9,7 +9,6 @@ use crate::state::layout::{FOLD_H, ROW_H};
 use crate::view_query::Axis;
 use acp_tee_shared::api::FrameSummary;
 use acp_tee_shared::{Direction, FrameKind};
-use leptos::html;
 use leptos::prelude::*;
 
 /// Pixels as CSS.
@@ -50,17 +49,7 @@ pub fn FrameRow(
     let st = trace_state();
     let seq = frame.seq;
     let selected = Memo::new(move |_| st.query.with(|q| q.frame == Some(seq)));
-    let row_ref = NodeRef::<html::Div>::new();
-    // Stepping with the keyboard from a focused row moves the focus along with the selection.
-    Effect::new(move |_| {
-        if !selected.get() {
-            return;
-        }
-        let focus_on_a_frame = document().active_element().is_some_and(|el| el.class_list().contains("frame"));
-        if let (true, Some(el)) = (focus_on_a_frame, row_ref.get()) {
-            let _ = el.focus();
-        }
-    });
+    let t_ns = frame.t_ns;
     let colour = frame_colour(&frame);
     let words = st.query.with_untracked(|q| search_words(q.filters.q.as_deref()));
     let session = frame.session_id.clone().filter(|_| sessions > 1).map(|s| {
@@ -72,7 +61,6 @@ pub fn FrameRow(
         {gap_view(gap, axis, y, base, geo)}
         <div
             class="frame"
-            node_ref=row_ref
             class:selected=move || selected.get()
             class:stderr=frame.dir == Direction::AgentStderr
             role="option"
@@ -84,7 +72,12 @@ pub fn FrameRow(
             data-dir=frame.dir.as_str()
             style:top=move || px(y - base.get())
             style:width=px(geo.width)
-            on:click=move |_| st.select(seq)
+            on:click=move |ev| {
+                let measured = ev.shift_key() && st.measure_to(seq, t_ns);
+                if !measured {
+                    st.select(seq);
+                }
+            }
             on:keydown=move |ev| {
                 if ev.key() == "Enter" || ev.key() == " " {
                     ev.prevent_default();
@@ -216,6 +209,17 @@ pub fn HiddenMark(seq: i64, y: f64, base: Memo<f64>, geo: Geometry) -> impl Into
     view! {
         <div id="hidden-mark" class="hidden-mark" style:top=move || px(y - base.get() - 2.0) style:width=px(geo.width)>
             <span>{format!("#{seq} is here, hidden by the filters")}</span>
+        </div>
+    }
+}
+
+/// The band between two measured frames, with the time between them.
+#[component]
+pub fn MeasureBand(y0: f64, y1: f64, text: String, base: Memo<f64>, geo: Geometry) -> impl IntoView {
+    view! {
+        <div id="measure-band" class="measure-band" style:top=move || px(y0 - base.get()) style:height=px(y1 - y0 + ROW_H)
+            style:width=px(geo.width)>
+            <span>{text}</span>
         </div>
     }
 }
