@@ -10,21 +10,37 @@ use wasm_bindgen::closure::Closure;
 use wasm_bindgen::JsCast;
 use web_sys::{Event, EventSource, MessageEvent};
 
-/// Why a call failed, in words for the page.
+/// Why a call failed: the HTTP status when the server answered, and words for the page.
 #[derive(Clone, Debug, PartialEq)]
-pub struct ApiFailure(pub String);
+pub struct ApiFailure {
+    /// The status of the server's answer; `None` when it could not be reached.
+    pub status: Option<u16>,
+    /// What went wrong, for a person.
+    pub message: String,
+}
+
+impl ApiFailure {
+    fn unreachable(e: impl fmt::Display) -> ApiFailure {
+        ApiFailure {
+            status: None,
+            message: format!("cannot reach the acp-tee server ({e}); is `acp-tee serve` still running?"),
+        }
+    }
+
+    /// True when the server said the thing asked for does not exist.
+    pub fn is_not_found(&self) -> bool {
+        self.status == Some(404)
+    }
+}
 
 impl fmt::Display for ApiFailure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(&self.message)
     }
 }
 
 async fn get<T: DeserializeOwned>(url: &str) -> Result<T, ApiFailure> {
-    let resp = Request::get(url)
-        .send()
-        .await
-        .map_err(|e| ApiFailure(format!("cannot reach the acp-tee server ({e}); is `acp-tee serve` still running?")))?;
+    let resp = Request::get(url).send().await.map_err(ApiFailure::unreachable)?;
     if !resp.ok() {
         let status = resp.status();
         let body = resp.text().await.unwrap_or_default();
@@ -32,9 +48,12 @@ async fn get<T: DeserializeOwned>(url: &str) -> Result<T, ApiFailure> {
             Ok(e) => e.error,
             Err(_) => body.trim().chars().take(200).collect(),
         };
-        return Err(ApiFailure(format!("{url} answered {status}: {why}")));
+        return Err(ApiFailure { status: Some(status), message: format!("{url} answered {status}: {why}") });
     }
-    resp.json::<T>().await.map_err(|e| ApiFailure(format!("{url} answered something unexpected: {e}")))
+    resp.json::<T>().await.map_err(|e| ApiFailure {
+        status: Some(resp.status()),
+        message: format!("{url} answered something unexpected: {e}"),
+    })
 }
 
 /// Every trace in the store, newest first.
@@ -68,26 +87,27 @@ pub fn export_url(id: i64, format: &str) -> String {
     format!("/api/traces/{id}/export?format={format}")
 }
 
-/// `?k=v&...` from a serializable query: absent fields are skipped by its serde attributes.
+/// `?k=v&...` from a serializable query (absent fields are skipped by its serde attributes), encoded by
+/// the browser's `URLSearchParams`.
 fn query_string<T: serde::Serialize>(query: &T) -> String {
     let Ok(serde_json::Value::Object(map)) = serde_json::to_value(query) else {
         return String::new();
     };
-    let parts: Vec<String> = map
-        .into_iter()
-        .filter_map(|(k, v)| {
-            let text = match v {
-                serde_json::Value::Null => return None,
-                serde_json::Value::String(s) => s,
-                other => other.to_string(),
-            };
-            Some(format!("{k}={}", crate::route::encode(&text)))
-        })
-        .collect();
-    if parts.is_empty() {
-        String::new()
+    let Ok(params) = web_sys::UrlSearchParams::new() else {
+        return String::new();
+    };
+    for (k, v) in map {
+        match v {
+            serde_json::Value::Null => {}
+            serde_json::Value::String(s) => params.append(&k, &s),
+            other => params.append(&k, &other.to_string()),
+        }
+    }
+    let text = String::from(params.to_string());
+    if text.is_empty() {
+        text
     } else {
-        format!("?{}", parts.join("&"))
+        format!("?{text}")
     }
 }
 
@@ -116,7 +136,8 @@ impl Drop for LiveStream {
 /// Opens the live stream of a trace for the frames after `after`.
 pub fn live(id: i64, after: i64, handlers: LiveHandlers) -> Result<LiveStream, ApiFailure> {
     let url = format!("/api/traces/{id}/live?after={after}");
-    let source = EventSource::new(&url).map_err(|e| ApiFailure(format!("cannot open {url}: {e:?}")))?;
+    let source = EventSource::new(&url)
+        .map_err(|e| ApiFailure { status: None, message: format!("cannot open {url}: {e:?}") })?;
     let LiveHandlers { frames, trace, error } = handlers;
     let listeners = vec![
         listen(&source, "frames", move |data| match serde_json::from_str(&data) {

@@ -1,44 +1,37 @@
-//! The app shell: routes the address to a page and offers links that navigate without reloading.
+//! The app shell: the router and its routes. Pages come from [`crate::pages`]; nothing here is imported
+//! back by them.
 
+use crate::pages::not_found::NotFound;
 use crate::pages::trace_list::TraceList;
 use crate::pages::trace_view::TraceView;
-use crate::route::{Nav, Route};
-use leptos::ev::MouseEvent;
 use leptos::prelude::*;
+use leptos_router::components::{Route, Router, Routes};
+use leptos_router::hooks::use_params_map;
+use leptos_router::path;
 
-/// The whole app.
+/// The whole app: `/` (and `/index.html`) is the trace list, `/traces/{id}` one trace, anything else is
+/// not found.
 #[component]
 pub fn App() -> impl IntoView {
-    let nav = Nav::install();
-    provide_context(nav);
-    // Only a change of path swaps the page; query changes stay within it.
-    let route = Memo::new(move |_| nav.route());
-    move || match route.get() {
-        Route::List => view! { <TraceList /> }.into_any(),
-        Route::Trace(id) => view! { <TraceView id=id /> }.into_any(),
-        Route::NotFound(path) => view! {
-            <div class="notice error big">
-                {format!("Nothing here at {path}. ")}
-                <AppLink href="/".to_owned() class="">"See all traces"</AppLink>
-            </div>
-        }
-        .into_any(),
+    view! {
+        <Router>
+            <Routes fallback=|| view! { <NotFound /> }>
+                <Route path=path!("/") view=TraceList />
+                <Route path=path!("/index.html") view=TraceList />
+                <Route path=path!("/traces/:id") view=TraceRoute />
+            </Routes>
+        </Router>
     }
 }
 
-/// A link inside the app: a plain click navigates in place (history entry, no reload); modified clicks
-/// (new tab, ...) are left to the browser.
+/// `/traces/:id`: a new trace view for each id (the router keeps a route's view when only its
+/// parameters change).
 #[component]
-pub fn AppLink(href: String, class: &'static str, children: Children) -> impl IntoView {
-    let nav = expect_context::<Nav>();
-    let target = href.clone();
-    let on_click = move |ev: MouseEvent| {
-        if ev.button() != 0 || ev.ctrl_key() || ev.meta_key() || ev.shift_key() || ev.alt_key() {
-            return;
-        }
-        ev.prevent_default();
-        ev.stop_propagation();
-        nav.go(&target);
-    };
-    view! { <a href=href class=class on:click=on_click>{children()}</a> }
+fn TraceRoute() -> impl IntoView {
+    let params = use_params_map();
+    let id = Memo::new(move |_| params.with(|p| p.get_str("id").and_then(|s| s.parse::<i64>().ok())));
+    move || match id.get() {
+        Some(id) => view! { <TraceView id=id /> }.into_any(),
+        None => view! { <NotFound /> }.into_any(),
+    }
 }

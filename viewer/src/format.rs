@@ -43,6 +43,18 @@ pub fn wall_clock(rfc3339: &str) -> String {
     format!("{} UTC", no_frac.replacen('T', " ", 1))
 }
 
+/// The wall-clock time (UTC, milliseconds) of an offset into a trace that started at an RFC 3339 time:
+/// `2026-11-30 16:43:56.123 UTC`.
+pub fn wall_clock_at(started_at: &str, t_ns: i64) -> Option<String> {
+    let start = js_sys::Date::parse(started_at);
+    if !start.is_finite() {
+        return None;
+    }
+    let at = js_sys::Date::new(&wasm_bindgen::JsValue::from_f64(start + t_ns as f64 / 1e6));
+    let iso: String = at.to_iso_string().into();
+    Some(format!("{} UTC", iso.trim_end_matches('Z').replacen('T', " ", 1)))
+}
+
 /// Milliseconds between two RFC 3339 times, when the browser can parse both.
 pub fn span_ms(from: &str, to: &str) -> Option<f64> {
     let a = js_sys::Date::parse(from);

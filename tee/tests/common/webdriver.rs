@@ -51,6 +51,34 @@ impl Browser {
         self.inner.texts(css).unwrap()
     }
 
+    /// Makes the page's viewport `width` x `height` CSS pixels (screenshots follow).
+    pub fn resize(&self, width: u32, height: u32) {
+        let metrics = serde_json::json!({"width": width, "height": height, "deviceScaleFactor": 1, "mobile": false});
+        self.inner.cdp("Emulation.setDeviceMetricsOverride", metrics).unwrap()
+    }
+
+    /// Sends a key press (`keydown`) to the element matching `css`, or to the page's body when it is
+    /// `None`, the way a keyboard would reach it (bubbling to the window).
+    pub fn key(&self, css: Option<&str>, key: &str) {
+        let script = "const el = arguments[0] ? document.querySelector(arguments[0]) : (document.activeElement || document.body); \
+                      if (!el) throw new Error('nothing matches ' + arguments[0]); \
+                      el.dispatchEvent(new KeyboardEvent('keydown', {key: arguments[1], bubbles: true, cancelable: true}));";
+        self.js(script, serde_json::json!([css, key]));
+    }
+
+    /// Types `text` into the input matching `css` as a user would: its value changes and an `input` event
+    /// follows (no `change`, no Enter).
+    pub fn type_into(&self, css: &str, text: &str) {
+        let script = "const el = document.querySelector(arguments[0]); el.focus(); el.value = arguments[1]; \
+                      el.dispatchEvent(new Event('input', {bubbles: true}));";
+        self.js(script, serde_json::json!([css, text]));
+    }
+
+    /// A number the page's script computes.
+    pub fn num(&self, script: &str) -> f64 {
+        self.js(script, serde_json::json!([])).as_f64().unwrap_or_else(|| panic!("{script} gave no number"))
+    }
+
     /// Waits (up to 20 s) until `cond` holds, re-checking every 50 ms.
     pub fn wait_for(&self, what: &str, mut cond: impl FnMut(&Browser) -> bool) {
         let deadline = Instant::now() + Duration::from_secs(20);

@@ -1,11 +1,15 @@
-//! The detail panel (`#detail`): the selected frame's facts, its pair, pretty JSON, raw bytes and envelope.
+//! The detail panel (`#detail`): the selected frame's facts, its pair, its payload (a JSON tree and the
+//! raw bytes for messages; the line, terminal escapes removed, for stderr; the raw text for invalid
+//! frames), the envelope, and a notice when the filters hide the frame.
 
-use super::json::json_tree;
+use super::highlight::search_words;
+use super::json::{json_tree, parse};
 use super::trace_state;
 use crate::format;
 use acp_tee_shared::api::{FrameDetail, FrameSummary};
 use acp_tee_shared::{Direction, FrameKind};
 use leptos::prelude::*;
+use wasm_bindgen::{JsCast, JsValue};
 
 fn dir_text(d: Direction) -> &'static str {
     match d {
@@ -21,24 +25,94 @@ pub fn Detail() -> impl IntoView {
     let st = trace_state();
     let body = move || {
         let Some(seq) = st.query.with(|q| q.frame) else {
-            return view! { <div class="hint">"Click a frame to see its bytes, timing and pair."</div> }.into_any();
+            return view! {
+                <div class="hint">
+                    "Select a frame (click it, or press j / ↓) to see its bytes, timing and pair; then shift+click another to measure the time between them."
+                </div>
+            }
+            .into_any();
         };
         st.detail.with(|d| match d {
             Some((s, Ok(detail))) if *s == seq => detail_view(detail.clone()).into_any(),
-            Some((s, Err(e))) if *s == seq => view! { <div class="notice error">{e.0.clone()}</div> }.into_any(),
+            Some((s, Err(e))) if *s == seq => view! { <div class="notice error">{e.message.clone()}</div> }.into_any(),
             _ => view! { <div class="hint">{format!("Loading frame #{seq}…")}</div> }.into_any(),
         })
     };
-    view! { <aside id="detail">{body}</aside> }
+    let measured = move || {
+        st.measure.get().map(|m| {
+            view! {
+                <div id="measure" class="banner info" role="status">
+                    {format!("{} between them", super::diagram::measure_text(m))}
+                    " " <button class="link" on:click=move |_| st.measure.set(None)>"clear"</button>
+                </div>
+            }
+        })
+    };
+    view! { <aside id="detail" aria-label="selected frame"><HiddenNotice />{measured}{body}</aside> }
 }
 
-fn facts(f: &FrameSummary) -> impl IntoView {
+/// Says when the selected frame is hidden by the filters, with a way to show it.
+#[component]
+fn HiddenNotice() -> impl IntoView {
+    let st = trace_state();
+    move || {
+        let h = st.hidden.get()?;
+        (st.query.with(|q| q.frame) == Some(h.seq)).then(|| {
+            view! {
+                <div id="hidden-notice" class="banner warn" role="status">
+                    {format!("#{} is hidden by the current filters, so the diagram does not show it. ", h.seq)}
+                    <button class="link" on:click=move |_| st.url.update(true, |q| {
+                        q.filters = Default::default();
+                        q.rejected.retain(|r| !super::filters::FILTER_KEYS.contains(&r.key));
+                    })>"Clear filters"</button>
+                </div>
+            }
+        })
+    }
+}
+
+/// A fact's value; method and session values filter the diagram by them when clicked.
+fn fact_value(key: &'static str, value: String) -> AnyView {
+    let st = trace_state();
+    let filter_key = match key {
+        "method" => Some("method"),
+        "session" => Some("session"),
+        _ => None,
+    };
+    match filter_key {
+        Some(k) => {
+            let v = value.clone();
+            let apply = move |_| {
+                let v = v.clone();
+                st.url.update(true, |q| {
+                    q.accept(k);
+                    if k == "method" {
+                        q.filters.method = Some(v);
+                    } else {
+                        q.filters.session = Some(v);
+                    }
+                });
+            };
+            view! {
+                <dd><button class="link fact-filter" data-filter=k title=format!("show only frames with this {key}") on:click=apply>{value}</button></dd>
+            }
+            .into_any()
+        }
+        None => view! { <dd>{value}</dd> }.into_any(),
+    }
+}
+
+fn facts(f: &FrameSummary, started_at: &str) -> impl IntoView {
+    let wall = format::wall_clock_at(started_at, f.t_ns);
     let mut rows: Vec<(&'static str, String)> = vec![
         ("time", format::exact_offset_ns(f.t_ns)),
         ("direction", dir_text(f.dir).to_owned()),
         ("kind", f.kind.as_str().to_owned()),
         ("size", format!("{} bytes", format::count(f.size))),
     ];
+    if let Some(w) = wall {
+        rows.insert(1, ("wall clock", w));
+    }
     if let Some(id) = &f.id {
         rows.push(("id", id.to_string()));
     }
@@ -56,7 +130,7 @@ fn facts(f: &FrameSummary) -> impl IntoView {
     }
     view! {
         <dl class="facts">
-            {rows.into_iter().map(|(k, v)| view! { <dt>{k}</dt><dd>{v}</dd> }).collect_view()}
+            {rows.into_iter().map(|(k, v)| view! { <dt>{k}</dt>{fact_value(k, v)} }).collect_view()}
         </dl>
     }
 }
@@ -71,23 +145,103 @@ fn pair_view(f: &FrameSummary, pair: Option<FrameSummary>) -> impl IntoView {
     Some(view! {
         <div class="pair">
             <span>{format!("Paired with {what} #{seq}{latency}")}</span>
-            <button id="jump-pair" on:click=move |_| st.jump_to(seq)>{format!("Jump to {what} #{seq}")}</button>
+            <button id="jump-pair" on:click=move |_| st.jump_to(seq, true)>{format!("Jump to {what} #{seq}")}</button>
         </div>
     })
 }
 
-fn payload_views(d: &FrameDetail) -> impl IntoView {
-    let raw_text = d.raw.clone().unwrap_or_default();
-    let parsed = serde_json::from_str::<serde_json::Value>(&raw_text).ok();
-    let json = match parsed {
-        Some(v) => json_tree(&v),
-        None if d.raw.is_some() => view! { <pre class="not-json">{raw_text.clone()}</pre> }.into_any(),
-        None => view! { <div class="hint">"Not UTF-8; see the raw bytes below."</div> }.into_any(),
-    };
+/// Terminal escapes made visible (`␛[31m`), for showing the exact bytes of a coloured line.
+fn visible_escapes(s: &str) -> String {
+    s.replace('\u{1b}', "␛")
+}
+
+fn section(title: &'static str, body: AnyView) -> AnyView {
+    view! { <section><h3>{title}</h3>{body}</section> }.into_any()
+}
+
+/// Calls `target.name(arg)` through JavaScript (for browser methods whose web-sys bindings are not built).
+fn call_js(target: &JsValue, name: &str, arg: &JsValue) -> Option<JsValue> {
+    let f = js_sys::Reflect::get(target, &JsValue::from_str(name)).ok()?.dyn_into::<js_sys::Function>().ok()?;
+    f.call1(target, arg).ok()
+}
+
+/// Copies text to the clipboard (`navigator.clipboard.writeText`).
+fn copy(text: &str) {
+    let clipboard = js_sys::Reflect::get(&window(), &JsValue::from_str("navigator"))
+        .and_then(|n| js_sys::Reflect::get(&n, &JsValue::from_str("clipboard")));
+    if let Ok(clipboard) = clipboard {
+        call_js(&clipboard, "writeText", &JsValue::from_str(text));
+    }
+}
+
+/// Opens or closes every node of the JSON tree.
+fn open_all(open: bool) {
+    let doc: JsValue = document().into();
+    let Some(nodes) = call_js(&doc, "querySelectorAll", &JsValue::from_str("#detail .json details")) else { return };
+    for node in js_sys::Array::from(&nodes).iter() {
+        if let Ok(el) = node.dyn_into::<web_sys::Element>() {
+            let _ = if open { el.set_attribute("open", "") } else { el.remove_attribute("open") };
+        }
+    }
+}
+
+/// A section's title with buttons after it.
+fn tools(buttons: AnyView) -> AnyView {
+    view! { <span class="tools">{buttons}</span> }.into_any()
+}
+
+/// The payload: what it says, once; the search's `words` marked.
+fn payload_views(d: &FrameDetail, words: &[String]) -> impl IntoView {
+    let words = words.to_vec();
     let raw = match (&d.raw, &d.raw_base64) {
         (Some(r), _) => r.clone(),
         (None, Some(b)) => format!("(not UTF-8; base64)\n{b}"),
         (None, None) => String::new(),
+    };
+    let raw_view = |text: String| {
+        let for_copy = text.clone();
+        view! {
+            {tools(view! { <button class="link" id="copy-raw" on:click=move |_| copy(&for_copy)>"copy"</button> }.into_any())}
+            <pre class="raw">{text}</pre>
+        }
+        .into_any()
+    };
+    let main = match d.frame.kind {
+        FrameKind::Stderr => {
+            let text = d.raw.as_deref().map(strip_ansi_escapes::strip_str).unwrap_or_else(|| raw.clone());
+            let exact = d.raw.as_ref().filter(|r| r.contains('\u{1b}')).map(|r| {
+                view! {
+                    <details class="escapes">
+                        <summary>"with its terminal escapes"</summary>
+                        <pre class="raw">{visible_escapes(r)}</pre>
+                    </details>
+                }
+            });
+            section("Line", view! { <pre class="line">{text}</pre> {exact} }.into_any())
+        }
+        _ => match d.raw.as_deref().map(parse) {
+            Some(Ok(json)) => view! {
+                {section("JSON", view! {
+                    {tools(view! {
+                        <button class="link" id="json-expand" on:click=|_| open_all(true)>"expand all"</button>
+                        <button class="link" id="json-collapse" on:click=|_| open_all(false)>"collapse all"</button>
+                    }.into_any())}
+                    <div class="json">{json_tree(&json, &words)}</div>
+                }.into_any())}
+                {section("Raw", raw_view(raw))}
+            }
+            .into_any(),
+            Some(Err(e)) => view! {
+                <p class="hint">{format!("Not JSON: {e}.")}</p>
+                {section("Raw", raw_view(raw))}
+            }
+            .into_any(),
+            None => view! {
+                <p class="hint">"Not UTF-8: the bytes are shown as base64."</p>
+                {section("Raw", raw_view(raw))}
+            }
+            .into_any(),
+        },
     };
     let envelope = d.envelope.clone().map(|e| {
         view! {
@@ -97,30 +251,24 @@ fn payload_views(d: &FrameDetail) -> impl IntoView {
             </section>
         }
     });
-    view! {
-        <section>
-            <h3>"JSON"</h3>
-            <div class="json">{json}</div>
-        </section>
-        <section>
-            <h3>"Raw"</h3>
-            <pre class="raw">{raw}</pre>
-        </section>
-        {envelope}
-    }
+    view! { {main} {envelope} }
 }
 
 fn detail_view(d: FrameDetail) -> impl IntoView {
+    let st = trace_state();
+    let started_at = st.trace.with_untracked(|t| t.meta.started_at.clone());
+    let words = st.query.with_untracked(|q| search_words(q.filters.q.as_deref()));
     let f = d.frame.clone();
     let title = f.method.clone().unwrap_or_else(|| f.kind.as_str().to_owned());
+    let preview = f.preview.clone().filter(|_| f.kind != FrameKind::Stderr);
     view! {
         <header class="detail-head">
             <span class=format!("chip kind-{}", f.kind.as_str())>{f.kind.as_str()}</span>
-            <h2>{format!("#{} {title}", f.seq)}</h2>
+            <h2 title=title.clone()>{format!("#{} {title}", f.seq)}</h2>
         </header>
-        {f.preview.clone().map(|p| view! { <p class="detail-preview">{p}</p> })}
-        {facts(&f)}
+        {preview.map(|p| view! { <p class="detail-preview">{p}</p> })}
+        {facts(&f, &started_at)}
         {pair_view(&f, d.pair.clone())}
-        {payload_views(&d)}
+        {payload_views(&d, &words)}
     }
 }

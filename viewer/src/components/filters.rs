@@ -1,25 +1,31 @@
-//! The filter bar: direction, kind, method (with counts), session, errors, slower than, full-text search.
-//! Every change goes to the URL; the loader refetches from there.
+//! The filter bar: direction, kind, method (with counts), session (with the sessions seen), errors, slower
+//! than, full-text search. Every change goes to the URL; the loader refetches from there.
+//!
+//! The three text fields behave alike: they apply a short pause after typing stops, or at once on Enter,
+//! and replace the history entry rather than add one per pause. A value the view cannot use is kept,
+//! marked invalid, and said to be ignored.
 
+use super::summary::plural;
 use super::trace_state;
-use crate::format;
-use crate::route::Filters;
 use crate::state::TraceState;
+use crate::view_query::{Filters, ViewQuery};
 use acp_tee_shared::{Direction, FrameKind};
 use gloo_timers::future::TimeoutFuture;
 use leptos::prelude::*;
 use leptos::task::spawn_local;
+use std::collections::BTreeSet;
 
-/// Time after the last keystroke before a search applies by itself.
-const SEARCH_DEBOUNCE_MS: u32 = 400;
+/// Time after the last keystroke before a text field applies by itself.
+const TYPING_DEBOUNCE_MS: u32 = 400;
+/// Most session ids offered as suggestions.
+const MAX_SESSION_SUGGESTIONS: usize = 50;
+/// Most fetched frames looked at for session ids.
+const SESSION_SCAN: usize = 5_000;
+/// The query keys of the filters (what "Clear filters" clears).
+pub const FILTER_KEYS: [&str; 7] = ["dir", "kind", "method", "session", "errors", "min_latency_ms", "q"];
 
 fn set_filters(st: TraceState, change: impl FnOnce(&mut Filters)) {
-    st.nav.update_query(true, |q| change(&mut q.filters));
-}
-
-fn non_empty(s: String) -> Option<String> {
-    let t = s.trim();
-    (!t.is_empty()).then(|| t.to_owned())
+    st.url.update(true, |q| change(&mut q.filters));
 }
 
 /// The filter bar above the diagram.
@@ -29,13 +35,26 @@ pub fn FilterBar() -> impl IntoView {
     let f = Memo::new(move |_| st.query.with(|q| q.filters.clone()));
     let matching = move || {
         let (loaded, total) = st.window.with(|w| (w.is_loaded(), w.total() as i64));
-        loaded.then(|| format!("{} frames", format::count(total)))
+        loaded.then(|| plural(total, "frame"))
     };
+    let rejected = move || {
+        st.query.with(|q| {
+            q.rejected
+                .iter()
+                .map(|r| {
+                    view! {
+                        <li>{format!("{}={} is not {}; ignored", r.key, r.value, r.expected)}</li>
+                    }
+                })
+                .collect_view()
+        })
+    };
+    let any_rejected = move || st.query.with(|q| !q.rejected.is_empty());
     view! {
         <div class="filters">
             <select id="filter-dir" title="direction" on:change=move |ev| {
                 let v = event_target_value(&ev);
-                set_filters(st, |f| f.dir = v.parse().ok());
+                st.url.update(true, |q| { q.accept("dir"); q.filters.dir = v.parse().ok(); });
             }>
                 <option value="" selected=move || f.with(|f| f.dir.is_none())>"any direction"</option>
                 {Direction::ALL
@@ -44,7 +63,7 @@ pub fn FilterBar() -> impl IntoView {
             </select>
             <select id="filter-kind" title="kind" on:change=move |ev| {
                 let v = event_target_value(&ev);
-                set_filters(st, |f| f.kind = v.parse().ok());
+                st.url.update(true, |q| { q.accept("kind"); q.filters.kind = v.parse().ok(); });
             }>
                 <option value="" selected=move || f.with(|f| f.kind.is_none())>"any kind"</option>
                 {FrameKind::ALL
@@ -52,32 +71,122 @@ pub fn FilterBar() -> impl IntoView {
                     .collect_view()}
             </select>
             <MethodSelect filters=f />
-            <input id="filter-session" type="text" placeholder="session id" prop:value=move || f.with(|f| f.session.clone().unwrap_or_default())
-                on:change=move |ev| {
-                    let v = non_empty(event_target_value(&ev));
-                    set_filters(st, |f| f.session = v);
-                } />
+            <TextFilter id="filter-session" key="session" placeholder="session id" list="session-ids" />
+            <SessionSuggestions />
             <label class="check">
                 <input id="filter-errors" type="checkbox" prop:checked=move || f.with(|f| f.errors)
                     on:change=move |ev| {
                         let on = event_target_checked(&ev);
-                        set_filters(st, |f| f.errors = on);
+                        st.url.update(true, |q| { q.accept("errors"); q.filters.errors = on; });
                     } />
                 "errors only"
             </label>
             <label class="slower">
                 "slower than"
-                <input id="filter-min-latency" type="number" min="0" step="any" placeholder="ms"
-                    prop:value=move || f.with(|f| f.min_latency_ms.map(|m| m.to_string()).unwrap_or_default())
-                    on:change=move |ev| {
-                        let v = event_target_value(&ev).trim().parse::<f64>().ok().filter(|m| m.is_finite() && *m >= 0.0);
-                        set_filters(st, |f| f.min_latency_ms = v);
-                    } />
+                <TextFilter id="filter-min-latency" key="min_latency_ms" placeholder="ms" list="" />
                 "ms"
             </label>
-            <SearchBox filters=f />
+            <TextFilter id="search" key="q" placeholder="search payloads…  ( / )" list="" />
             <span class="matching">{matching}</span>
+            <ul id="rejected" class="rejected" class:hidden=move || !any_rejected()>{rejected}</ul>
         </div>
+    }
+}
+
+/// The text of a key as the URL has it: the rejected value, else the filter's.
+fn shown_text(q: &ViewQuery, key: &str) -> String {
+    if let Some(r) = q.rejected(key) {
+        return r.value.clone();
+    }
+    let f = &q.filters;
+    match key {
+        "session" => f.session.clone(),
+        "min_latency_ms" => f.min_latency_ms.map(|m| m.to_string()),
+        "q" => f.q.clone(),
+        _ => None,
+    }
+    .unwrap_or_default()
+}
+
+/// A text field bound to one query key: applies after a pause in typing or on Enter, replacing the history
+/// entry; marked invalid while the URL holds a value it cannot use.
+#[component]
+fn TextFilter(id: &'static str, key: &'static str, placeholder: &'static str, list: &'static str) -> impl IntoView {
+    let st = trace_state();
+    let typed = StoredValue::new(0u64);
+    let apply = move |text: String| {
+        st.url.update(false, |q| q.set_typed(key, &text));
+    };
+    // The field follows the URL (back, forward, "Clear filters"), but never rewrites what is being typed
+    // when it only differs by surrounding spaces.
+    let input_ref = NodeRef::<leptos::html::Input>::new();
+    Effect::new(move |_| {
+        let want = st.query.with(|q| shown_text(q, key));
+        if let Some(el) = input_ref.get() {
+            if el.value().trim() != want.trim() {
+                el.set_value(&want);
+            }
+        }
+    });
+    let invalid = move || st.query.with(|q| q.rejected(key).is_some());
+    let title = move || {
+        st.query.with(|q| match q.rejected(key) {
+            Some(r) => format!("not {}; ignored", r.expected),
+            None => placeholder.trim_end_matches('…').to_owned(),
+        })
+    };
+    view! {
+        <input id=id type=if key == "q" { "search" } else { "text" } placeholder=placeholder
+            list=(!list.is_empty()).then_some(list)
+            inputmode=(key == "min_latency_ms").then_some("decimal")
+            class:invalid=invalid aria-invalid=move || invalid().to_string() title=title
+            node_ref=input_ref
+            on:keydown=move |ev| {
+                if ev.key() == "Enter" {
+                    typed.update_value(|n| *n += 1);
+                    apply(event_target_value(&ev));
+                }
+            }
+            on:change=move |ev| {
+                typed.update_value(|n| *n += 1);
+                apply(event_target_value(&ev));
+            }
+            on:input=move |ev| {
+                let text = event_target_value(&ev);
+                typed.update_value(|n| *n += 1);
+                let mine = typed.get_value();
+                spawn_local(async move {
+                    TimeoutFuture::new(TYPING_DEBOUNCE_MS).await;
+                    if typed.try_get_value() == Some(mine) {
+                        apply(text);
+                    }
+                });
+            } />
+    }
+}
+
+/// Session ids seen in the frames fetched so far, offered while typing a session filter.
+#[component]
+fn SessionSuggestions() -> impl IntoView {
+    let st = trace_state();
+    let ids = Memo::new(move |_| {
+        st.window.with(|w| {
+            let mut seen = BTreeSet::new();
+            for f in w.fetched().take(SESSION_SCAN) {
+                if let Some(s) = f.session_id.as_ref().filter(|s| !seen.contains(*s)) {
+                    seen.insert(s.clone());
+                    if seen.len() >= MAX_SESSION_SUGGESTIONS {
+                        break;
+                    }
+                }
+            }
+            seen.into_iter().collect::<Vec<_>>()
+        })
+    });
+    view! {
+        <datalist id="session-ids">
+            {move || ids.get().into_iter().map(|s| view! { <option value=s></option> }).collect_view()}
+        </datalist>
     }
 }
 
@@ -101,51 +210,19 @@ fn MethodSelect(filters: Memo<Filters>) -> impl IntoView {
             .map(|(m, count)| {
                 let text = count.map_or(m.clone(), |n| format!("{m} ({n})"));
                 let selected = current.as_ref() == Some(&m);
-                view! { <option value=m selected=selected>{text}</option> }
+                view! { <option value=m.clone() title=m selected=selected>{text}</option> }
             })
             .collect_view()
     };
+    let title = move || filters.with(|f| f.method.clone().unwrap_or_else(|| "method".to_owned()));
     view! {
-        <select id="filter-method" title="method" on:change=move |ev| {
-            let v = non_empty(event_target_value(&ev));
+        <select id="filter-method" title=title on:change=move |ev| {
+            let v = event_target_value(&ev);
+            let v = (!v.trim().is_empty()).then_some(v);
             set_filters(st, |f| f.method = v);
         }>
             <option value="" selected=move || filters.with(|f| f.method.is_none())>"any method"</option>
             {options}
         </select>
-    }
-}
-
-/// Full-text search: applies on Enter, or by itself shortly after typing stops.
-#[component]
-fn SearchBox(filters: Memo<Filters>) -> impl IntoView {
-    let st = trace_state();
-    let typed = StoredValue::new(0u64);
-    let apply = move |text: String| {
-        let q = non_empty(text);
-        if st.query.with_untracked(|v| v.filters.q != q) {
-            set_filters(st, |f| f.q = q);
-        }
-    };
-    view! {
-        <input id="search" type="search" placeholder="search payloads…"
-            prop:value=move || filters.with(|f| f.q.clone().unwrap_or_default())
-            on:keydown=move |ev| {
-                if ev.key() == "Enter" {
-                    typed.update_value(|n| *n += 1);
-                    apply(event_target_value(&ev));
-                }
-            }
-            on:input=move |ev| {
-                let text = event_target_value(&ev);
-                typed.update_value(|n| *n += 1);
-                let mine = typed.get_value();
-                spawn_local(async move {
-                    TimeoutFuture::new(SEARCH_DEBOUNCE_MS).await;
-                    if typed.try_get_value() == Some(mine) {
-                        apply(text);
-                    }
-                });
-            } />
     }
 }

@@ -1,50 +1,20 @@
-//! The trace view's header: name, command, counts, live badge, and the toolbar (tabs, axis, follow, export).
+//! The trace view's header: name, command, counts, live badge, a warning when the server is gone, and the
+//! toolbar (tabs; axis and follow on the diagram tab; export).
 
+use super::summary::{exit_text, plural, status_badge, trace_duration, trace_name};
 use super::trace_state;
 use crate::api::export_url;
-use crate::app::AppLink;
 use crate::format;
-use crate::route::{Axis, Tab};
+use crate::state::layout::DEFAULT_SCALE_MS;
+use crate::view_query::{Axis, Tab};
 use acp_tee_shared::api::TraceSummary;
 use leptos::prelude::*;
-
-/// A trace's display name: its `--name`, else the agent program's file name.
-pub fn trace_name(t: &TraceSummary) -> String {
-    t.meta.name.clone().unwrap_or_else(|| {
-        let program = t.meta.command.first().map(String::as_str).unwrap_or("trace");
-        program.rsplit('/').next().unwrap_or(program).to_owned()
-    })
-}
-
-/// How long the run took (or has been going, by its last frame).
-pub fn trace_duration(t: &TraceSummary) -> String {
-    match t.meta.ended_at.as_deref().and_then(|end| format::span_ms(&t.meta.started_at, end)) {
-        Some(ms) => format::duration_ns((ms * 1e6) as i64),
-        None => format::duration_ns(t.last_t_ns),
-    }
-}
-
-/// The live/ended badge.
-pub fn status_badge(t: &TraceSummary) -> AnyView {
-    if t.live {
-        view! { <span class="badge badge-live">"● live"</span> }.into_any()
-    } else {
-        view! { <span class="badge badge-ended">"ended"</span> }.into_any()
-    }
-}
-
-fn plural(n: i64, noun: &str) -> String {
-    format!("{} {noun}{}", format::count(n), if n == 1 { "" } else { "s" })
-}
+use leptos_router::components::A;
 
 fn summary_line(t: &TraceSummary) -> impl IntoView {
-    let exit = match (t.meta.exit_code, t.meta.exit_signal) {
-        (_, Some(sig)) => format!("signal {sig}"),
-        (Some(code), None) => format!("exit {code}"),
-        (None, None) => String::new(),
-    };
+    let (exit, reason) = exit_text(t);
     let missing = (t.meta.missing_frames > 0).then(|| {
-        view! { <span class="warn">{format!("{} frames missing", format::count(t.meta.missing_frames))}</span> }
+        view! { <span class="warn">{format!("{} missing", plural(t.meta.missing_frames, "frame"))}</span> }
     });
     view! {
         <div class="summary">
@@ -53,8 +23,8 @@ fn summary_line(t: &TraceSummary) -> impl IntoView {
             <span>{trace_duration(t)}</span>
             <span>{format::wall_clock(&t.meta.started_at)}</span>
             <span>{t.meta.mode.clone()}</span>
-            {(!exit.is_empty()).then(|| view! { <span>{exit}</span> })}
-            {t.meta.end_reason.clone().map(|r| view! { <span class="reason">{r}</span> })}
+            {(!exit.is_empty()).then(|| view! { <span title=reason.clone()>{exit}</span> })}
+            {(!reason.is_empty()).then(|| view! { <span class="reason">{reason}</span> })}
             {t.imported_from.clone().map(|i| view! { <span class="imported">{format!("imported: {i}")}</span> })}
             {missing}
         </div>
@@ -65,24 +35,42 @@ fn summary_line(t: &TraceSummary) -> impl IntoView {
 #[component]
 pub fn TraceHeader() -> impl IntoView {
     let st = trace_state();
-    let head = move || match st.summary() {
-        Some(t) => view! {
+    let head = move || {
+        let t = st.trace.get();
+        let command = t.meta.command.join(" ");
+        let title = match &t.meta.cwd {
+            Some(cwd) => format!("{command}\nin {cwd}"),
+            None => command.clone(),
+        };
+        let lost = st.connection_lost.get().is_some();
+        let badge = if lost && t.live {
+            view! { <span class="badge badge-lost" title="the server does not answer; the trace may have ended">"? no contact"</span> }.into_any()
+        } else {
+            status_badge(&t)
+        };
+        view! {
             <div class="title-line">
-                <h1 id="trace-title">{trace_name(&t)}</h1>
-                {status_badge(&t)}
-                <code class="cmd" title=t.meta.cwd.clone().unwrap_or_default()>{t.meta.command.join(" ")}</code>
+                <h1 id="trace-title" title=trace_name(&t)>{trace_name(&t)}</h1>
+                {badge}
+                <code class="cmd" title=title>{command}</code>
             </div>
             {summary_line(&t)}
         }
-        .into_any(),
-        None => {
-            view! { <div class="title-line"><h1 id="trace-title">{format!("trace {}", st.id)}</h1></div> }.into_any()
-        }
+    };
+    let lost = move || {
+        st.connection_lost.get().map(|since| {
+            view! {
+                <div id="connection-lost" class="banner error" role="alert">
+                    {format!("Lost contact with the acp-tee server at {since}: frames recorded since then are not shown. Retrying…")}
+                </div>
+            }
+        })
     };
     view! {
         <header class="trace-head">
-            <AppLink href="/".to_owned() class="back">"← all traces"</AppLink>
+            <A href="/" attr:class="back">"← all traces"</A>
             {head}
+            {lost}
             <Toolbar />
         </header>
     }
@@ -93,21 +81,41 @@ fn Toolbar() -> impl IntoView {
     let st = trace_state();
     let tab = Memo::new(move |_| st.query.with(|q| q.tab));
     let axis = Memo::new(move |_| st.query.with(|q| q.axis));
-    let set_tab = move |t: Tab| st.nav.update_query(true, |q| q.tab = t);
-    let set_axis = move |a: Axis| st.nav.update_query(true, |q| q.axis = a);
+    let set_tab = move |t: Tab| st.url.update(true, |q| q.tab = t);
+    let set_axis = move |a: Axis| {
+        st.url.update(true, |q| {
+            q.accept("axis");
+            q.axis = a;
+        })
+    };
+    let on_diagram = move || tab.get() == Tab::Diagram;
+    let live = Memo::new(move |_| st.is_live());
+    let follow_title = move || {
+        if live.get() {
+            "keep the newest frames in view while recording"
+        } else {
+            "the trace has ended: there is nothing new to follow"
+        }
+    };
     let id = st.id;
     view! {
         <div class="toolbar">
-            <div class="seg">
-                <button id="tab-diagram" class:on=move || tab.get() == Tab::Diagram on:click=move |_| set_tab(Tab::Diagram)>"Diagram"</button>
-                <button id="tab-timing" class:on=move || tab.get() == Tab::Timing on:click=move |_| set_tab(Tab::Timing)>"Timing"</button>
+            <div class="seg" role="tablist">
+                <button id="tab-diagram" role="tab" aria-selected=move || on_diagram().to_string() class:on=on_diagram on:click=move |_| set_tab(Tab::Diagram)>"Diagram"</button>
+                <button id="tab-timing" role="tab" aria-selected=move || (!on_diagram()).to_string() class:on=move || !on_diagram() on:click=move |_| set_tab(Tab::Timing)>"Timing"</button>
             </div>
-            <div class="seg" title="vertical axis">
-                <button id="axis-rows" class:on=move || axis.get() == Axis::Rows on:click=move |_| set_axis(Axis::Rows)>"rows"</button>
-                <button id="axis-time" class:on=move || axis.get() == Axis::Time on:click=move |_| set_axis(Axis::Time)>"time"</button>
+            <div class="seg" title="vertical axis" class:hidden=move || !on_diagram()>
+                <button id="axis-rows" class:on=move || axis.get() == Axis::Rows on:click=move |_| set_axis(Axis::Rows)
+                    title="one row per frame">"rows"</button>
+                <button id="axis-time" class:on=move || axis.get() == Axis::Time on:click=move |_| set_axis(Axis::Time)
+                    title="time, compressed: long idle gaps are folded">"time"</button>
+                <button id="axis-linear" class:on=move || axis.get() == Axis::Linear on:click=move |_| set_axis(Axis::Linear)
+                    title="time, proportional: gaps drawn to scale">"linear"</button>
             </div>
-            <label class="check" class:dim=move || !st.is_live() title="keep the newest frames in view while recording">
-                <input id="follow" type="checkbox" prop:checked=move || st.follow.get()
+            <Zoom visible=Signal::derive(move || on_diagram() && axis.get() == Axis::Linear) />
+            <label class="check" class:dim=move || !live.get() class:hidden=move || !on_diagram() title=follow_title>
+                <input id="follow" type="checkbox" prop:disabled=move || !live.get()
+                    prop:checked=move || live.get() && st.follow.get()
                     on:change=move |ev| st.follow.set(event_target_checked(&ev)) />
                 "follow"
             </label>
@@ -122,6 +130,37 @@ fn Toolbar() -> impl IntoView {
                 title="the conductor's .jsons, for agent-client-protocol-trace-viewer">".jsons"</a>
             <a id="export-perfetto" class="button" href=export_url(id, "perfetto") download=format!("acp-tee-trace-{id}.perfetto.json")
                 title="Chrome trace-event JSON for ui.perfetto.dev">"Perfetto"</a>
+        </div>
+    }
+}
+
+/// The steps of the linear axis's scale, milliseconds per 100 px.
+const SCALES_MS: [f64; 13] = [0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0, 200.0, 500.0, 1000.0];
+
+/// Zoom of the linear axis: the scale in the URL, one step finer or coarser per click.
+#[component]
+fn Zoom(visible: Signal<bool>) -> impl IntoView {
+    let st = trace_state();
+    let scale = Memo::new(move |_| st.query.with(|q| q.scale.unwrap_or(DEFAULT_SCALE_MS)));
+    let step = move |finer: bool| {
+        let now = scale.get_untracked();
+        let next = if finer {
+            SCALES_MS.iter().rev().copied().find(|s| *s < now)
+        } else {
+            SCALES_MS.iter().copied().find(|s| *s > now)
+        };
+        if let Some(s) = next {
+            st.url.update(false, |q| {
+                q.accept("scale");
+                q.scale = Some(s);
+            });
+        }
+    };
+    view! {
+        <div class="seg zoom" class:hidden=move || !visible.get() title="scale of the linear axis">
+            <button id="zoom-in" on:click=move |_| step(true) title="zoom in">"+"</button>
+            <span class="scale" id="axis-scale">{move || format!("{} / 100 px", format::duration_ns((scale.get() * 1e6) as i64))}</span>
+            <button id="zoom-out" on:click=move |_| step(false) title="zoom out">"−"</button>
         </div>
     }
 }

@@ -5,14 +5,20 @@
 //! - [`detail`] and [`json`]: the selected frame.
 //! - [`filters`]: the filter bar.
 //! - [`timing`]: per-method table, histogram, slowest requests.
-//! - [`header`]: title, counts, live badge, axis, tabs, follow, export.
+//! - [`header`]: title, counts, live badge, tabs, axis, follow, export.
+//! - [`keys`]: the keyboard; [`highlight`]: search words marked in text.
+//! - [`summary`]: a trace's facts as text (also used by the trace list); [`title`]: the tab's title.
 
 pub mod detail;
 pub mod diagram;
 pub mod filters;
 pub mod header;
+pub mod highlight;
 pub mod json;
+pub mod keys;
+pub mod summary;
 pub mod timing;
+pub mod title;
 
 use crate::state::TraceState;
 use leptos::prelude::*;

@@ -1,9 +1,10 @@
 //! The timing tab: per-method latency table, a latency histogram and the slowest responses.
 
+use super::summary::plural;
 use super::trace_state;
 use crate::format;
-use crate::route::Tab;
 use crate::state::TraceState;
+use crate::view_query::Tab;
 use acp_tee_shared::api::{HistogramBucket, MethodStats, TraceStats};
 use leptos::prelude::*;
 
@@ -19,20 +20,20 @@ fn opt_ns(ns: Option<i64>) -> String {
 #[component]
 pub fn Timing() -> impl IntoView {
     let st = trace_state();
-    // The histogram shows one method, or all together when none is picked.
-    let picked = RwSignal::new(None::<String>);
+    // The histogram shows one method (named in the URL), or all together when none is picked.
+    let picked = Memo::new(move |_| st.query.with(|q| q.timing_method.clone()));
     move || {
         st.stats.with(|s| match s {
             None => view! { <div class="notice">"Loading timing…"</div> }.into_any(),
-            Some(Err(e)) => view! { <div class="notice error">{e.0.clone()}</div> }.into_any(),
+            Some(Err(e)) => view! { <div class="notice error">{e.message.clone()}</div> }.into_any(),
             Some(Ok(stats)) if stats.methods.is_empty() => {
                 view! { <div class="notice">"No requests or notifications in this trace yet."</div> }.into_any()
             }
             Some(Ok(stats)) => view! {
                 <div class="timing">
-                    {method_table(stats, picked)}
-                    {histogram_section(stats, picked)}
-                    {slowest(st, stats)}
+                    {method_table(st, stats, picked)}
+                    {histogram_section(st, stats, picked)}
+                    {(!stats.slowest.is_empty()).then(|| slowest(st, stats))}
                 </div>
             }
             .into_any(),
@@ -40,12 +41,17 @@ pub fn Timing() -> impl IntoView {
     }
 }
 
-fn method_table(stats: &TraceStats, picked: RwSignal<Option<String>>) -> impl IntoView {
+fn pick(st: TraceState, method: Option<String>) {
+    st.url.update(true, |q| q.timing_method = method);
+}
+
+fn method_table(st: TraceState, stats: &TraceStats, picked: Memo<Option<String>>) -> impl IntoView {
     let rows = stats
         .methods
         .iter()
         .map(|m| {
             let name = m.method.clone();
+            let title = name.clone();
             let for_click = name.clone();
             let attr = name.clone();
             let is_picked = {
@@ -53,8 +59,13 @@ fn method_table(stats: &TraceStats, picked: RwSignal<Option<String>>) -> impl In
                 move || picked.with(|p| p.as_ref() == Some(&name))
             };
             view! {
-                <tr data-method=attr class:picked=is_picked on:click=move |_| picked.set(Some(for_click.clone()))>
-                    <td class="m">{name}</td>
+                <tr data-method=attr class:picked=is_picked tabindex="0"
+                    on:click={
+                        let m = for_click.clone();
+                        move |_| pick(st, Some(m.clone()))
+                    }
+                    on:keydown=move |ev| if ev.key() == "Enter" { pick(st, Some(for_click.clone())) }>
+                    <td class="m" title=title>{name}</td>
                     <td>{format::count(m.count)}</td>
                     <td class:err=m.errors != 0>{format::count(m.errors)}</td>
                     <td>{format::count(m.answered)}</td>
@@ -76,7 +87,7 @@ fn method_table(stats: &TraceStats, picked: RwSignal<Option<String>>) -> impl In
                 </thead>
                 <tbody>{rows}</tbody>
             </table>
-            <p class="hint">"Click a method to see its histogram."</p>
+            <p class="hint" class:hidden=move || picked.with(Option::is_some)>"Click a method to see its histogram alone."</p>
         </section>
     }
 }
@@ -115,24 +126,38 @@ fn fill_gaps(sorted: Vec<HistogramBucket>) -> Vec<HistogramBucket> {
     out
 }
 
-fn histogram_section(stats: &TraceStats, picked: RwSignal<Option<String>>) -> impl IntoView {
+fn histogram_section(st: TraceState, stats: &TraceStats, picked: Memo<Option<String>>) -> impl IntoView {
     let methods = stats.methods.clone();
     let chart = move || {
         let bars = picked.with(|p| buckets(&methods, p.as_deref()));
-        histogram_svg(&bars)
+        histogram_svg(st, &bars, picked.get())
     };
     let title = move || picked.get().map_or("all methods".to_owned(), |m| m);
     view! {
         <section class="card">
             <h2>"Latency histogram · " {title} " "
-                <button class="link" on:click=move |_| picked.set(None)>"show all"</button>
+                <button id="histogram-all" class="link" class:hidden=move || picked.with(Option::is_none)
+                    on:click=move |_| pick(st, None)>"show all methods"</button>
             </h2>
             {chart}
         </section>
     }
 }
 
-fn histogram_svg(bars: &[HistogramBucket]) -> impl IntoView {
+/// Shows in the diagram the responses (of the picked method) at least as slow as a bar's lower bound.
+fn show_slower_than(st: TraceState, lo_ns: i64, method: Option<String>) {
+    st.url.update(true, |q| {
+        for key in ["kind", "method", "min_latency_ms"] {
+            q.accept(key);
+        }
+        q.tab = Tab::Diagram;
+        q.filters.min_latency_ms = Some(lo_ns as f64 / 1e6);
+        q.filters.method = method;
+        q.frame = None;
+    });
+}
+
+fn histogram_svg(st: TraceState, bars: &[HistogramBucket], method: Option<String>) -> impl IntoView {
     let max = bars.iter().map(|b| b.count).max().unwrap_or(0).max(1) as f64;
     let n = bars.len().max(1) as f64;
     let slot = (HIST_W - HIST_PAD) / n;
@@ -145,17 +170,19 @@ fn histogram_svg(bars: &[HistogramBucket]) -> impl IntoView {
             let x = HIST_PAD + i as f64 * slot;
             let y = HIST_PAD + plot_h - h;
             let tip = format!(
-                "{} – {}: {} responses",
+                "{} – {}: {} (click: show the responses slower than {} in the diagram)",
                 format::duration_ns(b.lo_ns),
                 format::duration_ns(b.hi_ns),
-                format::count(b.count)
+                plural(b.count, "response"),
+                format::duration_ns(b.lo_ns),
             );
+            let (lo_ns, method) = (b.lo_ns, method.clone());
             let every = (bars.len() / 8).max(1);
             let label = (i % every == 0).then(|| {
                 view! { <text class="axis" x=x + slot / 2.0 y=HIST_H - 8.0 text-anchor="middle">{format::duration_ns(b.lo_ns)}</text> }
             });
             view! {
-                <g>
+                <g class="bucket" data-lo-ns=lo_ns on:click=move |_| show_slower_than(st, lo_ns, method.clone())>
                     <rect class="bar" x=x + 1.0 y=y width=(slot - 2.0).max(1.0) height=h.max(0.0)>
                         <title>{tip}</title>
                     </rect>
@@ -184,19 +211,21 @@ fn slowest(st: TraceState, stats: &TraceStats) -> impl IntoView {
         .map(|f| {
             let seq = f.seq;
             let method = f.method.clone().unwrap_or_else(|| f.kind.as_str().to_owned());
+            let method_title = method.clone();
             let latency = f.latency_ns.map_or(String::new(), format::duration_ns);
-            let go = move |_| {
-                st.nav.update_query(true, |q| {
+            let go = move || {
+                st.follow.set(false);
+                st.url.update(true, |q| {
                     q.tab = Tab::Diagram;
+                    q.accept("frame");
                     q.frame = Some(seq);
                 });
-                st.follow.set(false);
                 st.jump.set(Some(seq));
             };
             view! {
-                <li data-seq=seq on:click=go>
+                <li data-seq=seq tabindex="0" on:click=move |_| go() on:keydown=move |ev| if ev.key() == "Enter" { go() }>
                     <span class="lat">{latency}</span>
-                    <span class="m">{method}</span>
+                    <span class="m" title=method_title>{method}</span>
                     <span class="seq">{format!("#{seq}")}</span>
                 </li>
             }

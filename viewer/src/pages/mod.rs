@@ -1,4 +1,5 @@
-//! The app's pages: the trace list and one trace's view.
+//! The app's pages: the trace list, one trace's view, and not found.
 
+pub mod not_found;
 pub mod trace_list;
 pub mod trace_view;

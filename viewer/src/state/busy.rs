@@ -22,12 +22,15 @@ pub struct BusySpan {
     pub req_seq: i64,
     /// Whose lane it is drawn on.
     pub callee: Callee,
-    /// Top of the request's row (or of the first row in view when the request is not fetched).
+    /// Top of the request's row (or of the first row in view when the request is further up and not
+    /// fetched, or a stub's height above the response when the filters hide the request).
     pub y0: f64,
     /// Top of the response's row (or of the last row in view when it is further down).
     pub y1: f64,
     /// The span continues below what is drawn.
     pub open_end: bool,
+    /// The request is hidden by the filters: only the end of the span is drawn, above its response.
+    pub hidden_start: bool,
     /// Duration text, or why there is none.
     pub label: String,
     /// The answer was an error.
@@ -43,6 +46,9 @@ fn callee(dir: Direction) -> Option<Callee> {
         Direction::AgentStderr => None,
     }
 }
+
+/// Height of the stub drawn above a response whose request the filters hide.
+pub const STUB_H: f64 = 14.0;
 
 /// The busy spans touching the rows `rows`; `live` words the label of unanswered requests.
 pub fn busy_spans(w: &FrameWindow, l: &Layout, rows: Range<usize>, live: bool) -> Vec<BusySpan> {
@@ -70,15 +76,23 @@ pub fn busy_spans(w: &FrameWindow, l: &Layout, rows: Range<usize>, live: bool) -
                     Some((_, None)) => continue,
                     None => (bottom, true, if live { "pending" } else { "no reply" }.to_owned(), false),
                 };
-                BusySpan { req_seq: f.seq, callee: who, y0: l.y_of(idx), y1, open_end, label, error, column: 0 }
+                let y0 = l.y_of(idx);
+                BusySpan { req_seq: f.seq, callee: who, y0, y1, open_end, hidden_start: false, label, error, column: 0 }
             }
             (FrameKind::Response | FrameKind::Error, Some(rq)) if !spans.contains_key(&rq) => {
-                let y0 = w.index_of_seq(rq).map_or(top, |qi| l.y_of(qi));
+                let y1 = l.y_of(idx);
+                let (y0, hidden_start) = match w.place_of_seq(rq) {
+                    Ok(qi) => (l.y_of(qi), false),
+                    // The filters hide the request: a stub above the response, not a bar from the top.
+                    Err(Some(_)) => (y1 - STUB_H, true),
+                    // Further up than what is fetched: the span runs from the top of what is drawn.
+                    Err(None) => (top.min(y1), false),
+                };
                 let label = f.latency_ns.map_or(String::new(), crate::format::duration_ns);
                 let error = f.kind == FrameKind::Error;
                 // The request is in the other direction, so the callee is the sender of the response.
                 let who = if who == Callee::Agent { Callee::Client } else { Callee::Agent };
-                BusySpan { req_seq: rq, callee: who, y0, y1: l.y_of(idx), open_end: false, label, error, column: 0 }
+                BusySpan { req_seq: rq, callee: who, y0, y1, open_end: false, hidden_start, label, error, column: 0 }
             }
             _ => continue,
         };

@@ -1,11 +1,12 @@
 //! Where each row of the diagram sits vertically, on either axis, without having every frame.
 //!
 //! On the rows axis row `i` is at `i * ROW_H`. On the time axis the space before a row grows with the time
-//! since the previous frame, and gaps too long to show are folded into a fixed-height break. Pages not
-//! fetched yet are estimated at one row height per frame, and corrected when they arrive.
+//! since the previous frame, and gaps too long to show are folded into a fixed-height break. On the linear
+//! axis the space before a row is the gap at the chosen scale (never less than a row), nothing folded.
+//! Pages not fetched yet are estimated at one row height per frame, and corrected when they arrive.
 
 use super::window::{FrameWindow, PAGE};
-use crate::route::Axis;
+use crate::view_query::Axis;
 use std::ops::Range;
 
 /// Height of one frame row, pixels.
@@ -16,20 +17,49 @@ pub const FOLD_H: f64 = 26.0;
 const PX_PER_MS: f64 = 2.0;
 /// Gaps that would take more than this are folded (120 ms at the scale above).
 const FOLD_AT_PX: f64 = 240.0;
+/// The linear axis's scale when the URL names none: milliseconds per 100 px.
+pub const DEFAULT_SCALE_MS: f64 = 100.0;
 
-/// The space before a row on the time axis, and the folded gap when there is one.
-fn spacing(gap_ns: i64) -> (f64, Option<i64>) {
-    let px = gap_ns as f64 / 1e6 * PX_PER_MS;
-    if px <= ROW_H {
-        (ROW_H, None)
-    } else if px <= FOLD_AT_PX {
-        (px, None)
-    } else {
-        (ROW_H + FOLD_H, Some(gap_ns))
+/// How a row's vertical position is worked out.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Spacing {
+    /// One row height per frame.
+    Rows,
+    /// Compressed time, long gaps folded.
+    Folded,
+    /// Proportional time: pixels per nanosecond.
+    Linear(f64),
+}
+
+impl Spacing {
+    /// The space before a row after a gap, and the gap when it is marked above the row (folded on the time
+    /// axis, labelled on the linear one).
+    fn before(self, gap_ns: i64) -> (f64, Option<i64>) {
+        match self {
+            Spacing::Rows => (ROW_H, None),
+            Spacing::Folded => {
+                let px = gap_ns as f64 / 1e6 * PX_PER_MS;
+                if px <= ROW_H {
+                    (ROW_H, None)
+                } else if px <= FOLD_AT_PX {
+                    (px, None)
+                } else {
+                    (ROW_H + FOLD_H, Some(gap_ns))
+                }
+            }
+            Spacing::Linear(px_per_ns) => {
+                let px = gap_ns.max(0) as f64 * px_per_ns;
+                if px <= ROW_H {
+                    (ROW_H, None)
+                } else {
+                    (px, Some(gap_ns))
+                }
+            }
+        }
     }
 }
 
-/// A row's y relative to its page's first row, and the idle gap folded above it.
+/// A row's y relative to its page's first row, and the gap marked above it.
 type RowOffset = (f64, Option<i64>);
 
 /// The vertical position of every row of a filtered view.
@@ -45,9 +75,14 @@ pub struct Layout {
 }
 
 impl Layout {
-    /// Lays out what a window holds on an axis.
-    pub fn build(w: &FrameWindow, axis: Axis) -> Layout {
+    /// Lays out what a window holds on an axis; `scale_ms` is the linear axis's milliseconds per 100 px.
+    pub fn build(w: &FrameWindow, axis: Axis, scale_ms: Option<f64>) -> Layout {
         let total = w.total();
+        let spacing = match axis {
+            Axis::Rows => Spacing::Rows,
+            Axis::Time => Spacing::Folded,
+            Axis::Linear => Spacing::Linear(100.0 / (scale_ms.unwrap_or(DEFAULT_SCALE_MS) * 1e6)),
+        };
         if axis == Axis::Rows || total == 0 {
             return Layout {
                 axis: Axis::Rows,
@@ -69,12 +104,12 @@ impl Layout {
             let first_t = fetched.and_then(|f| f.first()).map(|f| f.t_ns);
             let before = match (p, prev_t, first_t) {
                 (0, _, _) => (0.0, None),
-                (_, Some(a), Some(b)) => spacing(b - a),
+                (_, Some(a), Some(b)) => spacing.before(b - a),
                 _ => (ROW_H, None),
             };
             y += before.0;
             page_top.push(y);
-            let laid = fetched.map(|frames| lay_out_page(frames, len, before.1));
+            let laid = fetched.map(|frames| lay_out_page(frames, len, before.1, spacing));
             let span = laid.as_ref().and_then(|r| r.last()).map_or((len as f64 - 1.0) * ROW_H, |r| r.0);
             y += span.max(0.0);
             prev_t = fetched.filter(|f| f.len() == len).and_then(|f| f.last()).map(|f| f.t_ns);
@@ -101,8 +136,13 @@ impl Layout {
         }
     }
 
-    /// The idle gap folded just above a row, on the time axis.
-    pub fn fold_before(&self, idx: usize) -> Option<i64> {
+    /// The axis rows are laid out on.
+    pub fn axis(&self) -> Axis {
+        self.axis
+    }
+
+    /// The gap marked just above a row: folded on the time axis, labelled on the linear one.
+    pub fn gap_before(&self, idx: usize) -> Option<i64> {
         let rows = self.rows.get(idx / PAGE)?.as_ref()?;
         rows.get(idx % PAGE)?.1
     }
@@ -135,13 +175,18 @@ impl Layout {
 }
 
 /// Row offsets of one fetched page from its frames' times; rows not fetched yet get one row height each.
-fn lay_out_page(frames: &[acp_tee_shared::api::FrameSummary], len: usize, first_fold: Option<i64>) -> Vec<RowOffset> {
+fn lay_out_page(
+    frames: &[acp_tee_shared::api::FrameSummary],
+    len: usize,
+    first_gap: Option<i64>,
+    spacing: Spacing,
+) -> Vec<RowOffset> {
     let mut out = Vec::with_capacity(len);
     let mut dy = 0.0;
-    out.push((0.0, first_fold));
+    out.push((0.0, first_gap));
     for j in 1..len {
         let (space, fold) = match (frames.get(j - 1), frames.get(j)) {
-            (Some(a), Some(b)) => spacing(b.t_ns - a.t_ns),
+            (Some(a), Some(b)) => spacing.before(b.t_ns - a.t_ns),
             _ => (ROW_H, None),
         };
         dy += space;
@@ -221,14 +266,19 @@ mod tests {
         let mut w = FrameWindow::default();
         let frames = vec![at(1, 0.0), at(2, 1.0), at(3, 51.0), at(4, 5051.0)];
         w.insert_page(0, FramePage { frames, total: 4, has_more: false });
-        let l = Layout::build(&w, Axis::Time);
+        let l = Layout::build(&w, Axis::Time, None);
         assert_eq!(l.y_of(1), ROW_H);
         assert_eq!(l.y_of(2), ROW_H + 100.0);
         assert_eq!(l.y_of(3), ROW_H + 100.0 + ROW_H + FOLD_H);
-        assert_eq!(l.fold_before(3), Some(5_000_000_000));
+        assert_eq!(l.gap_before(3), Some(5_000_000_000));
         assert_eq!(l.index_at(ROW_H + 99.0), 1);
         assert_eq!(l.rows_between(0.0, 10_000.0), 0..4);
-        let rows = Layout::build(&w, Axis::Rows);
+        // Proportional: 50 ms at 10 ms per 100 px is 500 px; 5 s is 50,000 px, not folded.
+        let linear = Layout::build(&w, Axis::Linear, Some(10.0));
+        assert!((linear.y_of(2) - linear.y_of(1) - 500.0).abs() < 1e-6);
+        assert!((linear.y_of(3) - linear.y_of(2) - 50_000.0).abs() < 1e-3);
+        assert_eq!((linear.gap_before(1), linear.gap_before(3)), (None, Some(5_000_000_000)));
+        let rows = Layout::build(&w, Axis::Rows, None);
         assert_eq!((rows.y_of(3), rows.height()), (3.0 * ROW_H, 4.0 * ROW_H));
     }
 

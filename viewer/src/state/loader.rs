@@ -1,15 +1,18 @@
-//! The effects that fetch for a trace view: the trace and its stats, the pages in view, the live stream
-//! and jumps to a frame. They only write state; components draw it.
+//! The effects that fetch for a trace view: its stats, the pages in view, the live stream, the selected
+//! frame's detail and jumps to a frame. They only write state; components draw it.
 
 use super::window::{FrameWindow, PAGE};
-use super::TraceState;
+use super::{HiddenFrame, TraceState};
 use crate::api::{self, ApiFailure, LiveHandlers, LiveStream};
-use crate::route::Filters;
+use crate::view_query::Filters;
 use acp_tee_shared::api::{FrameSummary, TraceSummary};
 use gloo_timers::future::TimeoutFuture;
 use leptos::prelude::*;
 use leptos::task::spawn_local;
 use std::collections::HashSet;
+
+/// How long after the live stream fails before the trace is asked for again and the stream reopened.
+const RETRY_MS: u32 = 1500;
 
 /// Fetch bookkeeping that nothing draws.
 #[derive(Clone, Copy)]
@@ -25,6 +28,8 @@ struct Loader {
     reconnect: RwSignal<u32>,
     tail_due: StoredValue<bool>,
     stats_due: StoredValue<bool>,
+    /// The frame being located, so that asking twice searches once.
+    locating: StoredValue<Option<i64>>,
 }
 
 /// Starts every fetching effect of a trace view; they stop when the view's owner is disposed.
@@ -33,35 +38,35 @@ pub fn start(st: TraceState) {
         st,
         generation: StoredValue::new(0),
         pending: StoredValue::new(HashSet::new()),
-        last_seen: StoredValue::new(0),
+        last_seen: StoredValue::new(st.trace.with_untracked(|t| t.meta.frame_count)),
         stream: StoredValue::new_local(None),
         reconnect: RwSignal::new(0),
         tail_due: StoredValue::new(false),
         stats_due: StoredValue::new(false),
+        locating: StoredValue::new(None),
     };
-    spawn_local(load_trace(ld));
     spawn_local(load_stats(ld));
     reset_on_filter_change(ld);
     fetch_pages_in_view(ld);
     follow_live_stream(ld);
     find_jumps(ld);
+    follow_selection(st);
     load_detail(st);
-    if let Some(seq) = st.query.with_untracked(|q| q.frame) {
-        st.jump_to(seq);
-    }
-}
-
-async fn load_trace(ld: Loader) {
-    let result = api::trace(ld.st.id).await;
-    if let Ok(t) = &result {
-        ld.last_seen.try_update_value(|s| *s = (*s).max(t.meta.frame_count));
-    }
-    ld.st.trace.try_set(Some(result));
 }
 
 async fn load_stats(ld: Loader) {
     let result = api::stats(ld.st.id).await;
     ld.st.stats.try_set(Some(result));
+}
+
+/// Brings the selected frame into view whenever the selection changes, however it changed (a click, a
+/// jump, back and forward).
+fn follow_selection(st: TraceState) {
+    let selected = Memo::new(move |_| st.query.with(|q| q.frame));
+    Effect::new(move |_| match selected.get() {
+        Some(seq) => st.jump.set(Some(seq)),
+        None => st.hidden.set(None),
+    });
 }
 
 /// Fetches the selected frame's detail whenever the selection changes.
@@ -92,6 +97,7 @@ fn reset_on_filter_change(ld: Loader) {
         ld.pending.update_value(HashSet::clear);
         st.window.set(FrameWindow::default());
         st.window_error.set(None);
+        st.hidden.set(None);
         // Keep the selected frame in view across a filter change; otherwise start from the top.
         match st.query.with_untracked(|q| q.frame) {
             Some(seq) => st.jump.set(Some(seq)),
@@ -143,6 +149,9 @@ async fn fetch_page(ld: Loader, page: usize) {
             if st.window_error.with_untracked(Option::is_some) {
                 st.window_error.set(None);
             }
+            if st.connection_lost.with_untracked(Option::is_some) {
+                st.connection_lost.set(None);
+            }
         }
         Err(e) => st.window_error.set(Some(e)),
     }
@@ -171,6 +180,9 @@ fn follow_live_stream(ld: Loader) {
 
 fn on_live_frames(ld: Loader, frames: Vec<FrameSummary>) {
     let st = ld.st;
+    if st.connection_lost.with_untracked(Option::is_some) {
+        st.connection_lost.set(None);
+    }
     if let Some(last) = frames.last() {
         ld.last_seen.update_value(|s| *s = (*s).max(last.seq));
     }
@@ -195,20 +207,33 @@ fn on_live_frames(ld: Loader, frames: Vec<FrameSummary>) {
 
 fn on_live_trace(ld: Loader, t: TraceSummary) {
     let ended = !t.live;
-    ld.st.trace.set(Some(Ok(t)));
+    ld.st.connection_lost.set(None);
+    ld.st.trace.set(t);
     refresh_stats(ld, if ended { 0 } else { 2000 });
     if ended {
         refresh_tail(ld);
     }
 }
 
+/// The stream failed or the server closed it: the trace is asked for again (it may have ended); when the
+/// server does not answer, the page says so and keeps trying.
 fn on_live_error(ld: Loader) {
     // The stream is replaced later, not from inside its own callback.
     spawn_local(async move {
-        TimeoutFuture::new(1500).await;
+        TimeoutFuture::new(RETRY_MS).await;
         ld.stream.try_update_value(|s| *s = None);
-        if let Ok(t) = api::trace(ld.st.id).await {
-            ld.st.trace.try_set(Some(Ok(t)));
+        match api::trace(ld.st.id).await {
+            Ok(t) => {
+                ld.st.connection_lost.try_set(None);
+                ld.st.trace.try_set(t);
+            }
+            Err(e) => {
+                if ld.st.connection_lost.try_with_untracked(Option::is_none) == Some(true) {
+                    let since = js_sys::Date::new_0().to_locale_time_string("en-GB").as_string().unwrap_or_default();
+                    leptos::logging::warn!("live trace: {e}");
+                    ld.st.connection_lost.try_set(Some(since));
+                }
+            }
         }
         ld.reconnect.try_update(|n| *n += 1);
     });
@@ -254,9 +279,23 @@ fn find_jumps(ld: Loader) {
     Effect::new(move |_| {
         let Some(seq) = st.jump.get() else { return };
         st.jump.set(None);
+        if ld.locating.get_value() == Some(seq) {
+            return;
+        }
+        ld.locating.set_value(Some(seq));
         spawn_local(async move {
-            match locate(ld, seq).await {
-                Ok(Some(idx)) => {
+            let result = locate(ld, seq).await;
+            ld.locating.try_update_value(|l| {
+                if *l == Some(seq) {
+                    *l = None;
+                }
+            });
+            match result {
+                Ok(Some(Found { idx, exact })) => {
+                    let hidden = (!exact).then_some(HiddenFrame { seq, before_idx: idx });
+                    if st.hidden.try_get_untracked() != Some(hidden) {
+                        st.hidden.try_set(hidden);
+                    }
                     st.reveal.try_set(Some(idx));
                 }
                 Ok(None) => {}
@@ -265,6 +304,33 @@ fn find_jumps(ld: Loader) {
                 }
             }
         });
+    });
+}
+
+/// Where [`locate`] found a frame.
+struct Found {
+    /// Its position in the filtered list, or that of the first frame after it when the filters hide it.
+    idx: usize,
+    /// False when the filters hide the frame.
+    exact: bool,
+}
+
+/// Selects the frame at a position of the filtered list (Home, End), fetching its seq when its page is not
+/// here.
+pub fn select_position(st: TraceState, idx: usize) {
+    if let Some(seq) = st.window.with_untracked(|w| w.get(idx).map(|f| f.seq)) {
+        st.jump_to(seq, true);
+        return;
+    }
+    let filters = st.query.with_untracked(|q| q.filters.clone());
+    spawn_local(async move {
+        match seq_at(st.id, &filters, idx).await {
+            Ok((Some(seq), _)) => st.jump_to(seq, true),
+            Ok((None, _)) => {}
+            Err(e) => {
+                st.window_error.try_set(Some(e));
+            }
+        }
     });
 }
 
@@ -277,18 +343,20 @@ async fn seq_at(id: i64, filters: &Filters, offset: usize) -> Result<(Option<i64
 /// Finds the row of a frame under the current filters (or of the first frame after it, when the filters
 /// hide it) and fetches its page. Seqs rise with the position, so a binary search with one-frame pages
 /// finds it in ~20 requests on a million frames.
-async fn locate(ld: Loader, seq: i64) -> Result<Option<usize>, ApiFailure> {
+async fn locate(ld: Loader, seq: i64) -> Result<Option<Found>, ApiFailure> {
     let st = ld.st;
     let generation = ld.generation.get_value();
-    if let Some(idx) = st.window.with_untracked(|w| w.index_of_seq(seq)) {
-        return Ok(Some(idx));
+    match st.window.with_untracked(|w| w.place_of_seq(seq)) {
+        Ok(idx) => return Ok(Some(Found { idx, exact: true })),
+        Err(Some(idx)) => return Ok(Some(Found { idx, exact: false })),
+        Err(None) => {}
     }
     let filters = st.query.with_untracked(|q| q.filters.clone());
     // Unfiltered, the frame is usually at seq - 1.
     let guess = (seq - 1).max(0) as usize;
     let (found, total) = seq_at(st.id, &filters, guess).await?;
     if total == 0 {
-        return Ok(None);
+        return Ok(Some(Found { idx: 0, exact: false }));
     }
     let idx = if found == Some(seq) {
         guess
@@ -301,9 +369,9 @@ async fn locate(ld: Loader, seq: i64) -> Result<Option<usize>, ApiFailure> {
                 _ => hi = mid,
             }
         }
-        lo.min(total - 1)
+        lo
     };
-    let page = idx / PAGE;
+    let page = idx.min(total - 1) / PAGE;
     if st.window.with_untracked(|w| w.page(page).is_none()) {
         let fetched = api::frames(st.id, &filters.frame_query(page * PAGE, PAGE)).await?;
         if ld.generation.try_get_value() != Some(generation) {
@@ -311,5 +379,6 @@ async fn locate(ld: Loader, seq: i64) -> Result<Option<usize>, ApiFailure> {
         }
         st.window.update(|w| w.insert_page(page, fetched));
     }
-    Ok((ld.generation.try_get_value() == Some(generation)).then_some(idx))
+    let exact = st.window.with_untracked(|w| w.get(idx).is_some_and(|f| f.seq == seq));
+    Ok((ld.generation.try_get_value() == Some(generation)).then_some(Found { idx, exact }))
 }

@@ -2,9 +2,9 @@
 //!
 //! # Layout
 //! - [`window`]: the fetched pages of the filtered frame list.
-//! - [`layout`]: where each row sits on the rows or time axis; scroll mapping for huge traces.
+//! - [`layout`]: where each row sits on the rows or time axes; scroll mapping for huge traces.
 //! - [`busy`]: the callee's busy spans of the rows in view.
-//! - [`loader`]: the effects that fetch: the trace, its stats, pages in view, the live stream, jumps.
+//! - [`loader`]: the effects that fetch: the trace's stats, pages in view, the live stream, jumps.
 
 pub mod busy;
 pub mod layout;
@@ -12,7 +12,7 @@ pub mod loader;
 pub mod window;
 
 use crate::api::ApiFailure;
-use crate::route::{Nav, ViewQuery};
+use crate::view_query::{ViewQuery, ViewUrl};
 use acp_tee_shared::api::{FrameDetail, TraceStats, TraceSummary};
 use layout::{Layout, Scroller};
 use leptos::prelude::*;
@@ -26,17 +26,35 @@ use window::FrameWindow;
 /// it kept up (BENCHMARKS.md).
 const OVERSCAN_PX: f64 = 320.0;
 
+/// Where a selected frame that the filters hide would be.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HiddenFrame {
+    /// Its seq.
+    pub seq: i64,
+    /// The position of the first shown frame after it (the list's length when none follows).
+    pub before_idx: usize,
+}
+
+/// Two frames whose time apart is being measured (shift+click).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Measure {
+    /// The earlier frame's seq and time.
+    pub from: (i64, i64),
+    /// The later frame's seq and time.
+    pub to: (i64, i64),
+}
+
 /// The reactive state of one trace view, shared by its components through context.
 #[derive(Clone, Copy)]
 pub struct TraceState {
     /// The trace's id.
     pub id: i64,
-    /// The address bar.
-    pub nav: Nav,
+    /// The URL: filters, axis, tab, selection.
+    pub url: ViewUrl,
     /// Filters, axis, tab and selection from the URL.
     pub query: Memo<ViewQuery>,
-    /// The trace (`None` while loading).
-    pub trace: RwSignal<Option<Result<TraceSummary, ApiFailure>>>,
+    /// The trace, as last heard from the server.
+    pub trace: RwSignal<TraceSummary>,
     /// Its timing (`None` while loading).
     pub stats: RwSignal<Option<Result<TraceStats, ApiFailure>>>,
     /// The selected frame's detail, with the seq it is for.
@@ -45,31 +63,42 @@ pub struct TraceState {
     pub window: RwSignal<FrameWindow>,
     /// The last failure fetching frames.
     pub window_error: RwSignal<Option<ApiFailure>>,
+    /// Set while the server cannot be reached during a live trace: since when, as text.
+    pub connection_lost: RwSignal<Option<String>>,
     /// Row positions.
     pub layout: Memo<Layout>,
-    /// The diagram's scroll position and visible height.
+    /// The diagram's scroll position.
     pub scroll_top: RwSignal<f64>,
-    /// Visible height of the diagram.
+    /// Visible height of the diagram's rows (0 while its tab is hidden).
     pub view_h: RwSignal<f64>,
+    /// Visible width of the diagram.
+    pub view_w: RwSignal<f64>,
     /// Rows drawn: those in view plus overscan.
     pub rows_in_view: Memo<Range<usize>>,
     /// Keep the newest frames in view while live.
     pub follow: RwSignal<bool>,
-    /// A row the diagram should scroll into view; the diagram clears it.
+    /// A row the diagram should scroll into view; the diagram clears it once it has a height.
     pub reveal: RwSignal<Option<usize>>,
     /// A frame to find and show; the loader clears it.
     pub jump: RwSignal<Option<i64>>,
+    /// The selected frame, when the filters hide it.
+    pub hidden: RwSignal<Option<HiddenFrame>>,
+    /// The time between the selected frame and another one, when measured.
+    pub measure: RwSignal<Option<Measure>>,
 }
 
 impl TraceState {
-    /// Fresh state for a trace; nothing is fetched until [`loader::start`].
-    pub fn new(id: i64, nav: Nav) -> TraceState {
-        let query = Memo::new(move |_| nav.query());
+    /// Fresh state for a trace that exists; nothing more is fetched until [`loader::start`].
+    pub fn new(trace: TraceSummary, url: ViewUrl) -> TraceState {
+        let query = url.query;
         let window = RwSignal::new(FrameWindow::default());
-        let axis = Memo::new(move |_| query.with(|q| q.axis));
-        let layout = Memo::new(move |_| window.with(|w| Layout::build(w, axis.get())));
+        let axis = Memo::new(move |_| query.with(|q| (q.axis, q.scale)));
+        let layout = Memo::new(move |_| {
+            let (axis, scale) = axis.get();
+            window.with(|w| Layout::build(w, axis, scale))
+        });
         let scroll_top = RwSignal::new(0.0);
-        let view_h = RwSignal::new(800.0);
+        let view_h = RwSignal::new(0.0);
         let rows_in_view = Memo::new(move |_| {
             let (st, vh) = (scroll_top.get(), view_h.get());
             layout.with(|l| {
@@ -78,32 +107,32 @@ impl TraceState {
             })
         });
         TraceState {
-            id,
-            nav,
+            id: trace.meta.id,
+            url,
             query,
-            trace: RwSignal::new(None),
+            trace: RwSignal::new(trace),
             stats: RwSignal::new(None),
             detail: RwSignal::new(None),
             window,
             window_error: RwSignal::new(None),
+            connection_lost: RwSignal::new(None),
             layout,
             scroll_top,
             view_h,
+            view_w: RwSignal::new(0.0),
             rows_in_view,
-            follow: RwSignal::new(true),
+            // A shared link to a frame shows that frame, not the newest ones.
+            follow: RwSignal::new(query.with_untracked(|q| q.frame.is_none())),
             reveal: RwSignal::new(None),
             jump: RwSignal::new(None),
+            hidden: RwSignal::new(None),
+            measure: RwSignal::new(None),
         }
-    }
-
-    /// The trace summary once loaded (tracked).
-    pub fn summary(&self) -> Option<TraceSummary> {
-        self.trace.with(|t| t.as_ref().and_then(|r| r.as_ref().ok()).cloned())
     }
 
     /// True while the trace is being recorded (tracked).
     pub fn is_live(&self) -> bool {
-        self.trace.with(|t| matches!(t, Some(Ok(t)) if t.live))
+        self.trace.with(|t| t.live)
     }
 
     /// The scroll mapping for the current layout (tracked).
@@ -111,15 +140,50 @@ impl TraceState {
         Scroller::new(self.layout.with(|l| l.height()), self.view_h.get())
     }
 
-    /// Selects a frame (in place in the history: selecting is not navigating).
-    pub fn select(&self, seq: i64) {
-        self.nav.update_query(false, |q| q.frame = Some(seq));
+    /// Measures the time from the selected frame to another one (`seq` at `t_ns`); false when nothing is
+    /// selected or the selected frame's time is not known yet.
+    pub fn measure_to(&self, seq: i64, t_ns: i64) -> bool {
+        let Some(selected) = self.query.with_untracked(|q| q.frame) else { return false };
+        let known =
+            self.window.with_untracked(|w| w.place_of_seq(selected).ok().and_then(|i| w.get(i)).map(|f| f.t_ns));
+        let detail = self.detail.with_untracked(|d| match d {
+            Some((s, Ok(d))) if *s == selected => Some(d.frame.t_ns),
+            _ => None,
+        });
+        let Some(t_sel) = known.or(detail) else { return false };
+        let (a, b) = if selected <= seq { ((selected, t_sel), (seq, t_ns)) } else { ((seq, t_ns), (selected, t_sel)) };
+        self.measure.set(Some(Measure { from: a, to: b }));
+        true
     }
 
-    /// Selects a frame and brings it into view, fetching what is needed to find it.
-    pub fn jump_to(&self, seq: i64) {
-        self.select(seq);
+    /// Selects a frame the user picked: a history entry, and following a live trace stops so the frame
+    /// stays where it is.
+    pub fn select(&self, seq: i64) {
+        self.measure.set(None);
         self.follow.set(false);
+        self.url.update(true, |q| {
+            q.accept("frame");
+            q.frame = Some(seq);
+        });
+    }
+
+    /// Selects a frame and brings it into view, fetching what is needed to find it; `push` adds a history
+    /// entry (a click), else the entry is replaced (stepping with the keyboard).
+    pub fn jump_to(&self, seq: i64, push: bool) {
+        self.follow.set(false);
+        self.url.update(push, |q| {
+            q.accept("frame");
+            q.frame = Some(seq);
+        });
         self.jump.set(Some(seq));
+    }
+
+    /// Clears the selection (in place).
+    pub fn unselect(&self) {
+        self.hidden.set(None);
+        self.url.update(false, |q| {
+            q.accept("frame");
+            q.frame = None;
+        });
     }
 }

@@ -38,6 +38,11 @@ impl FrameWindow {
         self.pages.get(&(idx / PAGE))?.get(idx % PAGE)
     }
 
+    /// Every fetched frame, in order.
+    pub fn fetched(&self) -> impl Iterator<Item = &FrameSummary> {
+        self.pages.values().flatten()
+    }
+
     /// The fetched frames of a page.
     pub fn page(&self, page: usize) -> Option<&[FrameSummary]> {
         self.pages.get(&page).map(Vec::as_slice)
@@ -118,6 +123,38 @@ impl FrameWindow {
         })
     }
 
+    /// Where a frame sits among the fetched ones: `Ok(position)` when fetched; `Err(Some(position))` when
+    /// the frames around it are fetched and it is not among them (the filters hide it), with the position
+    /// of the first frame after it; `Err(None)` when that cannot be told yet.
+    pub fn place_of_seq(&self, seq: i64) -> Result<usize, Option<usize>> {
+        let prev_known = |idx: usize| idx == 0 || self.get(idx - 1).is_some_and(|f| f.seq < seq);
+        for (p, frames) in &self.pages {
+            let pos = frames.partition_point(|f| f.seq < seq);
+            match frames.get(pos) {
+                Some(f) if f.seq == seq => return Ok(p * PAGE + pos),
+                Some(_) => {
+                    let idx = p * PAGE + pos;
+                    return Err(prev_known(idx).then_some(idx));
+                }
+                None => {}
+            }
+        }
+        let end = self.total;
+        Err((self.loaded && prev_known(end)).then_some(end))
+    }
+
+    /// The seq of the frame `step` positions from a frame (-1: the one before, 1: the one after), also
+    /// when the filters hide that frame, as far as the fetched frames tell.
+    pub fn neighbour(&self, seq: i64, step: i64) -> Option<i64> {
+        let idx = match self.place_of_seq(seq) {
+            Ok(i) => i as i64 + step,
+            Err(Some(after)) if step > 0 => after as i64 + step - 1,
+            Err(Some(after)) => after as i64 + step,
+            Err(None) => return None,
+        };
+        usize::try_from(idx).ok().and_then(|i| self.get(i)).map(|f| f.seq)
+    }
+
     fn evict_far_from(&mut self, page: usize) {
         while self.pages.len() > MAX_PAGES {
             let far = self.pages.keys().copied().max_by_key(|p| p.abs_diff(page));
@@ -168,6 +205,25 @@ mod tests {
         // A page fetched before the live frame arrived does not undo it.
         w.insert_page(0, page(1..4, 3));
         assert_eq!((w.total(), w.get(3).map(|f| f.seq)), (4, Some(4)));
+    }
+
+    #[test]
+    fn a_frame_the_filters_hide_has_a_place_and_neighbours() {
+        let mut w = FrameWindow::default();
+        // Seqs 2, 4, 6 match; 3 and 5 are hidden.
+        w.insert_page(0, FramePage { frames: vec![frame(2), frame(4), frame(6)], total: 3, has_more: false });
+        assert_eq!(w.place_of_seq(4), Ok(1));
+        assert_eq!(w.place_of_seq(3), Err(Some(1)));
+        assert_eq!(w.place_of_seq(1), Err(Some(0)));
+        assert_eq!(w.place_of_seq(9), Err(Some(3)));
+        assert_eq!((w.neighbour(3, 1), w.neighbour(3, -1)), (Some(4), Some(2)));
+        assert_eq!((w.neighbour(1, 1), w.neighbour(1, -1)), (Some(2), None));
+        assert_eq!(w.neighbour(9, -1), Some(6));
+        // Page 1 not fetched: a seq beyond page 0 cannot be placed.
+        let mut big = FrameWindow::default();
+        big.insert_page(0, page(1..201, 450));
+        assert_eq!(big.place_of_seq(300), Err(None));
+        assert_eq!(big.neighbour(300, 1), None);
     }
 
     #[test]

@@ -9,27 +9,30 @@ pub mod geometry;
 pub mod row;
 
 use crate::components::trace_state;
-use crate::state::busy::busy_spans;
-use crate::state::layout::ROW_H;
+use crate::state::busy::{busy_spans, BusySpan};
+use crate::state::layout::{Scroller, ROW_H};
 use crate::state::TraceState;
+use crate::view_query::Axis;
 use acp_tee_shared::api::FrameSummary;
 use geometry::*;
 use leptos::html;
 use leptos::prelude::*;
-use row::{px, BusyBar, FrameRow, LoadingRow};
+use row::{px, BusyBar, FrameRow, HiddenMark, LoadingRow, MeasureBand};
+use wasm_bindgen::closure::Closure;
+use wasm_bindgen::JsCast;
 
 /// One drawn row of the window.
 #[derive(Clone, Debug, PartialEq)]
 enum Item {
-    Frame { y: f64, fold: Option<i64>, frame: Box<FrameSummary> },
+    Frame { y: f64, gap: Option<i64>, frame: Box<FrameSummary> },
     Loading { idx: usize, y: f64 },
 }
 
 impl Item {
-    fn key(&self) -> (i64, u64, bool) {
+    fn key(&self) -> (i64, u64, Option<i64>) {
         match self {
-            Item::Frame { y, frame, fold } => (frame.seq, y.to_bits(), fold.is_some()),
-            Item::Loading { idx, y } => (-(*idx as i64) - 1, y.to_bits(), false),
+            Item::Frame { y, frame, gap } => (frame.seq, y.to_bits(), *gap),
+            Item::Loading { idx, y } => (-(*idx as i64) - 1, y.to_bits(), None),
         }
     }
 }
@@ -40,7 +43,7 @@ fn items_in_view(st: TraceState) -> Vec<Item> {
     st.window.with(|w| {
         st.layout.with(|l| {
             rows.map(|idx| match w.get(idx) {
-                Some(f) => Item::Frame { y: l.y_of(idx), fold: l.fold_before(idx), frame: Box::new(f.clone()) },
+                Some(f) => Item::Frame { y: l.y_of(idx), gap: l.gap_before(idx), frame: Box::new(f.clone()) },
                 None => Item::Loading { idx, y: l.y_of(idx) },
             })
             .collect()
@@ -48,11 +51,13 @@ fn items_in_view(st: TraceState) -> Vec<Item> {
     })
 }
 
-/// The diagram with its lane headings and its scroll area (`#diagram-scroll`).
+/// The diagram: its scroll area (`#diagram-scroll`) holds the lane headings, which stay at the top and
+/// move sideways with the lanes, and the rows.
 #[component]
 pub fn Diagram() -> impl IntoView {
     let st = trace_state();
     let scroll_ref = NodeRef::<html::Div>::new();
+    let geo = Memo::new(move |_| Geometry::for_width(st.view_w.get()));
     // Rows are placed relative to the first drawn row, so that positions stay small on huge traces.
     let base = Memo::new(move |_| {
         let rows = st.rows_in_view.get();
@@ -63,34 +68,68 @@ pub fn Diagram() -> impl IntoView {
         top - st.scroller().layout_top(top) + base.get()
     });
     let items = Memo::new(move |_| items_in_view(st));
+    let axis = Memo::new(move |_| st.layout.with(|l| l.axis()));
     let spans = Memo::new(move |_| {
         let (rows, live) = (st.rows_in_view.get(), st.is_live());
         st.window.with(|w| st.layout.with(|l| busy_spans(w, l, rows, live)))
     });
-    track_viewport(st, scroll_ref);
+    let hidden_mark = move || {
+        let h = st.hidden.get()?;
+        let rows = st.rows_in_view.get();
+        let total = st.window.with(|w| w.total());
+        let in_view = rows.contains(&h.before_idx) || (h.before_idx == total && rows.end == total);
+        in_view.then(|| {
+            let y = st.layout.with(|l| if h.before_idx >= total { l.height() } else { l.y_of(h.before_idx) });
+            view! { <HiddenMark seq=h.seq y=y base=base geo=geo.get() /> }
+        })
+    };
+    let bars = move || spans.get().into_iter().map(|s| (s, geo.get())).collect::<Vec<_>>();
+    let sessions = Memo::new(move |_| st.window.with(session_count));
+    let rows = move || {
+        let (g, a, n) = (geo.get(), axis.get(), sessions.get());
+        items.get().into_iter().map(|i| (i, g, a, n)).collect::<Vec<_>>()
+    };
+    let measure_band = move || {
+        let m = st.measure.get()?;
+        let (y0, y1) = st.window.with(|w| {
+            let a = w.place_of_seq(m.from.0).ok()?;
+            let b = w.place_of_seq(m.to.0).ok()?;
+            st.layout.with(|l| Some((l.y_of(a), l.y_of(b))))
+        })?;
+        let text = measure_text(m);
+        Some(view! { <MeasureBand y0=y0 y1=y1 text=text base=base geo=geo.get() /> })
+    };
+    track_size(st, scroll_ref);
+    focus_follows_selection(st, items);
     keep_following(st, scroll_ref);
     reveal_rows(st, scroll_ref);
-    keyboard_steps(st);
     let on_scroll = move |_| on_scroll(st, scroll_ref);
     view! {
         <div class="diagram">
-            <LaneHeads />
             <div id="diagram-scroll" node_ref=scroll_ref on:scroll=on_scroll>
-                <div class="spacer" style:height=move || px(st.scroller().scroll_h) style:width=px(DIAGRAM_W)>
-                    <div class="lane-line" style:left=px(CLIENT_X)></div>
-                    <div class="lane-line tee" style:left=px(TEE_X)></div>
-                    <div class="lane-line" style:left=px(AGENT_X)></div>
-                    <div class="stderr-band" style:left=px(STDERR_X) style:width=px(DIAGRAM_W - STDERR_X)></div>
-                    <div class="layer" style:top=move || px(layer_top.get())>
-                        <For each=move || spans.get() key=|s| (s.req_seq, s.y0.to_bits(), s.y1.to_bits(), s.column, s.label.clone()) let:span>
-                            <BusyBar span=span base=base />
+                <LaneHeads geo=geo />
+                <div class="spacer" style:height=move || px(st.scroller().scroll_h) style:width=move || px(geo.get().width)>
+                    {move || {
+                        let g = geo.get();
+                        view! {
+                            <div class="lane-line" style:left=px(g.client_x)></div>
+                            <div class="lane-line tee" style:left=px(g.tee_x)></div>
+                            <div class="lane-line" style:left=px(g.agent_x)></div>
+                            <div class="stderr-band" style:left=px(g.stderr_x) style:width=px(g.width - g.stderr_x)></div>
+                        }
+                    }}
+                    <div class="layer" role="listbox" aria-label="frames" style:top=move || px(layer_top.get())>
+                        <For each=bars key=bar_key let:pair>
+                            <BusyBar span=pair.0 base=base geo=pair.1 />
                         </For>
-                        <For each=move || items.get() key=Item::key let:item>
-                            {match item {
-                                Item::Frame { y, fold, frame } => view! { <FrameRow frame=*frame y=y fold=fold base=base /> }.into_any(),
-                                Item::Loading { y, .. } => view! { <LoadingRow y=y base=base /> }.into_any(),
+                        <For each=rows key=row_key let:entry>
+                            {match entry {
+                                (Item::Frame { y, gap, frame }, g, a, n) => view! { <FrameRow frame=*frame y=y gap=gap axis=a base=base geo=g sessions=n /> }.into_any(),
+                                (Item::Loading { y, .. }, g, _, _) => view! { <LoadingRow y=y base=base geo=g /> }.into_any(),
                             }}
                         </For>
+                        {hidden_mark}
+                        {measure_band}
                     </div>
                 </div>
                 <Notice />
@@ -99,18 +138,52 @@ pub fn Diagram() -> impl IntoView {
     }
 }
 
+type BarKey = (i64, u64, u64, usize, String, bool, u64);
+
+fn bar_key((s, g): &(BusySpan, Geometry)) -> BarKey {
+    (s.req_seq, s.y0.to_bits(), s.y1.to_bits(), s.column, s.label.clone(), s.hidden_start, g.width.to_bits())
+}
+
+fn row_key((i, g, a, n): &(Item, Geometry, Axis, usize)) -> ((i64, u64, Option<i64>), u64, Axis, bool) {
+    (i.key(), g.width.to_bits(), *a, *n > 1)
+}
+
+/// Most fetched frames looked at to count sessions.
+const SESSION_SCAN: usize = 5_000;
+
+/// How many ACP sessions the fetched frames belong to (2 means "more than one").
+fn session_count(w: &crate::state::window::FrameWindow) -> usize {
+    let mut first: Option<&str> = None;
+    for f in w.fetched().take(SESSION_SCAN) {
+        match (first, f.session_id.as_deref()) {
+            (None, Some(s)) => first = Some(s),
+            (Some(a), Some(b)) if a != b => return 2,
+            _ => {}
+        }
+    }
+    usize::from(first.is_some())
+}
+
 /// The lane headings, aligned with the lanes below.
 #[component]
-fn LaneHeads() -> impl IntoView {
-    view! {
-        <div class="lane-heads" style:width=px(DIAGRAM_W)>
-            <div class="lane-head time-head" style:left="8px">"time"</div>
-            <div class="lane-head" data-lane="client" style:left=px(CLIENT_X)>"Client"</div>
-            <div class="lane-head tee" data-lane="tee" style:left=px(TEE_X)>"acp-tee"</div>
-            <div class="lane-head" data-lane="agent" style:left=px(AGENT_X)>"Agent"</div>
-            <div class="lane-head stderr" data-lane="stderr" style:left=px(STDERR_X + 8.0)>"stderr"</div>
-        </div>
+fn LaneHeads(geo: Memo<Geometry>) -> impl IntoView {
+    move || {
+        let g = geo.get();
+        view! {
+            <div class="lane-heads" style:width=px(g.width)>
+                <div class="lane-head time-head" style:left="8px">"time"</div>
+                <div class="lane-head" data-lane="client" style:left=px(g.client_x)>"Client"</div>
+                <div class="lane-head tee" data-lane="tee" style:left=px(g.tee_x)>"acp-tee"</div>
+                <div class="lane-head" data-lane="agent" style:left=px(g.agent_x)>"Agent"</div>
+                <div class="lane-head stderr" data-lane="stderr" style:left=px(g.stderr_x + 8.0)>"stderr"</div>
+            </div>
+        }
     }
+}
+
+/// `#3 → #9: 1.23 s`.
+pub fn measure_text(m: crate::state::Measure) -> String {
+    format!("#{} → #{}: {}", m.from.0, m.to.0, crate::format::duration_ns(m.to.1 - m.from.1))
 }
 
 /// Loading, empty and error messages over the diagram.
@@ -119,7 +192,7 @@ fn Notice() -> impl IntoView {
     let st = trace_state();
     move || {
         if let Some(e) = st.window_error.get() {
-            return view! { <div class="notice error">{e.0}</div> }.into_any();
+            return view! { <div class="notice error">{e.message}</div> }.into_any();
         }
         let (loaded, total) = st.window.with(|w| (w.is_loaded(), w.total()));
         let filtered = st.query.with(|q| !q.filters.is_empty());
@@ -132,7 +205,10 @@ fn Notice() -> impl IntoView {
         };
         let clear = filtered.then(|| {
             view! {
-                <button class="link" on:click=move |_| st.nav.update_query(true, |q| q.filters = Default::default())>
+                <button class="link" on:click=move |_| st.url.update(true, |q| {
+                    q.filters = Default::default();
+                    q.rejected.retain(|r| !crate::components::filters::FILTER_KEYS.contains(&r.key));
+                })>
                     "Clear filters"
                 </button>
             }
@@ -141,31 +217,80 @@ fn Notice() -> impl IntoView {
     }
 }
 
-/// Keeps the visible height in state, on mount and on window resize.
-fn track_viewport(st: TraceState, scroll_ref: NodeRef<html::Div>) {
+/// A `ResizeObserver` and the callback it calls, kept alive together.
+type Observer = (web_sys::ResizeObserver, Closure<dyn FnMut()>);
+
+/// Keeps the visible size of the rows in state. A `ResizeObserver` sees every change, also the tab being
+/// shown again after the Timing tab hid it (its size was 0 meanwhile) and the window being resized.
+fn track_size(st: TraceState, scroll_ref: NodeRef<html::Div>) {
+    let measure = move |el: &web_sys::Element| {
+        let h = (el.client_height() as f64 - LANE_HEAD_H).max(0.0);
+        let w = el.client_width() as f64;
+        if st.view_h.get_untracked() != h {
+            st.view_h.set(h);
+        }
+        if st.view_w.get_untracked() != w {
+            st.view_w.set(w);
+        }
+    };
+    let observer: StoredValue<Option<Observer>, LocalStorage> = StoredValue::new_local(None);
     Effect::new(move |_| {
-        if let Some(el) = scroll_ref.get() {
-            st.view_h.set(el.client_height() as f64);
+        let Some(el) = scroll_ref.get() else { return };
+        measure(&el);
+        let target = el.clone();
+        let callback = Closure::<dyn FnMut()>::new(move || measure(&target));
+        match web_sys::ResizeObserver::new(callback.as_ref().unchecked_ref()) {
+            Ok(ro) => {
+                ro.observe(&el);
+                observer.set_value(Some((ro, callback)));
+            }
+            Err(e) => leptos::logging::warn!("cannot watch the diagram's size: {e:?}"),
         }
     });
-    let handle = window_event_listener(leptos::ev::resize, move |_| {
-        if let Some(el) = scroll_ref.get_untracked() {
-            st.view_h.set(el.client_height() as f64);
+    on_cleanup(move || {
+        if let Some(Some((ro, _))) = observer.try_update_value(Option::take) {
+            ro.disconnect();
         }
     });
-    on_cleanup(move || handle.remove());
 }
 
-/// Scrolling up (away from the bottom) stops following; reaching the bottom of a live trace resumes it.
+/// When the keyboard focus is on a frame row and the selection moves (keys, Back), the focus moves to the
+/// selected row once it is drawn.
+fn focus_follows_selection(st: TraceState, items: Memo<Vec<Item>>) {
+    let selected = Memo::new(move |_| st.query.with(|q| q.frame));
+    Effect::new(move |_| {
+        let Some(seq) = selected.get() else { return };
+        items.track();
+        let on_a_frame = document().active_element().is_some_and(|el| el.class_list().contains("frame"));
+        if !on_a_frame {
+            return;
+        }
+        request_animation_frame(move || {
+            let css = format!("#diagram-scroll .frame[data-seq=\"{seq}\"]");
+            let row =
+                document().query_selector(&css).ok().flatten().and_then(|e| e.dyn_into::<web_sys::HtmlElement>().ok());
+            if let Some(el) = row {
+                if document().active_element().as_ref() != Some(el.as_ref()) {
+                    let _ = el.focus();
+                }
+            }
+        });
+    });
+}
+
+/// Scrolling up (away from the bottom) stops following; scrolling down to the bottom of a live trace
+/// resumes it, unless a frame is selected (the frame being read stays where it is).
 fn on_scroll(st: TraceState, scroll_ref: NodeRef<html::Div>) {
     let Some(el) = scroll_ref.get_untracked() else { return };
     let top = el.scroll_top() as f64;
+    let previous = st.scroll_top.get_untracked();
     let at_bottom = el.scroll_height() - el.client_height() - el.scroll_top() <= 4;
-    let live = st.trace.with_untracked(|t| matches!(t, Some(Ok(t)) if t.live));
+    let live = st.trace.with_untracked(|t| t.live);
+    let selected = st.query.with_untracked(|q| q.frame.is_some());
     let following = st.follow.get_untracked();
-    if following && !at_bottom && top < st.scroll_top.get_untracked() - 1.0 {
+    if following && !at_bottom && top < previous - 1.0 {
         st.follow.set(false);
-    } else if !following && at_bottom && live && top > 0.0 {
+    } else if !following && at_bottom && live && !selected && top > previous {
         st.follow.set(true);
     }
     st.scroll_top.set(top);
@@ -185,16 +310,20 @@ fn keep_following(st: TraceState, scroll_ref: NodeRef<html::Div>) {
     });
 }
 
-/// Scrolls a requested row into view (a third from the top) unless it is already visible.
+/// Scrolls a requested row into view (a third from the top) unless it is already visible. A request
+/// made while the diagram has no height (its tab is hidden) waits until it has one.
 fn reveal_rows(st: TraceState, scroll_ref: NodeRef<html::Div>) {
     Effect::new(move |_| {
         let Some(idx) = st.reveal.get() else { return };
+        if st.view_h.get() <= 0.0 {
+            return;
+        }
         st.reveal.set(None);
         request_animation_frame(move || {
             let Some(el) = scroll_ref.get_untracked() else { return };
-            let y = st.layout.with_untracked(|l| l.y_of(idx));
-            let vh = el.client_height() as f64;
-            let scroller = crate::state::layout::Scroller::new(st.layout.with_untracked(|l| l.height()), vh);
+            let (y, height) = st.layout.with_untracked(|l| (l.y_of(idx), l.height()));
+            let vh = st.view_h.get_untracked();
+            let scroller = Scroller::new(height, vh);
             let top = scroller.layout_top(el.scroll_top() as f64);
             if idx != 0 && y >= top && y + ROW_H <= top + vh {
                 return;
@@ -202,36 +331,4 @@ fn reveal_rows(st: TraceState, scroll_ref: NodeRef<html::Div>) {
             el.set_scroll_top(scroller.scroll_for((y - vh / 3.0).max(0.0)) as i32);
         });
     });
-}
-
-/// Up/down arrows (or k/j) select the previous/next frame of the view, outside text fields and while the
-/// diagram tab is open.
-fn keyboard_steps(st: TraceState) {
-    let handle = window_event_listener(leptos::ev::keydown, move |ev| {
-        let step: i64 = match ev.key().as_str() {
-            "ArrowDown" | "j" => 1,
-            "ArrowUp" | "k" => -1,
-            _ => return,
-        };
-        let typing = ev
-            .target()
-            .and_then(|t| wasm_bindgen::JsCast::dyn_into::<web_sys::Element>(t).ok())
-            .is_some_and(|el| matches!(el.tag_name().as_str(), "INPUT" | "SELECT" | "TEXTAREA"));
-        let (tab, selected) = st.query.with_untracked(|q| (q.tab, q.frame));
-        if typing || ev.ctrl_key() || ev.meta_key() || ev.alt_key() || tab != crate::route::Tab::Diagram {
-            return;
-        }
-        let next = st.window.with_untracked(|w| {
-            let idx = match selected.and_then(|seq| w.index_of_seq(seq)) {
-                Some(i) => i as i64 + step,
-                None => st.rows_in_view.with_untracked(|r| r.start as i64),
-            };
-            usize::try_from(idx).ok().and_then(|i| w.get(i)).map(|f| f.seq)
-        });
-        if let Some(seq) = next {
-            ev.prevent_default();
-            st.jump_to(seq);
-        }
-    });
-    on_cleanup(move || handle.remove());
 }

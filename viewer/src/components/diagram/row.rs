@@ -1,10 +1,12 @@
-//! One drawn row: a frame's arrow, labels and preview, a folded idle gap, or a row still loading.
+//! One drawn row: a frame's arrow, labels and preview, a marked gap, or a row still loading.
 
 use super::geometry::*;
+use crate::components::highlight::{marked, search_words};
 use crate::components::trace_state;
 use crate::format;
 use crate::state::busy::{BusySpan, Callee};
 use crate::state::layout::{FOLD_H, ROW_H};
+use crate::view_query::Axis;
 use acp_tee_shared::api::FrameSummary;
 use acp_tee_shared::{Direction, FrameKind};
 use leptos::prelude::*;
@@ -14,47 +16,90 @@ pub fn px(v: f64) -> String {
     format!("{v:.1}px")
 }
 
-/// A frame's row.
-#[component]
-pub fn FrameRow(frame: FrameSummary, y: f64, fold: Option<i64>, base: Memo<f64>) -> impl IntoView {
-    let st = trace_state();
-    let seq = frame.seq;
-    let selected = Memo::new(move |_| st.query.with(|q| q.frame == Some(seq)));
-    let colour = frame_colour(&frame);
-    let fold_view = fold.map(|gap| {
-        view! {
-            <div class="fold" style:top=move || px(y - base.get() - FOLD_H) style:width=px(DIAGRAM_W)>
+/// The band or label of the gap above a row: a folded idle band on the time axis, the gap's length in the
+/// time column on the linear axis.
+fn gap_view(gap: Option<i64>, axis: Axis, y: f64, base: Memo<f64>, geo: Geometry) -> Option<AnyView> {
+    let gap = gap?;
+    Some(match axis {
+        Axis::Linear => view! {
+            <div class="gap-mark" style:top=move || px(y - base.get() - 16.0)>{format!("↕ {}", format::duration_ns(gap))}</div>
+        }
+        .into_any(),
+        _ => view! {
+            <div class="fold" style:top=move || px(y - base.get() - FOLD_H) style:width=px(geo.width)>
                 <span>{format!("⋯ {} idle ⋯", format::duration_ns(gap))}</span>
             </div>
         }
+        .into_any(),
+    })
+}
+
+/// A frame's row: focusable, selected by a click or Enter.
+#[component]
+pub fn FrameRow(
+    frame: FrameSummary,
+    y: f64,
+    gap: Option<i64>,
+    axis: Axis,
+    base: Memo<f64>,
+    geo: Geometry,
+    /// How many sessions the fetched frames belong to (each gets a colour when there are several).
+    sessions: usize,
+) -> impl IntoView {
+    let st = trace_state();
+    let seq = frame.seq;
+    let selected = Memo::new(move |_| st.query.with(|q| q.frame == Some(seq)));
+    let t_ns = frame.t_ns;
+    let colour = frame_colour(&frame);
+    let words = st.query.with_untracked(|q| search_words(q.filters.q.as_deref()));
+    let session = frame.session_id.clone().filter(|_| sessions > 1).map(|s| {
+        let title = format!("session {s}");
+        view! { <span class="sess" title=title style:background=session_colour(&s)></span> }
     });
+    let label = format!("#{seq} {}", frame.method.clone().unwrap_or_else(|| frame.kind.as_str().to_owned()));
     view! {
-        {fold_view}
+        {gap_view(gap, axis, y, base, geo)}
         <div
             class="frame"
             class:selected=move || selected.get()
             class:stderr=frame.dir == Direction::AgentStderr
+            role="option"
+            tabindex="0"
+            aria-label=label
+            aria-selected=move || if selected.get() { "true" } else { "false" }
             data-seq=seq
             data-kind=frame.kind.as_str()
             data-dir=frame.dir.as_str()
             style:top=move || px(y - base.get())
-            style:width=px(DIAGRAM_W)
-            on:click=move |_| st.select(seq)
+            style:width=px(geo.width)
+            on:click=move |ev| {
+                let measured = ev.shift_key() && st.measure_to(seq, t_ns);
+                if !measured {
+                    st.select(seq);
+                }
+            }
+            on:keydown=move |ev| {
+                if ev.key() == "Enter" || ev.key() == " " {
+                    ev.prevent_default();
+                    st.select(seq);
+                }
+            }
         >
+            {session}
             <span class="t">{format::offset_ns(frame.t_ns)}</span>
             <span class="seq">{format!("#{seq}")}</span>
-            {arrow(&frame, &colour)}
-            {labels(&frame, &colour)}
+            {arrow(&frame, &colour, geo)}
+            {labels(&frame, &colour, geo, &words)}
         </div>
     }
 }
 
 /// The arrow: solid for requests, dashed for responses, thin with an open head for notifications.
-fn arrow(f: &FrameSummary, colour: &str) -> impl IntoView {
+fn arrow(f: &FrameSummary, colour: &str, geo: Geometry) -> impl IntoView {
     let (x1, x2) = match f.dir {
-        Direction::ClientToAgent => (CLIENT_X, AGENT_X),
-        Direction::AgentToClient => (AGENT_X, CLIENT_X),
-        Direction::AgentStderr => (AGENT_X, STDERR_X - 4.0),
+        Direction::ClientToAgent => (geo.client_x, geo.agent_x),
+        Direction::AgentToClient => (geo.agent_x, geo.client_x),
+        Direction::AgentStderr => (geo.agent_x, geo.stderr_x - 4.0),
     };
     let sign = if x2 > x1 { 1.0 } else { -1.0 };
     let open_head = matches!(f.kind, FrameKind::Notification | FrameKind::Stderr);
@@ -76,9 +121,9 @@ fn arrow(f: &FrameSummary, colour: &str) -> impl IntoView {
     } else {
         view! { <polygon points=head fill=colour.to_owned() /> }.into_any()
     };
-    let tap = (f.dir != Direction::AgentStderr).then(|| view! { <circle class="tap" cx=TEE_X cy=ARROW_Y r="3" /> });
+    let tap = (f.dir != Direction::AgentStderr).then(|| view! { <circle class="tap" cx=geo.tee_x cy=ARROW_Y r="3" /> });
     view! {
-        <svg class="arrow" width=DIAGRAM_W height=ROW_H>
+        <svg class="arrow" width=geo.width height=ROW_H>
             <line
                 x1=x1
                 y1=ARROW_Y
@@ -95,8 +140,8 @@ fn arrow(f: &FrameSummary, colour: &str) -> impl IntoView {
 }
 
 /// Method label over the acp-tee lane, JSON-RPC id at the sender's end, preview under the arrow (or in
-/// the stderr lane for stderr lines).
-fn labels(f: &FrameSummary, colour: &str) -> impl IntoView {
+/// the stderr lane for stderr lines). Whatever is cut short shows whole in its tooltip.
+fn labels(f: &FrameSummary, colour: &str, geo: Geometry, words: &[String]) -> impl IntoView {
     let stderr = f.dir == Direction::AgentStderr;
     let name = match (&f.method, f.kind) {
         (Some(m), _) => {
@@ -106,19 +151,43 @@ fn labels(f: &FrameSummary, colour: &str) -> impl IntoView {
         (None, kind) => Some(view! { <span class="label">{kind.as_str()}</span> }.into_any()),
     };
     let mcp = f.mcp_method.clone().map(|m| view! { <span class="mcp">{format!("mcp · {m}")}</span> });
+    let names_title = [f.method.clone(), f.mcp_method.clone().map(|m| format!("mcp · {m}"))]
+        .into_iter()
+        .flatten()
+        .collect::<Vec<_>>()
+        .join("  ");
+    // Ids stay clear of a method name of up to ~16 characters centred over the acp-tee lane.
+    let id_w = (geo.span() / 2.0 - 64.0).clamp(40.0, 140.0);
     let id = f.id.as_ref().map(|id| {
-        let left = if f.dir == Direction::ClientToAgent { CLIENT_X + 8.0 } else { AGENT_X - 108.0 };
-        let align = if f.dir == Direction::ClientToAgent { "left" } else { "right" };
-        view! { <span class="rpc-id" style:left=px(left) style:text-align=align>{format!("id {id}")}</span> }
+        let (left, align) = match f.dir {
+            Direction::ClientToAgent => (geo.client_x + 8.0, "left"),
+            _ => (geo.agent_x - 8.0 - id_w, "right"),
+        };
+        let text = format!("id {id}");
+        let title = text.clone();
+        view! {
+            <span class="rpc-id" title=title style:left=px(left) style:width=px(id_w) style:text-align=align>{text}</span>
+        }
     });
     let preview = f.preview.clone().map(|p| {
-        let class = if stderr { "preview in-stderr" } else { "preview" };
         let title = p.clone();
-        view! { <span class=class title=title>{p}</span> }
+        let text = marked(p, words);
+        if stderr {
+            let (left, width) = (geo.stderr_x + 8.0, geo.width - geo.stderr_x - 12.0);
+            view! { <span class="preview in-stderr" title=title style:left=px(left) style:width=px(width)>{text}</span> }
+                .into_any()
+        } else {
+            let (left, width) = (geo.client_x + 12.0, geo.span() - 24.0);
+            view! { <span class="preview" title=title style:left=px(left) style:width=px(width)>{text}</span> }
+                .into_any()
+        }
     });
     let kind_tag = (f.kind == FrameKind::Error).then(|| view! { <span class="err-tag">"error"</span> });
+    let (names_left, names_w) = (geo.client_x + 24.0, geo.span() - 48.0);
     view! {
-        {(!stderr).then(|| view! { <div class="names">{name}{kind_tag}{mcp}</div> })}
+        {(!stderr).then(|| view! {
+            <div class="names" title=names_title style:left=px(names_left) style:width=px(names_w)>{name}{kind_tag}{mcp}</div>
+        })}
         {id}
         {preview}
     }
@@ -126,35 +195,64 @@ fn labels(f: &FrameSummary, colour: &str) -> impl IntoView {
 
 /// A row whose page is still being fetched.
 #[component]
-pub fn LoadingRow(y: f64, base: Memo<f64>) -> impl IntoView {
+pub fn LoadingRow(y: f64, base: Memo<f64>, geo: Geometry) -> impl IntoView {
     view! {
-        <div class="frame-loading" style:top=move || px(y - base.get()) style:width=px(DIAGRAM_W)>
-            <span class="bar"></span>
+        <div class="frame-loading" style:top=move || px(y - base.get()) style:width=px(geo.width)>
+            <span class="bar" style:left=px(geo.client_x) style:width=px(geo.span())></span>
         </div>
     }
 }
 
-/// A callee's busy span: a bar on its lane from request to response with the duration beside it.
+/// Where a selected frame that the filters hide would be: a marked line above the first frame after it.
 #[component]
-pub fn BusyBar(span: BusySpan, base: Memo<f64>) -> impl IntoView {
+pub fn HiddenMark(seq: i64, y: f64, base: Memo<f64>, geo: Geometry) -> impl IntoView {
+    view! {
+        <div id="hidden-mark" class="hidden-mark" style:top=move || px(y - base.get() - 2.0) style:width=px(geo.width)>
+            <span>{format!("#{seq} is here, hidden by the filters")}</span>
+        </div>
+    }
+}
+
+/// The band between two measured frames, with the time between them.
+#[component]
+pub fn MeasureBand(y0: f64, y1: f64, text: String, base: Memo<f64>, geo: Geometry) -> impl IntoView {
+    view! {
+        <div id="measure-band" class="measure-band" style:top=move || px(y0 - base.get()) style:height=px(y1 - y0 + ROW_H)
+            style:width=px(geo.width)>
+            <span>{text}</span>
+        </div>
+    }
+}
+
+/// A callee's busy span: a bar on its lane from request to response, its duration beside the response
+/// (beside the request while it is open), so the labels of different spans never share a row.
+#[component]
+pub fn BusyBar(span: BusySpan, base: Memo<f64>, geo: Geometry) -> impl IntoView {
     let on_agent = span.callee == Callee::Agent;
     let shift = span.column as f64 * 8.0;
-    let x = if on_agent { AGENT_X - 3.0 + shift } else { CLIENT_X - 3.0 - shift };
+    let x = if on_agent { geo.agent_x - 3.0 + shift } else { geo.client_x - 3.0 - shift };
     let top = span.y0 + ARROW_Y;
     let height = (span.y1 - span.y0).max(3.0);
     let colour =
         if span.error { format!("{ERROR_COLOUR}99") } else { pair_colour(span.req_seq).replace(')', " / 0.55)") };
+    let title = if span.hidden_start {
+        format!("request #{} is hidden by the filters; {}", span.req_seq, span.label)
+    } else {
+        format!("request #{}: {}", span.req_seq, span.label)
+    };
     view! {
         <div
             class="busy"
             class:open=span.open_end
+            class:hidden-start=span.hidden_start
             data-seq=span.req_seq
+            title=title
             style:left=px(x)
             style:top=move || px(top - base.get())
             style:height=px(height)
             style:background=colour
         >
-            <span class="busy-label" class:client=!on_agent>{span.label}</span>
+            <span class="busy-label" class:client=!on_agent class:at-end=!span.open_end>{span.label}</span>
         </div>
     }
 }

@@ -1,0 +1,81 @@
+//! The trace view's keyboard: `j`/`k` or the arrows step through frames, Home/End go to the first and last
+//! frame, Enter selects a focused frame (on the row itself), Esc leaves a text field or clears the
+//! selection, `/` focuses the search. Keys typed into text fields are theirs, except Esc.
+
+use crate::state::{loader, TraceState};
+use crate::view_query::Tab;
+use leptos::prelude::*;
+use wasm_bindgen::JsCast;
+
+/// What a key does in the diagram tab.
+enum Action {
+    Step(i64),
+    First,
+    Last,
+    Search,
+    Escape,
+}
+
+fn action(key: &str) -> Option<Action> {
+    Some(match key {
+        "ArrowDown" | "j" => Action::Step(1),
+        "ArrowUp" | "k" => Action::Step(-1),
+        "Home" => Action::First,
+        "End" => Action::Last,
+        "/" => Action::Search,
+        "Escape" => Action::Escape,
+        _ => return None,
+    })
+}
+
+/// Listens for the trace view's keys while the view lives.
+pub fn trace_keys(st: TraceState) {
+    let handle = window_event_listener(leptos::ev::keydown, move |ev| {
+        let Some(act) = action(&ev.key()) else { return };
+        let target = ev.target().and_then(|t| t.dyn_into::<web_sys::HtmlElement>().ok());
+        let typing =
+            target.as_ref().is_some_and(|el| matches!(el.tag_name().as_str(), "INPUT" | "SELECT" | "TEXTAREA"));
+        if ev.ctrl_key() || ev.meta_key() || ev.alt_key() || st.query.with_untracked(|q| q.tab) != Tab::Diagram {
+            return;
+        }
+        if typing {
+            if let (Action::Escape, Some(el)) = (act, target) {
+                let _ = el.blur();
+            }
+            return;
+        }
+        ev.prevent_default();
+        match act {
+            Action::Step(step) => step_from_selection(st, step),
+            Action::First => loader::select_position(st, 0),
+            Action::Last => {
+                let total = st.window.with_untracked(|w| w.total());
+                if total > 0 {
+                    loader::select_position(st, total - 1);
+                }
+            }
+            Action::Search => {
+                if let Some(el) =
+                    document().get_element_by_id("search").and_then(|e| e.dyn_into::<web_sys::HtmlElement>().ok())
+                {
+                    let _ = el.focus();
+                }
+            }
+            Action::Escape => st.unselect(),
+        }
+    });
+    on_cleanup(move || handle.remove());
+}
+
+/// Selects the frame before or after the selected one, also when the filters hide the selected one; with
+/// nothing selected, the first frame in view. Stepping replaces the history entry (it is like scrolling).
+fn step_from_selection(st: TraceState, step: i64) {
+    let selected = st.query.with_untracked(|q| q.frame);
+    let next = st.window.with_untracked(|w| match selected {
+        Some(seq) => w.neighbour(seq, step),
+        None => st.rows_in_view.with_untracked(|r| w.get(r.start)).map(|f| f.seq),
+    });
+    if let Some(seq) = next {
+        st.jump_to(seq, false);
+    }
+}

@@ -1,0 +1,373 @@
+//! What a trace view shows, as its URL query says: filters, axis, tab, selected frame, timing method.
+//!
+//! The URL is the single source of truth for a trace view, so that a view can be shared and survives a
+//! reload. [`ViewUrl`] reads the router's query and writes it back through the router's navigation; this
+//! module only turns query pairs into typed values and back, and never encodes anything itself.
+//!
+//! A value the view cannot use (`min_latency_ms=abc`, `dir=sideways`) is kept in the URL and reported in
+//! [`ViewQuery::rejected`], so the page can say it is ignored rather than drop it silently.
+
+use acp_tee_shared::api::{FrameQuery, FrameSummary};
+use acp_tee_shared::{Direction, FrameKind};
+use leptos::prelude::*;
+use leptos_router::hooks::{use_location, use_navigate};
+use leptos_router::location::Url;
+use leptos_router::params::ParamsMap;
+use leptos_router::NavigateOptions;
+use std::rc::Rc;
+
+/// The frame filters of a trace view, as in the URL and the API.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Filters {
+    /// Only this direction.
+    pub dir: Option<Direction>,
+    /// Only this kind.
+    pub kind: Option<FrameKind>,
+    /// Only this method.
+    pub method: Option<String>,
+    /// Only this ACP session.
+    pub session: Option<String>,
+    /// Only error responses.
+    pub errors: bool,
+    /// Only responses slower than this.
+    pub min_latency_ms: Option<f64>,
+    /// Full-text search.
+    pub q: Option<String>,
+}
+
+impl Filters {
+    /// True when no filter is set (every frame shows).
+    pub fn is_empty(&self) -> bool {
+        *self == Filters::default()
+    }
+
+    /// The API query for one window of frames under these filters.
+    pub fn frame_query(&self, offset: usize, limit: usize) -> FrameQuery {
+        FrameQuery {
+            offset: Some(offset as i64),
+            limit: Some(limit as i64),
+            dir: self.dir,
+            kind: self.kind,
+            method: self.method.clone(),
+            session: self.session.clone(),
+            errors: self.errors.then_some(true),
+            min_latency_ms: self.min_latency_ms,
+            q: self.q.clone(),
+            ..FrameQuery::default()
+        }
+    }
+
+    /// Whether a frame passes, when that can be told without the server: `None` for full-text search and
+    /// for batches under the errors filter (their elements are not in the summary).
+    pub fn matches(&self, f: &FrameSummary) -> Option<bool> {
+        if self.q.is_some() || (self.errors && f.kind == FrameKind::Batch) {
+            return None;
+        }
+        let ok = self.dir.is_none_or(|d| d == f.dir)
+            && self.kind.is_none_or(|k| k == f.kind)
+            && self.method.as_ref().is_none_or(|m| f.method.as_ref() == Some(m))
+            && self.session.as_ref().is_none_or(|s| f.session_id.as_ref() == Some(s))
+            && (!self.errors || f.kind == FrameKind::Error)
+            && self.min_latency_ms.is_none_or(|ms| f.latency_ns.is_some_and(|l| l as f64 > ms * 1e6));
+        Some(ok)
+    }
+}
+
+/// The vertical axis of the diagram.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Axis {
+    /// One row per frame.
+    #[default]
+    Rows,
+    /// Real time, compressed: short gaps stretch the space between rows, long idle gaps are folded.
+    Time,
+    /// Real time, proportional: the space between rows is the gap at the chosen scale.
+    Linear,
+}
+
+/// The tab of a trace view.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Tab {
+    /// The sequence diagram.
+    #[default]
+    Diagram,
+    /// Per-method timing, histogram, slowest requests.
+    Timing,
+}
+
+/// A query value the view cannot use, kept so the page can say so.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Rejected {
+    /// The query key (`min_latency_ms`).
+    pub key: &'static str,
+    /// The value as written.
+    pub value: String,
+    /// What would have been accepted.
+    pub expected: &'static str,
+}
+
+/// Everything the query string of a trace view says.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ViewQuery {
+    /// Which frames show.
+    pub filters: Filters,
+    /// How the diagram's vertical axis runs.
+    pub axis: Axis,
+    /// Milliseconds per 100 px on the proportional axis (`None`: the default scale).
+    pub scale: Option<f64>,
+    /// Which tab is open.
+    pub tab: Tab,
+    /// The selected frame's seq.
+    pub frame: Option<i64>,
+    /// The method whose histogram the Timing tab shows (all methods when `None`).
+    pub timing_method: Option<String>,
+    /// Values present in the URL that the view ignores, in key order.
+    pub rejected: Vec<Rejected>,
+}
+
+/// Query keys a trace view reads, in the order it writes them.
+pub const KEYS: [&str; 12] = [
+    "dir",
+    "kind",
+    "method",
+    "session",
+    "errors",
+    "min_latency_ms",
+    "q",
+    "axis",
+    "scale",
+    "tab",
+    "frame",
+    "timing_method",
+];
+
+fn text(value: &str) -> Option<String> {
+    (!value.trim().is_empty()).then(|| value.to_owned())
+}
+
+impl ViewQuery {
+    /// Reads query pairs (already decoded); unknown keys are ignored, bad values are kept as rejected.
+    pub fn from_pairs<'a>(get: impl Fn(&str) -> Option<&'a str>) -> ViewQuery {
+        let mut v = ViewQuery::default();
+        for key in KEYS {
+            let Some(value) = get(key) else { continue };
+            if let Err(expected) = v.read(key, value) {
+                v.rejected.push(Rejected { key, value: value.to_owned(), expected });
+            }
+        }
+        v
+    }
+
+    /// Sets the field of one key from its text; `Err` says what would have been accepted.
+    fn read(&mut self, key: &str, value: &str) -> Result<(), &'static str> {
+        let f = &mut self.filters;
+        let empty = value.trim().is_empty();
+        match key {
+            "dir" if empty => {}
+            "dir" => f.dir = Some(value.parse().map_err(|_| "client_to_agent, agent_to_client or agent_stderr")?),
+            "kind" if empty => {}
+            "kind" => f.kind = Some(value.parse().map_err(|_| "a frame kind (request, response, error, ...)")?),
+            "method" => f.method = text(value),
+            "session" => f.session = text(value).map(|s| s.trim().to_owned()),
+            "q" => f.q = text(value).map(|s| s.trim().to_owned()),
+            "errors" => {
+                f.errors = match value {
+                    "true" | "1" => true,
+                    "" | "false" | "0" => false,
+                    _ => return Err("true or false"),
+                }
+            }
+            "min_latency_ms" if empty => {}
+            "min_latency_ms" => f.min_latency_ms = Some(parse_ms(value).ok_or("a number of milliseconds, 0 or more")?),
+            "axis" => {
+                self.axis = match value {
+                    "" | "rows" => Axis::Rows,
+                    "time" => Axis::Time,
+                    "linear" => Axis::Linear,
+                    _ => return Err("rows, time or linear"),
+                }
+            }
+            "scale" if empty => {}
+            "scale" => {
+                self.scale = Some(parse_ms(value).filter(|s| *s > 0.0).ok_or("milliseconds per 100 px, above 0")?)
+            }
+            "tab" => {
+                self.tab = match value {
+                    "" | "diagram" => Tab::Diagram,
+                    "timing" => Tab::Timing,
+                    _ => return Err("diagram or timing"),
+                }
+            }
+            "frame" if empty => {}
+            "frame" => self.frame = Some(value.trim().parse().ok().filter(|s: &i64| *s > 0).ok_or("a frame number")?),
+            "timing_method" => self.timing_method = text(value),
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// The query pairs of this view, keys in [`KEYS`] order, defaults left out; a rejected value stays in
+    /// place of its key until something sets that key.
+    pub fn to_pairs(&self) -> Vec<(&'static str, String)> {
+        let f = &self.filters;
+        let mut pairs: Vec<(&'static str, String)> = Vec::new();
+        for key in KEYS {
+            if let Some(r) = self.rejected.iter().find(|r| r.key == key) {
+                pairs.push((key, r.value.clone()));
+                continue;
+            }
+            let value = match key {
+                "dir" => f.dir.map(|d| d.as_str().to_owned()),
+                "kind" => f.kind.map(|k| k.as_str().to_owned()),
+                "method" => f.method.clone(),
+                "session" => f.session.clone(),
+                "errors" => f.errors.then(|| "true".to_owned()),
+                "min_latency_ms" => f.min_latency_ms.map(|ms| ms.to_string()),
+                "q" => f.q.clone(),
+                "axis" => match self.axis {
+                    Axis::Rows => None,
+                    Axis::Time => Some("time".to_owned()),
+                    Axis::Linear => Some("linear".to_owned()),
+                },
+                "scale" => self.scale.map(|s| s.to_string()),
+                "tab" => (self.tab == Tab::Timing).then(|| "timing".to_owned()),
+                "frame" => self.frame.map(|s| s.to_string()),
+                "timing_method" => self.timing_method.clone(),
+                _ => None,
+            };
+            if let Some(v) = value {
+                pairs.push((key, v));
+            }
+        }
+        pairs
+    }
+
+    /// Drops the rejected value of a key (its field is being set).
+    pub fn accept(&mut self, key: &str) {
+        self.rejected.retain(|r| r.key != key);
+    }
+
+    /// Sets one key from text typed by the user: a bad value is kept as rejected and its field cleared.
+    pub fn set_typed(&mut self, key: &'static str, value: &str) {
+        self.accept(key);
+        let mut probe = self.clone();
+        match probe.read(key, value) {
+            Ok(()) => *self = probe,
+            Err(expected) => {
+                match key {
+                    "min_latency_ms" => self.filters.min_latency_ms = None,
+                    "scale" => self.scale = None,
+                    _ => {}
+                }
+                self.rejected.push(Rejected { key, value: value.to_owned(), expected });
+            }
+        }
+    }
+
+    /// The rejected value of a key, if any.
+    pub fn rejected(&self, key: &str) -> Option<&Rejected> {
+        self.rejected.iter().find(|r| r.key == key)
+    }
+}
+
+/// A non-negative, finite number of milliseconds.
+fn parse_ms(value: &str) -> Option<f64> {
+    value.trim().parse::<f64>().ok().filter(|ms| ms.is_finite() && *ms >= 0.0)
+}
+
+/// The router's navigation, kept where event handlers can reach it.
+type Navigate = Rc<dyn Fn(&str, NavigateOptions)>;
+
+/// A trace view's URL: the router's location read as a [`ViewQuery`], and changes written back through the
+/// router's navigation (a history entry when asked, else in place).
+#[derive(Clone, Copy)]
+pub struct ViewUrl {
+    /// The view the URL describes (tracked).
+    pub query: Memo<ViewQuery>,
+    path: Memo<String>,
+    navigate: StoredValue<Navigate, LocalStorage>,
+}
+
+impl ViewUrl {
+    /// The URL of the current route; call inside the router.
+    ///
+    /// The query is read from the router's raw `search` through the browser's `URLSearchParams` rather than
+    /// from `use_query_map`: leptos_router 0.8 decodes query values twice (a search for `%41` would become
+    /// `A`; fixed upstream for 0.9).
+    pub fn new() -> ViewUrl {
+        let location = use_location();
+        let search = location.search;
+        let query = Memo::new(move |_| {
+            search.with(|s| match web_sys::UrlSearchParams::new_with_str(s) {
+                Ok(params) => {
+                    let values: Vec<(&str, Option<String>)> = KEYS.iter().map(|k| (*k, params.get(k))).collect();
+                    ViewQuery::from_pairs(|key| values.iter().find(|(k, _)| *k == key).and_then(|(_, v)| v.as_deref()))
+                }
+                Err(_) => ViewQuery::default(),
+            })
+        });
+        let navigate = use_navigate();
+        ViewUrl { query, path: location.pathname, navigate: StoredValue::new_local(Rc::new(navigate)) }
+    }
+
+    /// Changes the view: a new history entry when `push`, else the current entry is replaced.
+    pub fn update(&self, push: bool, change: impl FnOnce(&mut ViewQuery)) {
+        let mut q = self.query.get_untracked();
+        let before = q.clone();
+        change(&mut q);
+        if q == before {
+            return;
+        }
+        let mut map = ParamsMap::new();
+        for (key, value) in q.to_pairs() {
+            // `ParamsMap::insert` decodes what it is given; escaping first keeps the value as it is.
+            map.insert(key, Url::escape(&value));
+        }
+        let url = format!("{}{}", self.path.get_untracked(), map.to_query_string());
+        let options = NavigateOptions { replace: !push, scroll: false, ..NavigateOptions::default() };
+        self.navigate.with_value(|nav| nav(&url, options));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(pairs: &[(&str, &str)]) -> ViewQuery {
+        ViewQuery::from_pairs(|key| pairs.iter().find(|(k, _)| *k == key).map(|(_, v)| *v))
+    }
+
+    #[test]
+    fn view_query_round_trips_through_pairs() {
+        let pairs = [
+            ("method", "session/prompt"),
+            ("errors", "true"),
+            ("q", "hello world"),
+            ("axis", "time"),
+            ("tab", "timing"),
+            ("frame", "12"),
+        ];
+        let v = parse(&pairs);
+        assert_eq!(v.filters.method.as_deref(), Some("session/prompt"));
+        assert_eq!(v.filters.q.as_deref(), Some("hello world"));
+        assert!(v.filters.errors && v.rejected.is_empty());
+        assert_eq!((v.axis, v.tab, v.frame), (Axis::Time, Tab::Timing, Some(12)));
+        let back: Vec<(&str, String)> = pairs.iter().map(|(k, v)| (*k, v.to_string())).collect();
+        assert_eq!(v.to_pairs(), back);
+    }
+
+    #[test]
+    fn bad_values_are_kept_as_rejected_not_dropped() {
+        let v = parse(&[("dir", "sideways"), ("min_latency_ms", "-5"), ("frame", "x"), ("q", " ")]);
+        assert_eq!(v.filters, Filters::default());
+        let keys: Vec<&str> = v.rejected.iter().map(|r| r.key).collect();
+        assert_eq!(keys, ["dir", "min_latency_ms", "frame"]);
+        assert_eq!(v.to_pairs(), [("dir", "sideways".into()), ("min_latency_ms", "-5".into()), ("frame", "x".into())]);
+        let mut typed = v.clone();
+        typed.set_typed("min_latency_ms", "12.5");
+        assert_eq!((typed.filters.min_latency_ms, typed.rejected("min_latency_ms")), (Some(12.5), None));
+        typed.set_typed("min_latency_ms", "abc");
+        assert_eq!(typed.filters.min_latency_ms, None);
+        assert_eq!(typed.rejected("min_latency_ms").map(|r| r.value.as_str()), Some("abc"));
+    }
+}
