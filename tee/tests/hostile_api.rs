@@ -60,7 +60,7 @@ impl Served {
     /// runs it as another user).
     fn start_as(mut cmd: Command, db: &Path, extra: &[&str]) -> Served {
         let mut child = cmd
-            .args(["serve", "--db", db.to_str().unwrap(), "--port", "0", "--dist", "/nonexistent"])
+            .args(["serve", "--db", db.to_str().unwrap(), "--port", "0"])
             .args(extra)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
