@@ -49,3 +49,10 @@ pub use server::{app, AppState, Db, MAX_EXPORTS, QUERY_TIME_LIMIT};
 pub use store::migrations::SCHEMA_VERSION;
 pub use store::search::MAX_SEARCH_TERMS;
 pub use store::{Reader, Store, StoreError, StoredFrame};
+
+/// The recorder's parts, for `examples/recorder_cost.rs`, which measures
+/// what recording costs per frame without the processes around it.
+#[doc(hidden)]
+pub mod bench {
+    pub use crate::recorder::{ByteQueue, StoreWriter, QUEUE_BYTES};
+}
