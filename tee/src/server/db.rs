@@ -29,7 +29,7 @@ pub const QUERY_TIME_LIMIT: Duration = Duration::from_secs(20);
 /// Exports that run at once at most. An export does not take a query slot:
 /// it has a connection and a blocking thread of its own, reads in short
 /// steps (no read transaction lasts while it waits for the client) and is
-/// stopped when its client reads nothing for [`super::routes::EXPORT_STALL`].
+/// stopped when its client reads nothing for `EXPORT_STALL` (`routes.rs`).
 /// Beyond this many, exports are refused (503), not queued.
 pub const MAX_EXPORTS: usize = 16;
 

@@ -141,7 +141,7 @@ impl Store {
     ///
     /// A store this process may not write (a read-only file or directory,
     /// a read-only mount) is opened read-only: readers work, nothing is
-    /// written (see [`Access`]).
+    /// written (see `Access`).
     pub fn open_existing(path: &Path) -> Result<Store, StoreError> {
         if !path.exists() {
             return Err(StoreError::Missing { path: path.to_owned() });
