@@ -1,7 +1,7 @@
 //! Imports: our own `acp-tee-trace` exports ([`acp_tee`]), the conductor's
 //! `.jsons` ([`jsons`]) and sacp-tee logs ([`sacp`]), read as a stream.
 //!
-//! Every message goes through the recorder's [`Framer`], so imported traces
+//! Every message goes through the [`Framer`] recordings use, so imported traces
 //! get kinds, pairing, latency, sessions and previews exactly as recorded ones
 //! do. Frames are stored in chunks of at most [`CHUNK_FRAMES`] frames or
 //! [`CHUNK_BYTES`] bytes, one short transaction each, so a recorder writing
