@@ -14,9 +14,8 @@
 //! valgrind --tool=callgrind target/release/examples/recorder_cost 60000
 //! ```
 
-use acp_tee::handoff::{TraceEnd, TraceStart};
-use acp_tee::recorder::{ByteQueue, Framer, StoreWriter, QUEUE_BYTES};
-use acp_tee::store::NewFrame;
+use acp_tee::bench::{ByteQueue, StoreWriter, QUEUE_BYTES};
+use acp_tee::{Framer, NewFrame, TraceEnd, TraceStart};
 use acp_tee_shared::Direction;
 use std::sync::Arc;
 use std::time::Instant;

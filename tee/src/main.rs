@@ -36,6 +36,6 @@ fn main() {
         .with_env_filter(EnvFilter::try_from_env("ACP_TEE_LOG").unwrap_or_else(|_| EnvFilter::new("warn")))
         .event_format(Plain)
         .init();
-    let code = acp_tee::cli::main(std::env::args_os().collect());
+    let code = acp_tee::main(std::env::args_os().collect());
     std::process::exit(code);
 }

@@ -5,7 +5,7 @@
 
 mod common;
 
-use acp_tee::server::{app, AppState, Db};
+use acp_tee::{app, AppState, Db};
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use common::*;

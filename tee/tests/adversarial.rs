@@ -21,7 +21,7 @@ fn tee(db: &Path, args: &[&str]) -> Vec<u8> {
 
 /// Records `input` going to `agent` (a shell script) and returns the one
 /// trace's frames.
-fn record(store: &TempStore, extra: &[&str], input: &str, agent: &str) -> Vec<acp_tee::store::StoredFrame> {
+fn record(store: &TempStore, extra: &[&str], input: &str, agent: &str) -> Vec<acp_tee::StoredFrame> {
     let out = run_with_input(tee_command(&store.db, extra, &["sh", "-c", agent]), input.as_bytes().to_vec());
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let trace = store.only_trace();

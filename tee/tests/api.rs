@@ -4,8 +4,8 @@
 
 mod common;
 
-use acp_tee::server::{app, AppState, Db};
-use acp_tee::store::Store;
+use acp_tee::Store;
+use acp_tee::{app, AppState, Db};
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use axum::Router;
@@ -284,7 +284,7 @@ async fn live_stream_pushes_frames_another_process_records() {
 /// A store holding one ended trace made of `lines`, each a frame sent `dir`
 /// (classified and paired as the recorder does).
 fn store_of_lines(lines: &[(acp_tee_shared::Direction, &str)]) -> (TempStore, i64) {
-    use acp_tee::handoff::{TraceEnd, TraceStart};
+    use acp_tee::{TraceEnd, TraceStart};
     let store = TempStore::new();
     let mut s = Store::create_or_open(&store.db).unwrap();
     let start = TraceStart {
@@ -295,7 +295,7 @@ fn store_of_lines(lines: &[(acp_tee_shared::Direction, &str)]) -> (TempStore, i6
         started_at: "2026-01-01T00:00:00Z".into(),
     };
     let id = s.create_trace(&start, std::process::id()).unwrap();
-    let mut framer = acp_tee::recorder::Framer::new();
+    let mut framer = acp_tee::Framer::new();
     let mut frames = Vec::new();
     for (t, (dir, line)) in lines.iter().enumerate() {
         framer.chunk(*dir, t as u64 * 1000 + 1000, format!("{line}\n").as_bytes(), |f| frames.push(f));
@@ -470,6 +470,31 @@ async fn a_query_past_the_time_limit_is_stopped_with_503() {
     let (status, body) = get(&limited(Duration::ZERO), &uri).await;
     assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
     assert!(body["error"].as_str().unwrap().contains("took too long"), "{body}");
-    let (status, body) = get(&limited(acp_tee::server::QUERY_TIME_LIMIT), &uri).await;
+    let (status, body) = get(&limited(acp_tee::QUERY_TIME_LIMIT), &uri).await;
     assert_eq!((status, &body["total"]), (StatusCode::OK, &Value::from(0)), "{body}");
+}
+
+/// The server's connections are opened `query_only`: a write slipped into a
+/// query, through the same pool the routes use, fails in SQLite and leaves
+/// the store as it was.
+#[tokio::test]
+async fn the_servers_connections_cannot_write_the_store() {
+    let (store, id) =
+        store_of_lines(&[(acp_tee_shared::Direction::ClientToAgent, r#"{"jsonrpc":"2.0","method":"m"}"#)]);
+    let db = Db::open(&store.db).unwrap();
+    let start = acp_tee::TraceStart {
+        name: None,
+        command: vec!["x".into()],
+        cwd: None,
+        mode: acp_tee::Mode::Wrap.to_string(),
+        started_at: "2026-01-01T00:00:00Z".into(),
+    };
+    let created = db.run(move |s| s.create_trace(&start, 1)).await;
+    assert!(created.is_err(), "the server's connection wrote a trace: {created:?}");
+    let end = acp_tee::TraceEnd { exit_code: Some(9), exit_signal: None, end_reason: "rewritten".into() };
+    let finished = db.run(move |s| s.finish_trace(id, &end, 0, "2026-01-02T00:00:00Z")).await;
+    assert!(finished.is_err(), "the server's connection rewrote a trace's end");
+    let traces = Store::open_existing(&store.db).unwrap().list_traces().unwrap();
+    assert_eq!(traces.len(), 1);
+    assert_eq!(traces[0].end_reason.as_deref(), Some("done"));
 }

@@ -4,7 +4,7 @@
 
 mod common;
 
-use acp_tee::store::{Store, CUT_OFF};
+use acp_tee::{Store, CUT_OFF};
 use acp_tee_shared::Direction;
 use common::*;
 use std::io::{Read, Write};
@@ -90,7 +90,7 @@ fn kill_9_of_acp_tee_mid_burst_keeps_every_forwarded_frame() {
     child.kill().unwrap();
     child.wait().unwrap();
     let trace = store.only_trace();
-    assert_eq!(trace.end_reason.as_deref(), Some(acp_tee::recorder::RELAY_KILLED));
+    assert_eq!(trace.end_reason.as_deref(), Some(acp_tee::RELAY_KILLED));
     integrity_ok(&store);
     let c2a = store.stream(trace.id, Direction::ClientToAgent);
     let a2c = store.stream(trace.id, Direction::AgentToClient);
@@ -265,7 +265,7 @@ fn ten_thousand_random_streams_through_the_real_binary() {
         let mut c2a = Vec::new();
         let mut a2c = Vec::new();
         opened
-            .for_each_frame(t.id, |f| -> Result<(), acp_tee::store::StoreError> {
+            .for_each_frame(t.id, |f| -> Result<(), acp_tee::StoreError> {
                 match f.dir {
                     Direction::ClientToAgent => c2a.extend(f.raw),
                     Direction::AgentToClient => a2c.extend(f.raw),

@@ -4,8 +4,8 @@
 
 mod common;
 
-use acp_tee::recorder::Framer;
-use acp_tee::store::Store;
+use acp_tee::Framer;
+use acp_tee::Store;
 use acp_tee_shared::Direction;
 use common::*;
 use serde_json::Value;
@@ -278,7 +278,7 @@ fn perfetto_export_nests_and_orders_every_track() {
 /// through the library.
 fn generate_trace(db: &Path, n: usize) {
     let mut store = Store::create_or_open(db).unwrap();
-    let start = acp_tee::handoff::TraceStart {
+    let start = acp_tee::TraceStart {
         name: Some(format!("big-{n}")),
         command: vec!["gen".into()],
         cwd: None,
@@ -302,7 +302,7 @@ fn generate_trace(db: &Path, n: usize) {
         }
     }
     store.insert_frames(id, &batch).unwrap();
-    let end = acp_tee::handoff::TraceEnd { exit_code: Some(0), exit_signal: None, end_reason: "generated".into() };
+    let end = acp_tee::TraceEnd { exit_code: Some(0), exit_signal: None, end_reason: "generated".into() };
     store.finish_trace(id, &end, 0, "2026-01-01T00:00:01.000000Z").unwrap();
 }
 

@@ -6,9 +6,9 @@
 
 mod common;
 
-use acp_tee::handoff::{TraceEnd, TraceStart};
-use acp_tee::recorder::Framer;
-use acp_tee::store::{NewFrame, Store};
+use acp_tee::Framer;
+use acp_tee::{NewFrame, Store};
+use acp_tee::{TraceEnd, TraceStart};
 use acp_tee_shared::Direction;
 use common::*;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -235,7 +235,7 @@ fn more_exports_than_the_server_runs_at_once_are_refused_not_queued() {
     let id = store_lines(&store.db, (0..2500).map(|n| (Direction::AgentToClient, update(n, 24_000))));
     let served = Served::start(&store.db, &[]);
     let export = format!("/api/traces/{id}/export?format=json");
-    let stalled: Vec<TcpStream> = (0..acp_tee::server::MAX_EXPORTS)
+    let stalled: Vec<TcpStream> = (0..acp_tee::MAX_EXPORTS)
         .map(|_| {
             let mut conn = TcpStream::connect(served.addr).unwrap();
             write!(conn, "GET {export} HTTP/1.1\r\nHost: t\r\n\r\n").unwrap();
@@ -290,7 +290,7 @@ fn a_search_of_one_word_repeated_costs_what_the_word_costs() {
     // Too many different words are refused, saying how many are allowed.
     let words: String = (0..200).map(|i| format!("w{i}+")).collect();
     let refused = get_json(served.addr, &format!("/api/traces/{id}/frames?q={words}"), 400, Duration::from_secs(5));
-    let max = acp_tee::store::search::MAX_SEARCH_TERMS.to_string();
+    let max = acp_tee::MAX_SEARCH_TERMS.to_string();
     assert!(refused["error"].as_str().unwrap().contains(&max), "{refused}");
 }
 
@@ -460,7 +460,7 @@ fn a_read_only_store_of_an_older_schema_says_how_to_upgrade_it() {
     let nobody = Nobody::new();
     let store = TempStore::new();
     store_lines(&store.db, [(Direction::ClientToAgent, update(0, 10))]);
-    set_user_version(&store.db, acp_tee::store::migrations::SCHEMA_VERSION - 1);
+    set_user_version(&store.db, acp_tee::SCHEMA_VERSION - 1);
     share_read_only(store.dir.path());
     let out = nobody.command().args(["list", "--db", store.db.to_str().unwrap()]).output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);

@@ -4,7 +4,7 @@
 
 mod common;
 
-use acp_tee::store::Store;
+use acp_tee::Store;
 use common::*;
 use serde_json::Value;
 use std::io::Write;
@@ -187,7 +187,7 @@ fn a_real_sacp_tee_log_imports_paired() {
 
 // ---- hostile and concurrent imports ----------------------------------------
 
-/// The longest line an import reads (`acp_tee::import::MAX_LINE_BYTES`).
+/// The longest line an import reads (`acp_tee::MAX_LINE_BYTES`).
 const MAX_LINE: u64 = 256 << 20;
 
 /// What `run_bounded` saw.
@@ -442,7 +442,7 @@ fn a_killed_import_is_never_shown_and_the_next_import_removes_it() {
     assert!(raw_count(&store.db, "frames") > 0);
     assert!(store.open().trace_summaries().unwrap().is_empty());
     assert!(store.open().list_traces().unwrap().is_empty());
-    assert!(matches!(store.open().trace(1), Err(acp_tee::store::StoreError::NoSuchTrace(1))));
+    assert!(matches!(store.open().trace(1), Err(acp_tee::StoreError::NoSuchTrace(1))));
 
     let out = import(&store.db, &[fixture().to_str().unwrap()]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));

@@ -135,7 +135,7 @@ fn sigkill_of_acp_tee_keeps_every_forwarded_frame_and_kills_the_agent() {
     child.kill().unwrap();
     child.wait().unwrap();
     let trace = store.only_trace();
-    assert_eq!(trace.end_reason.as_deref(), Some(acp_tee::recorder::RELAY_KILLED));
+    assert_eq!(trace.end_reason.as_deref(), Some(acp_tee::RELAY_KILLED));
     assert_eq!(store.stream(trace.id, Direction::ClientToAgent), expected);
     assert_eq!(store.stream(trace.id, Direction::AgentToClient), expected);
     assert_eq!(trace.frame_count, 400);

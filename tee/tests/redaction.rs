@@ -5,7 +5,7 @@
 
 mod common;
 
-use acp_tee::server::{app, AppState, Db};
+use acp_tee::{app, AppState, Db};
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use common::*;
@@ -172,12 +172,12 @@ fn deep_nesting_with_record_time_redaction_loses_nothing() {
 }
 
 /// A million levels, a secret 5,000 levels deep and one deeper than the
-/// redactor tracks ([`acp_tee::redact::REDACT_MAX_DEPTH`]): every export
+/// redactor tracks ([`acp_tee::REDACT_MAX_DEPTH`]): every export
 /// format, from the CLI and the API, finishes and masks both secrets; what
 /// lies deeper than the limit is masked whole.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deep_frames_export_masked_from_the_cli_and_the_api() {
-    use acp_tee::redact::REDACT_MAX_DEPTH;
+    use acp_tee::REDACT_MAX_DEPTH;
     let store = TempStore::new();
     let million = deep_request(1, 1_000_000, "");
     let at_5000 = deep_request(2, 5_000, r#"{"apiKey":"SECRET-5000"}"#);
@@ -218,7 +218,7 @@ async fn deep_frames_export_masked_from_the_cli_and_the_api() {
 /// trace's id. A frame deeper than the limit comes back cut the same way.
 #[test]
 fn a_redacted_export_imported_and_exported_again_is_unchanged() {
-    use acp_tee::redact::REDACT_MAX_DEPTH;
+    use acp_tee::REDACT_MAX_DEPTH;
     let store = TempStore::new();
     let mut input = session_with_secrets();
     input.extend(format!("{}\n", deep_request(9, REDACT_MAX_DEPTH + 100, r#""SECRET-DEEP""#)).into_bytes());

@@ -21,9 +21,11 @@ mod router;
 #[cfg(test)]
 mod tests;
 
-pub use router::{Logical, Routed, Router};
+#[cfg(test)]
+use router::Logical;
+pub use router::Router;
 
-use crate::handoff::{TraceEnd, TraceStart};
+use crate::model::{Mode, TraceEnd, TraceStart};
 use crate::relay::{dup_fd, recorder_process};
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 use std::io::{BufRead, BufReader, Write};
@@ -51,7 +53,7 @@ pub fn run(opts: &ProxyOptions) -> i32 {
         name: opts.name.clone(),
         command: std::env::args().collect(),
         cwd: std::env::current_dir().ok().map(|p| p.display().to_string()),
-        mode: "proxy".into(),
+        mode: Mode::Proxy.to_string(),
         started_at,
     });
     let mut recorder = recorder;

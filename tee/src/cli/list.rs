@@ -1,6 +1,7 @@
 //! `acp-tee list`: the traces as a text table, and [`printable`], which
 //! every terminal message quoting a stored or imported string goes through.
 
+use crate::model::Mode;
 use acp_tee_shared::api::TraceSummary;
 use acp_tee_shared::TraceMeta;
 use chrono::DateTime;
@@ -91,7 +92,7 @@ fn exit(t: &TraceMeta) -> String {
         (Some(code), Some(sig), _) => format!("{code} (signal {sig})"),
         (Some(code), None, _) => code.to_string(),
         // Imports ran nowhere here: there is no exit to tell.
-        (None, _, Some(_)) if t.mode == "import" => "imported".into(),
+        (None, _, Some(_)) if Mode::parse(&t.mode) == Some(Mode::Import) => "imported".into(),
         (None, _, Some(_)) => "killed".into(),
         (None, _, None) => String::new(),
     }

@@ -9,7 +9,7 @@ use crate::export::{self, ExportFormat, ExportOptions, TraceSelection};
 use crate::import::{ImportFormat, ImportOptions};
 use crate::redact::{Redactor, Rule};
 use crate::relay::{self, WrapOptions};
-use crate::store::{self, Store};
+use crate::store::{self, Reader, Store};
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::ffi::OsString;
@@ -96,8 +96,9 @@ impl StoreArg {
         }
     }
 
-    fn open_existing(&self) -> anyhow::Result<Store> {
-        Ok(Store::open_existing(&self.path()?)?)
+    /// Opens the existing store for reading only (see [`Reader`]).
+    fn open_reader(&self) -> anyhow::Result<Reader> {
+        Ok(Reader::open(&self.path()?)?)
     }
 }
 
@@ -392,7 +393,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             let open_path = match a.trace {
                 None => "/".to_owned(),
                 Some(sel) => {
-                    let store = Store::open_existing(&db)?;
+                    let store = Reader::open(&db)?;
                     let id = match sel {
                         TraceSelection::Id(id) => store.trace(id)?.id,
                         TraceSelection::Latest | TraceSelection::All => store.latest_trace_id()?,
@@ -414,7 +415,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             Ok(0)
         }
         Command::List(a) => {
-            let store = a.store.open_existing()?;
+            let store = a.store.open_reader()?;
             let traces = store.trace_summaries()?;
             let mut out = std::io::stdout().lock();
             out.write_all(list::render(&traces).as_bytes())?;
@@ -433,7 +434,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
 }
 
 fn export_command(a: ExportArgs) -> anyhow::Result<i32> {
-    let store = a.store.open_existing()?;
+    let store = a.store.open_reader()?;
     let format = match a.format {
         FormatArg::Json => ExportFormat::Json,
         FormatArg::Ndjson => ExportFormat::Ndjson,

@@ -8,9 +8,10 @@
 //! (default 10,000 gives 200 conversations).
 
 use super::{export, ExportFormat, ExportOptions, TraceSelection};
+use crate::frame::Framer;
 use crate::import::{import, ImportFormat, ImportOptions};
-use crate::recorder::Framer;
-use crate::store::{NewFrame, Store};
+use crate::model::NewFrame;
+use crate::store::Store;
 use acp_tee_shared::api::FrameQuery;
 use acp_tee_shared::{Direction, FrameKind};
 use proptest::prelude::*;

@@ -134,6 +134,7 @@ pub struct ExportOptions {
 
 impl ExportOptions {
     /// `format` with the default redaction and no progress bar.
+    #[cfg(test)]
     pub fn new(format: ExportFormat) -> Self {
         ExportOptions { format, redactor: Redactor::new(Vec::new()), progress: ProgressBar::hidden() }
     }
@@ -384,8 +385,8 @@ fn write_ndjson(
 #[cfg(test)]
 pub(super) mod tests {
     use super::*;
-    use crate::handoff::{TraceEnd, TraceStart};
-    use crate::recorder::Framer;
+    use crate::frame::Framer;
+    use crate::model::{TraceEnd, TraceStart};
     use acp_tee_shared::Direction;
 
     /// A store holding one finished trace made from `chunks`, each going

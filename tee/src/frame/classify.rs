@@ -287,6 +287,7 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Lenient<T> {
 ///
 /// Never fails: bytes that are not a JSON-RPC message (bad UTF-8, bad JSON, an
 /// empty line, a JSON value of the wrong shape) are [`FrameKind::Invalid`].
+#[cfg(test)]
 pub fn classify(raw: &[u8]) -> Classified {
     classify_with(raw, true)
 }

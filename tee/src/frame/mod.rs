@@ -7,6 +7,7 @@
 //! back to exactly the bytes it was fed.
 
 mod classify;
+mod framer;
 #[cfg(test)]
 mod fuzz;
 mod id;
@@ -14,9 +15,12 @@ mod pairing;
 mod preview;
 mod splitter;
 
+#[cfg(test)]
+pub use classify::classify;
 pub(crate) use classify::MessageProbe;
-pub use classify::{classify, classify_with, Classified};
+pub use classify::{classify_with, Classified};
+pub use framer::Framer;
 pub use id::id_key;
 pub use pairing::{Pairer, Pairing};
-pub use preview::{preview, text_preview, PREVIEW_CHARS};
+pub use preview::{preview, text_preview};
 pub use splitter::FrameSplitter;

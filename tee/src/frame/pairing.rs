@@ -56,6 +56,7 @@ impl Default for Pairer {
 
 impl Pairer {
     /// A pairer with no pending requests.
+    #[cfg(test)]
     pub fn new() -> Self {
         Self::default()
     }
@@ -66,6 +67,7 @@ impl Pairer {
     }
 
     /// How many requests wait for a response.
+    #[cfg(test)]
     pub fn pending(&self) -> usize {
         self.pending.len()
     }

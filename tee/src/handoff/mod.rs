@@ -28,8 +28,8 @@ mod writer;
 pub use reader::{read_full, HandoffReader};
 pub use writer::HandoffWriter;
 
+use crate::model::{TraceEnd, TraceStart};
 use acp_tee_shared::Direction;
-use serde::{Deserialize, Serialize};
 
 /// Size of the header in front of every message.
 pub const HEADER_LEN: usize = 14;
@@ -51,32 +51,6 @@ pub fn decode_header(h: &[u8; HEADER_LEN]) -> (u8, u8, u64, usize) {
     let t_ns = u64::from_le_bytes(h[2..10].try_into().expect("8 bytes"));
     let len = u32::from_le_bytes(h[10..14].try_into().expect("4 bytes")) as usize;
     (h[0], h[1], t_ns, len)
-}
-
-/// What the recorder needs to know to open a trace.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct TraceStart {
-    /// `--name`, or the agent program's file name.
-    pub name: Option<String>,
-    /// The agent's command line.
-    pub command: Vec<String>,
-    /// acp-tee's working directory.
-    pub cwd: Option<String>,
-    /// `wrap`, `proxy`, ...
-    pub mode: String,
-    /// Wall-clock start, UTC, RFC 3339.
-    pub started_at: String,
-}
-
-/// How a run ended, as the relay saw it.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct TraceEnd {
-    /// The exit code acp-tee exits with.
-    pub exit_code: Option<i32>,
-    /// The signal that ended the agent, if one did.
-    pub exit_signal: Option<i32>,
-    /// Why the run ended, in words.
-    pub end_reason: String,
 }
 
 /// One message from the relay.

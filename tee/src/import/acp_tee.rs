@@ -9,10 +9,10 @@
 //! the frames stored (see [`TraceSink::finish`]); a seq must be new in its
 //! trace and at most [`MAX_SEQ`](crate::store::MAX_SEQ).
 //!
-//! [`Framer`]: crate::recorder::Framer
+//! [`Framer`]: crate::frame::Framer
 
 use super::{Claim, Context, ImportError, TraceSink, MAX_HEADER_BYTES, MAX_LINE_BYTES};
-use crate::store::NewFrame;
+use crate::model::{Mode, NewFrame};
 use acp_tee_shared::{ExportFrame, NdjsonHeader, TraceMeta, FORMAT_NAME, FORMAT_VERSION};
 use base64::Engine;
 use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
@@ -333,7 +333,7 @@ impl<'de> Visitor<'de> for TraceSeed<'_, '_, '_> {
                 st.gauge.mark(MAX_HEADER_BYTES);
                 continue;
             }
-            let mode = fields.get("mode").and_then(|m| m.as_str()).unwrap_or("import").to_owned();
+            let mode = fields.get("mode").and_then(|m| m.as_str()).unwrap_or(Mode::Import.as_str()).to_owned();
             let mut s = TraceSink::start(st.ctx, &mode).map_err(|e| st.fail(e))?;
             st.gauge.mark(MAX_LINE_BYTES);
             map.next_value_seed(FramesSeed { st: &mut *st, sink: &mut s })?;

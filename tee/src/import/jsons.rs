@@ -9,6 +9,7 @@
 //! taken to have ended when the file was last written.
 
 use super::{imported_meta, message_line, Context, ImportError, ImportFormat, TraceSink};
+use crate::model::Mode;
 use acp_tee_shared::Direction;
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -47,7 +48,7 @@ fn rank(name: &str) -> Option<u64> {
 
 /// Reads a `.jsons` file into one trace.
 pub fn read(ctx: &mut Context, input: impl BufRead) -> Result<(), ImportError> {
-    let mut sink = TraceSink::start(ctx, "import")?;
+    let mut sink = TraceSink::start(ctx, Mode::Import.as_str())?;
     ctx.lines(input, |ctx, number, line| match frame(&mut sink, line) {
         Ok(frame) => sink.push(ctx, frame),
         Err(why) => ctx.bad_line(number, why),
@@ -60,7 +61,7 @@ pub fn read(ctx: &mut Context, input: impl BufRead) -> Result<(), ImportError> {
     sink.finish(ctx, meta, None)
 }
 
-fn frame(sink: &mut TraceSink, line: &str) -> Result<crate::store::NewFrame, String> {
+fn frame(sink: &mut TraceSink, line: &str) -> Result<crate::model::NewFrame, String> {
     let e: Event = serde_json::from_str(line).map_err(|e| format!("not a conductor trace event: {e}"))?;
     let (from, to) = (rank(&e.from), rank(&e.to));
     let (Some(from), Some(to)) = (from, to) else {

@@ -1,7 +1,7 @@
 //! Imports: our own `acp-tee-trace` exports ([`acp_tee`]), the conductor's
 //! `.jsons` ([`jsons`]) and sacp-tee logs ([`sacp`]), read as a stream.
 //!
-//! Every message goes through the recorder's [`Framer`], so imported traces
+//! Every message goes through the [`Framer`] recordings use, so imported traces
 //! get kinds, pairing, latency, sessions and previews exactly as recorded ones
 //! do. Frames are stored in chunks of at most [`CHUNK_FRAMES`] frames or
 //! [`CHUNK_BYTES`] bytes, one short transaction each, so a recorder writing
@@ -27,8 +27,9 @@ pub mod jsons;
 pub mod sacp;
 
 use crate::cli::printable;
-use crate::recorder::Framer;
-use crate::store::{Import, NewFrame, Store, StoreError, MAX_SEQ};
+use crate::frame::Framer;
+use crate::model::{Mode, NewFrame};
+use crate::store::{Import, Store, StoreError, MAX_SEQ};
 use acp_tee_shared::TraceMeta;
 use indicatif::ProgressBar;
 use std::fs::File;
@@ -487,7 +488,7 @@ fn imported_meta(ctx: &Context, format: ImportFormat, started_at: String, last_t
         name: Some(ctx.trace_name()),
         command: vec!["import".into(), format.as_str().into(), ctx.path.display().to_string()],
         cwd: None,
-        mode: "import".into(),
+        mode: Mode::Import.to_string(),
         started_at,
         ended_at: Some(ended_at),
         exit_code: None,

@@ -13,7 +13,7 @@
 //! A file may not mix the two forms: the first line decides.
 
 use super::{imported_meta, message_line, Context, ImportError, ImportFormat, TraceSink};
-use crate::store::NewFrame;
+use crate::model::{Mode, NewFrame};
 use acp_tee_shared::Direction;
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -41,7 +41,7 @@ struct Message<'a> {
 
 /// Reads a sacp-tee log into one trace.
 pub fn read(ctx: &mut Context, input: impl BufRead) -> Result<(), ImportError> {
-    let mut sink = TraceSink::start(ctx, "import")?;
+    let mut sink = TraceSink::start(ctx, Mode::Import.as_str())?;
     // The first entry's time, for `--json` logs.
     let mut first: Option<chrono::DateTime<chrono::FixedOffset>> = None;
     let mut json_form: Option<bool> = None;

@@ -1,4 +1,5 @@
 use super::*;
+use crate::model::Mode;
 use crate::store::StoredFrame;
 use acp_tee_shared::{Direction, FrameKind};
 
@@ -60,7 +61,7 @@ fn raw_sacp_tee_lines_are_paired_at_time_zero() {
     assert_eq!(f[1].raw, b"{\"jsonrpc\":\"2.0\",\"id\":0,\"result\":{\"protocolVersion\":1}}\n");
     assert_eq!(f[3].session_id.as_deref(), Some("s1"));
     let t = store.trace_summary(1).unwrap();
-    assert_eq!(t.meta.mode, "import");
+    assert_eq!(Mode::parse(&t.meta.mode), Some(Mode::Import));
     assert_eq!(t.meta.name.as_deref(), Some("eliza"));
     assert_eq!(t.meta.frame_count, 4);
     assert!(t.imported_from.unwrap().starts_with("sacp-tee file "));

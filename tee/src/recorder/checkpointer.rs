@@ -166,7 +166,7 @@ fn next(wanted: &(Mutex<Wanted>, Condvar)) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::recorder::Framer;
+    use crate::frame::Framer;
     use acp_tee_shared::Direction;
 
     #[test]

@@ -17,20 +17,19 @@
 //! counted in the trace's `missing_frames`.
 
 mod checkpointer;
-mod framer;
 mod queue;
 mod spool;
 mod writer;
 
-pub use checkpointer::Checkpointer;
-pub use framer::Framer;
-pub use queue::{ByteQueue, Weighted};
-pub use spool::{Spool, SpoolReader};
+pub use queue::ByteQueue;
+pub use spool::Spool;
 pub use writer::StoreWriter;
 
-use crate::handoff::{
-    decode_header, read_full, HandoffReader, Message, TraceEnd, HEADER_LEN, TAG_CHUNK, TAG_CHUNK_REF,
-};
+use crate::frame::Framer;
+use crate::handoff::{decode_header, read_full, HandoffReader, Message, HEADER_LEN, TAG_CHUNK, TAG_CHUNK_REF};
+use crate::model::TraceEnd;
+use crate::model::RELAY_KILLED;
+use crate::proc::lower_priority;
 use crate::redact::Redactor;
 use std::fs::File;
 use std::io::Read;
@@ -52,14 +51,6 @@ pub const SPOOL_MEMORY_BYTES: usize = 8 << 20;
 /// Bytes the spool's file (beside the store) holds at most before the relay
 /// is made to wait.
 pub const SPOOL_FILE_BYTES: u64 = 2 << 30;
-
-/// How much lower than the relay the framer and the store writer run
-/// (`nice` steps): traffic is forwarded first, recording catches up when
-/// the CPU is free.
-const RECORDING_NICENESS: libc::c_int = 10;
-
-/// What `end_reason` says when the relay vanished without saying how the run ended.
-pub const RELAY_KILLED: &str = "acp-tee was killed before the run ended";
 
 /// What a recorder run did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -256,17 +247,5 @@ fn say_recording() {
             libc::dup2(null, 1);
             libc::close(null);
         }
-    }
-}
-
-/// Lowers the calling thread's scheduling priority by [`RECORDING_NICENESS`]
-/// (also used for the server's background search indexing).
-pub(crate) fn lower_priority() {
-    // SAFETY: gettid and setpriority on the calling thread only; failure
-    // leaves the priority as it was.
-    unsafe {
-        let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
-        let now = libc::getpriority(libc::PRIO_PROCESS, tid);
-        libc::setpriority(libc::PRIO_PROCESS, tid, (now + RECORDING_NICENESS).min(19));
     }
 }

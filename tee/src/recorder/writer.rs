@@ -2,8 +2,8 @@
 
 use super::checkpointer::{Checkpointer, CHECKPOINT_EVERY};
 use super::queue::{ByteQueue, Popped, Weighted};
-use crate::handoff::{TraceEnd, TraceStart};
-use crate::store::{NewFrame, Store, StoreError};
+use crate::model::{NewFrame, TraceEnd, TraceStart};
+use crate::store::{Store, StoreError};
 use std::path::Path;
 use std::time::Duration;
 

@@ -35,7 +35,7 @@ mod jsonpath;
 mod scan;
 mod values;
 
-pub use jsonpath::{JsonPath, Seg};
+pub use jsonpath::JsonPath;
 
 use jsonpath::Paths;
 

@@ -16,7 +16,7 @@ mod supervise;
 
 pub use agent::SpawnError;
 
-use crate::handoff::{TraceEnd, TraceStart};
+use crate::model::{TraceEnd, TraceStart};
 use acp_tee_shared::Direction;
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 use std::fs::File;

@@ -1,7 +1,12 @@
 //! Store connections for async handlers: a small pool, queries run on
 //! tokio's blocking threads, scans and exports kept from crowding out the rest.
+//!
+//! Every connection here is a [`Reader`] (`PRAGMA query_only=1`): the HTTP
+//! API cannot write the store, even by mistake. The one writer the server
+//! runs, the background search indexer, opens its own connection
+//! (`live.rs`, [`super::live::index_behind_recorders`]).
 
-use crate::store::{Store, StoreError};
+use crate::store::{Reader, Store, StoreError};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -24,7 +29,7 @@ pub const QUERY_TIME_LIMIT: Duration = Duration::from_secs(20);
 /// Exports that run at once at most. An export does not take a query slot:
 /// it has a connection and a blocking thread of its own, reads in short
 /// steps (no read transaction lasts while it waits for the client) and is
-/// stopped when its client reads nothing for [`super::routes::EXPORT_STALL`].
+/// stopped when its client reads nothing for `EXPORT_STALL` (`routes.rs`).
 /// Beyond this many, exports are refused (503), not queued.
 pub const MAX_EXPORTS: usize = 16;
 
@@ -32,7 +37,7 @@ pub const MAX_EXPORTS: usize = 16;
 #[derive(Clone)]
 pub struct Db {
     path: PathBuf,
-    idle: Arc<Mutex<Vec<Store>>>,
+    idle: Arc<Mutex<Vec<Reader>>>,
     queries: Arc<Semaphore>,
     scans: Arc<Semaphore>,
     exports: Arc<Semaphore>,
@@ -40,13 +45,14 @@ pub struct Db {
 }
 
 impl Db {
-    /// Opens the store at `path` (it must exist), bringing its schema up to date.
+    /// Opens the store at `path` (it must exist), bringing its schema up to
+    /// date, for reading only.
     pub fn open(path: &Path) -> Result<Db, StoreError> {
-        let first = Store::open_existing(path)?;
+        let first = Reader::open(path)?;
         Ok(Db::around(path, first))
     }
 
-    fn around(path: &Path, first: Store) -> Db {
+    fn around(path: &Path, first: Reader) -> Db {
         Db {
             path: path.to_owned(),
             idle: Arc::new(Mutex::new(vec![first])),
@@ -64,15 +70,15 @@ impl Db {
         self
     }
 
-    fn take(&self) -> Result<Store, StoreError> {
+    fn take(&self) -> Result<Reader, StoreError> {
         let pooled = self.idle.lock().unwrap_or_else(|e| e.into_inner()).pop();
         match pooled {
             Some(store) => Ok(store),
-            None => Store::open_existing(&self.path),
+            None => Reader::open(&self.path),
         }
     }
 
-    fn give_back(&self, store: Store) {
+    fn give_back(&self, store: Reader) {
         let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
         if idle.len() < CONCURRENT_QUERIES {
             idle.push(store);

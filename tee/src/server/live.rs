@@ -47,7 +47,7 @@ pub fn index_behind_recorders(path: &Path, alive: std::sync::Weak<()>) {
     let path = path.to_owned();
     let _ = std::thread::Builder::new().name("search-index".into()).spawn(move || {
         // Below the request handlers and the browser the user is looking at.
-        crate::recorder::lower_priority();
+        crate::proc::lower_priority();
         let Ok(mut store) = Store::open_existing(&path) else { return };
         if store.is_read_only() {
             // Searches scan what is not indexed; a read-only store stays so.

@@ -16,10 +16,9 @@ mod error;
 mod live;
 mod routes;
 
-pub use auth::{check_token, constant_time_eq, generate_token, MIN_TOKEN_CHARS};
+pub use auth::generate_token;
 pub use db::{Db, MAX_EXPORTS, QUERY_TIME_LIMIT};
 pub use error::AppError;
-pub use routes::EXPORT_STALL;
 
 use anyhow::Context;
 use axum::http::StatusCode;

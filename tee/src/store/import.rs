@@ -12,7 +12,8 @@
 //!
 //! [`SHOWN`]: super::SHOWN
 
-use super::{api, frame_id, frame_id_bounds, NewFrame, Store, StoreError};
+use super::{frame_id, frame_id_bounds, Store, StoreError};
+use crate::model::NewFrame;
 use acp_tee_shared::TraceMeta;
 use rusqlite::params;
 
@@ -58,7 +59,7 @@ impl Store {
             .collect::<Result<_, _>>()?;
         let mut removed = 0;
         for (id, pid) in left {
-            if !api::process_exists(pid) {
+            if !crate::proc::process_exists(pid) {
                 self.remove_trace(id)?;
                 removed += 1;
             }
@@ -228,7 +229,7 @@ impl Drop for Import<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::recorder::Framer;
+    use crate::frame::Framer;
     use acp_tee_shared::Direction;
 
     fn frame(framer: &mut Framer, seq: i64) -> NewFrame {

@@ -11,7 +11,8 @@
 //! its B-tree cursors open from row to row: each row is appended where the
 //! last went instead of being sought from the B-trees' roots.
 
-use super::{frame_id, NewFrame, StoreError};
+use super::{frame_id, StoreError};
+use crate::model::NewFrame;
 use rusqlite::{ffi, Connection};
 use std::ffi::{c_int, CStr};
 use std::ptr::NonNull;

@@ -133,7 +133,7 @@ impl Store {
 
     /// Calls `each` with every frame of trace `trace_id` in `seq` order (the
     /// frames stored when it starts), reading in steps of at most
-    /// [`STEP_FRAMES`] frames or [`STEP_BYTES`] bytes: memory stays flat
+    /// `STEP_FRAMES` frames or `STEP_BYTES` bytes: memory stays flat
     /// however long the trace, and no read transaction lasts while `each`
     /// works or waits (a slow reader of an export neither holds the store
     /// nor keeps its log from being reset).

@@ -68,6 +68,7 @@ impl Search {
     }
 
     /// The words kept.
+    #[cfg(test)]
     pub fn words(&self) -> &[String] {
         &self.words
     }

@@ -9,7 +9,7 @@
 //! span whose `last_seq` is the run's first seq minus one, and a missing
 //! frame (a seq never stored) ends a span.
 
-use super::NewFrame;
+use crate::model::NewFrame;
 use rusqlite::{params, Connection};
 
 /// A run of frames with consecutive seqs and the same method.
@@ -141,7 +141,7 @@ mod tests {
 
     #[test]
     fn recorded_spans_are_the_ones_the_migration_computes() {
-        use crate::recorder::Framer;
+        use crate::frame::Framer;
         use acp_tee_shared::Direction;
         let mut store = crate::store::Store::in_memory().unwrap();
         let t = store.create_trace(&crate::store::test_start(), 1).unwrap();

@@ -1,7 +1,7 @@
 //! Per-method timing kept as running aggregates: counts, maxima and a
 //! log-linear latency histogram per method, updated with every batch of frames.
 
-use super::NewFrame;
+use crate::model::NewFrame;
 use acp_tee_shared::api::{HistogramBucket, MethodStats};
 use acp_tee_shared::{Direction, FrameKind};
 use rusqlite::{params, Connection};

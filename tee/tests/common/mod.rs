@@ -4,7 +4,7 @@
 
 pub mod webdriver;
 
-use acp_tee::store::{Store, StoredFrame};
+use acp_tee::{Store, StoredFrame};
 use acp_tee_shared::{Direction, TraceMeta};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -61,7 +61,7 @@ impl TempStore {
     pub fn frames(&self, trace_id: i64) -> Vec<StoredFrame> {
         let mut out = Vec::new();
         self.open()
-            .for_each_frame(trace_id, |f| -> Result<(), acp_tee::store::StoreError> {
+            .for_each_frame(trace_id, |f| -> Result<(), acp_tee::StoreError> {
                 out.push(f);
                 Ok(())
             })
@@ -102,16 +102,9 @@ pub fn read_exact_from(child: &mut Child, n: usize) -> Vec<u8> {
     buf
 }
 
-/// True while `pid` is a live (not zombie) process.
+/// True while `pid` is a live (not zombie) process (the store's own check).
 pub fn process_alive(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => {
-            // The state follows the parenthesised command name.
-            let state = stat.rsplit(')').next().and_then(|rest| rest.split_whitespace().next());
-            !matches!(state, Some("Z") | Some("X"))
-        }
-        Err(_) => false,
-    }
+    acp_tee::process_exists(pid as i64)
 }
 
 /// Waits up to 10 s for `pid` to be gone.

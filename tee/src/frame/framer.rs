@@ -1,8 +1,8 @@
 //! Turns the relay's chunks into numbered, classified and paired frames.
 
 use crate::frame::{classify_with, text_preview, Classified, FrameSplitter, Pairer};
+use crate::model::{BatchMessage, NewFrame, PREVIEW_STORED_FROM};
 use crate::redact::Redactor;
-use crate::store::{BatchMessage, NewFrame, PREVIEW_STORED_FROM};
 use acp_tee_shared::{Direction, FrameKind};
 use std::borrow::Cow;
 use std::collections::HashMap;

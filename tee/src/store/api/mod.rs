@@ -1,0 +1,410 @@
+//! The viewer's queries: trace summaries, filtered frame pages, one frame with
+//! its pair, per-method timing. Every value from a request is bound as a
+//! parameter, never spliced into SQL; only the names of directions and kinds,
+//! which come from the fixed sets of [`Direction`] and [`FrameKind`], are
+//! written into queries as literals.
+
+use super::queries::parse_name;
+use super::search::{self, Search};
+use super::{frame_id, frame_id_bounds, Store, StoreError};
+use acp_tee_shared::api::{FrameDetail, FramePage, FrameQuery, FrameSummary};
+use acp_tee_shared::{Direction, FrameKind};
+use base64::Engine;
+use rusqlite::types::{Value, ValueRef};
+use rusqlite::{params, params_from_iter, Connection, OptionalExtension, Row};
+
+/// Columns read into a [`FrameSummary`], in `summary_from_row` order.
+/// Frames shorter than [`crate::model::PREVIEW_STORED_FROM`] have no stored preview: the
+/// raw bytes come along (column 14) and the preview is made from them.
+const SUMMARY_COLUMNS: &str = "f.seq, f.t_ns, f.dir, f.kind, f.rpc_id, f.method, f.session_id, f.reply_to_seq,
+     f.latency_ns, length(f.raw), f.preview, f.protocol, f.mcp_method,
+     CASE WHEN f.kind IN ('request', 'batch') THEN coalesce(
+       (SELECT r.seq FROM frames r WHERE r.trace_id = f.trace_id AND r.reply_to_seq = f.seq LIMIT 1),
+       (SELECT b.batch_seq FROM batch_replies b WHERE b.trace_id = f.trace_id AND b.request_seq = f.seq))
+     END,
+     CASE WHEN f.preview IS NULL AND length(f.raw) < 4096 THEN f.raw END";
+
+fn summary_from_row(row: &Row<'_>) -> rusqlite::Result<FrameSummary> {
+    let id: Option<String> = row.get(4)?;
+    let kind = parse_name(3, row.get(3)?)?;
+    let method: Option<String> = row.get(5)?;
+    let preview = match row.get_ref(14)? {
+        ValueRef::Blob(raw) | ValueRef::Text(raw) => crate::frame::preview(kind, method.as_deref(), raw),
+        _ => row.get(10)?,
+    };
+    Ok(FrameSummary {
+        seq: row.get(0)?,
+        t_ns: row.get(1)?,
+        dir: parse_name(2, row.get(2)?)?,
+        kind,
+        id: id.map(|id| serde_json::from_str(&id).unwrap_or(serde_json::Value::String(id))),
+        method,
+        session_id: row.get(6)?,
+        reply_to_seq: row.get(7)?,
+        latency_ns: row.get(8)?,
+        size: row.get(9)?,
+        preview,
+        mcp: row.get::<_, String>(11)? == "mcp",
+        mcp_method: row.get(12)?,
+        reply_seq: row.get(13)?,
+    })
+}
+
+/// Registers the SQL functions queries call on `conn`: `acp_match` (the
+/// search scan, see [`super::search`]) and `acp_errors` (error responses
+/// in a frame).
+pub(super) fn register_functions(conn: &Connection) -> rusqlite::Result<()> {
+    use rusqlite::functions::FunctionFlags;
+    super::search::register_match(conn)?;
+    let flags = FunctionFlags::SQLITE_UTF8 | FunctionFlags::SQLITE_DETERMINISTIC | FunctionFlags::SQLITE_INNOCUOUS;
+    conn.create_scalar_function("acp_errors", 1, flags, |ctx| {
+        let (ValueRef::Blob(raw) | ValueRef::Text(raw)) = ctx.get_raw(0) else { return Ok(0i64) };
+        Ok(crate::frame::classify_with(raw, false).error_count() as i64)
+    })
+}
+
+/// True when `q` searches (its `q` has a word, even one that matches nothing).
+fn searching(q: &FrameQuery) -> bool {
+    q.q.as_deref().is_some_and(|t| !t.trim().is_empty())
+}
+
+/// What a frame query needs to know of the store besides its parameters.
+struct Extra {
+    /// The search, read once.
+    search: Option<Search>,
+    /// The trace has batches, so "errors only" must look into them.
+    batches: bool,
+}
+
+/// A frame query's filters as SQL: the frames `f` (joined to the method's
+/// spans `s` when a method is asked for), the conditions, their parameters
+/// and the order in which the rows come out by frame id.
+struct Filters {
+    from: String,
+    where_sql: String,
+    args: Vec<Value>,
+    order: &'static str,
+}
+
+/// The SQL for the frames of trace `trace_id` after seq `after` (0: from the
+/// first) that match `q`'s filters (not its limit or offset).
+fn filters(trace_id: i64, q: &FrameQuery, after: i64, extra: &Extra) -> Filters {
+    let (lo, hi) = (frame_id(trace_id, after.max(0)), frame_id_bounds(trace_id).1);
+    let mut args = Vec::new();
+    let (from, mut sql, order) = match &q.method {
+        // The method's spans in seq order, each read as a rowid range: rows
+        // come out in frame order without a sort. Spans ending before
+        // `after` are skipped by seeking to the one that holds it.
+        Some(m) => {
+            let bits = super::SEQ_BITS;
+            args.extend([Value::Integer(lo + 1), Value::Integer(hi - 1)]);
+            args.extend([Value::Integer(trace_id), Value::Text(m.clone())]);
+            args.extend([Value::Integer(trace_id), Value::Text(m.clone()), Value::Integer(after.max(0))]);
+            (
+                format!(
+                    "method_spans s JOIN frames f
+                     ON f.id BETWEEN max((s.trace_id << {bits}) + s.first_seq, ?)
+                             AND min((s.trace_id << {bits}) + s.last_seq, ?)"
+                ),
+                String::from(
+                    "s.trace_id = ? AND s.method = ?
+                     AND s.first_seq >= (SELECT coalesce(max(first_seq), 0) FROM method_spans
+                                         WHERE trace_id = ? AND method = ? AND first_seq <= ?)",
+                ),
+                "s.first_seq, f.id",
+            )
+        }
+        // The trace's frames are a rowid range.
+        None => {
+            args.extend([Value::Integer(lo), Value::Integer(hi)]);
+            ("frames f".to_owned(), String::from("f.id > ? AND f.id < ?"), "f.id")
+        }
+    };
+    // The trace_id column is named as well only where it leads an index
+    // that serves the filter (latency, errors), and never inside a method's
+    // spans: elsewhere it would tempt the planner off the rowid ranges.
+    let errors_by_index = errors_only(q) && !(q.errors == Some(true) && extra.batches);
+    if q.method.is_none() && (q.min_latency_ms.is_some() || errors_by_index) {
+        sql.push_str(" AND f.trace_id = ?");
+        args.push(Value::Integer(trace_id));
+    }
+    // Direction and kind are spelled as literals (names from a fixed set):
+    // SQLite uses the partial index of errors only for the literal 'error'.
+    if let Some(dir) = q.dir {
+        sql.push_str(&format!(" AND f.dir = '{}'", dir.as_str()));
+    }
+    if let Some(kind) = q.kind {
+        sql.push_str(&format!(" AND f.kind = '{}'", kind.as_str()));
+    }
+    if q.errors == Some(true) {
+        let (error, batch) = (FrameKind::Error.as_str(), FrameKind::Batch.as_str());
+        if extra.batches {
+            // A batch holding an error response is one of the errors too.
+            sql.push_str(&format!(" AND (f.kind = '{error}' OR (f.kind = '{batch}' AND acp_errors(f.raw) > 0))"));
+        } else {
+            sql.push_str(&format!(" AND f.kind = '{error}'"));
+        }
+    }
+    let mut add = |clause: &str, v: Value| {
+        sql.push_str(" AND ");
+        sql.push_str(clause);
+        args.push(v);
+    };
+    if let Some(s) = &q.session {
+        add("f.session_id = ?", Value::Text(s.clone()));
+    }
+    if let Some(ms) = q.min_latency_ms {
+        add("f.latency_ns >= ?", Value::Integer((ms * 1e6) as i64));
+    }
+    match extra.search.as_ref().and_then(|s| Some((s.fts_query()?, s.scan_arg()))) {
+        // Indexed frames through FTS5; frames beyond the index (recorded
+        // while recorders were busy) by cutting them into words the same way.
+        Some((fts, scan)) => {
+            sql.push_str(
+                " AND (f.id IN (SELECT rowid FROM frames_fts WHERE frames_fts MATCH ?)
+                       OR (f.seq > coalesce((SELECT indexed_seq FROM search_progress WHERE trace_id = ?), 0)
+                           AND acp_match(f.raw, ?)))",
+            );
+            args.extend([Value::Text(fts), Value::Integer(trace_id), Value::Text(scan)]);
+        }
+        // Words without letters or digits only: nothing matches.
+        None if searching(q) => sql.push_str(" AND 0"),
+        None => {}
+    }
+    Filters { from, where_sql: sql, args, order }
+}
+
+/// True when `q` asks for error responses (by `errors` or by `kind`).
+fn errors_only(q: &FrameQuery) -> bool {
+    q.errors == Some(true) || q.kind == Some(FrameKind::Error)
+}
+
+/// How many frames of trace `trace_id` match `q`, from the per-kind counts,
+/// when `q` filters on direction and kind alone; `None` otherwise.
+fn count_by_kind(conn: &Connection, trace_id: i64, q: &FrameQuery, extra: &Extra) -> Result<Option<i64>, StoreError> {
+    let FrameQuery { after: _, offset: _, limit: _, dir, kind, method, session, errors, min_latency_ms, q: _ } = q;
+    if method.is_some() || session.is_some() || min_latency_ms.is_some() || searching(q) {
+        return Ok(None);
+    }
+    // Which batches hold an error response is not counted anywhere.
+    if *errors == Some(true) && extra.batches {
+        return Ok(None);
+    }
+    let kind = match (*kind, *errors == Some(true)) {
+        (Some(k), true) if k != FrameKind::Error => return Ok(Some(0)),
+        (_, true) => Some(FrameKind::Error),
+        (k, false) => k,
+    };
+    let total = conn
+        .prepare_cached(
+            "SELECT coalesce(sum(count), 0) FROM kind_counts
+             WHERE trace_id = ?1 AND (?2 IS NULL OR dir = ?2) AND (?3 IS NULL OR kind = ?3)",
+        )?
+        .query_row(params![trace_id, dir.map(Direction::as_str), kind.map(FrameKind::as_str)], |r| r.get(0))?;
+    Ok(Some(total))
+}
+
+/// How many frames of trace `trace_id` match `q`, from the method's spans,
+/// when `q` filters on the method alone; `None` otherwise.
+fn count_by_method(conn: &Connection, trace_id: i64, q: &FrameQuery) -> Result<Option<i64>, StoreError> {
+    let Some(method) = method_alone(q) else { return Ok(None) };
+    let total = conn
+        .prepare_cached(
+            "SELECT coalesce(sum(last_seq - first_seq + 1), 0) FROM method_spans WHERE trace_id = ?1 AND method = ?2",
+        )?
+        .query_row(params![trace_id, method], |r| r.get(0))?;
+    Ok(Some(total))
+}
+
+/// The method `q` filters on, when it filters on nothing else.
+fn method_alone(q: &FrameQuery) -> Option<&str> {
+    let FrameQuery { after: _, offset: _, limit: _, dir, kind, method, session, errors, min_latency_ms, q: _ } = q;
+    let others = dir.is_some() || kind.is_some() || session.is_some() || *errors == Some(true);
+    let (Some(method), false, None, false) = (method, others, min_latency_ms, searching(q)) else { return None };
+    Some(method)
+}
+
+/// The seq after which the frame at `offset` (from 0) of trace `trace_id`'s
+/// frames with `method` comes, read from the method's spans; past the last
+/// one when there are not that many.
+fn seq_before_method_offset(conn: &Connection, trace_id: i64, method: &str, offset: i64) -> Result<i64, StoreError> {
+    let mut spans = conn.prepare_cached(
+        "SELECT first_seq, last_seq FROM method_spans WHERE trace_id = ?1 AND method = ?2 ORDER BY first_seq",
+    )?;
+    let mut rows = spans.query(params![trace_id, method])?;
+    // Frames of the spans before this one.
+    let mut before = 0;
+    while let Some(row) = rows.next()? {
+        let (first, last): (i64, i64) = (row.get(0)?, row.get(1)?);
+        let len = last - first + 1;
+        if before + len > offset {
+            return Ok(first - 1 + (offset - before));
+        }
+        before += len;
+    }
+    Ok((1 << super::SEQ_BITS) - 1)
+}
+
+/// The highest seq trace `trace_id` has stored (0 for none): one seek.
+fn last_seq(conn: &Connection, trace_id: i64) -> Result<i64, StoreError> {
+    let (lo, hi) = frame_id_bounds(trace_id);
+    let last: Option<i64> =
+        conn.query_row("SELECT max(id) FROM frames WHERE id > ?1 AND id < ?2", params![lo, hi], |r| r.get(0))?;
+    Ok(last.map_or(0, |id| id - lo))
+}
+
+fn has_filters(q: &FrameQuery) -> bool {
+    let FrameQuery { after: _, offset: _, limit: _, dir, kind, method, session, errors, min_latency_ms, q: _ } = q;
+    dir.is_some()
+        || kind.is_some()
+        || method.is_some()
+        || session.is_some()
+        || *errors == Some(true)
+        || min_latency_ms.is_some()
+        || searching(q)
+}
+
+impl Store {
+    /// A page of the frames of trace `trace_id` matching `q`, in seq order.
+    /// `q` must already be validated (limit within bounds).
+    pub fn frame_page(&self, trace_id: i64, q: &FrameQuery) -> Result<FramePage, StoreError> {
+        let meta = self.trace(trace_id)?;
+        let limit = q.limit.unwrap_or(200);
+        let extra = Extra {
+            search: q.q.as_deref().filter(|_| searching(q)).map(|t| search::parse(&self.conn, t)).transpose()?,
+            batches: q.errors == Some(true) && self.has_batches(trace_id)?,
+        };
+        let known_total = if !has_filters(q) {
+            Some(meta.frame_count)
+        } else if let Some(n) = count_by_kind(&self.conn, trace_id, q, &extra)? {
+            Some(n)
+        } else {
+            count_by_method(&self.conn, trace_id, q)?
+        };
+        let (mut after, mut offset) = (q.after, q.offset.unwrap_or(0));
+        // Unfiltered and without gaps, the frame at offset n has seq n + 1: a
+        // seek instead of stepping over n rows, so deep pages of a huge trace
+        // cost what the first does. The trace has no gap when its last seq is
+        // its count of frames stored; `missing_frames` cannot tell (frames
+        // may be missing at the end only, a live trace counts its missing
+        // frames when it ends, and older imports took a file's word for it).
+        if !has_filters(q) && after.is_none() && last_seq(&self.conn, trace_id)? == meta.frame_count {
+            after = Some(offset);
+            offset = 0;
+        }
+        // Filtered on a method alone, every seq of a span is a match: whole
+        // spans are stepped over by their lengths, not row by row.
+        if let (Some(method), None, true) = (method_alone(q), after, offset > 0) {
+            after = Some(seq_before_method_offset(&self.conn, trace_id, method, offset)?);
+            offset = 0;
+        }
+        let Filters { from, where_sql, mut args, order } = filters(trace_id, q, after.unwrap_or(0), &extra);
+        args.push(Value::Integer(limit + 1));
+        args.push(Value::Integer(offset));
+        let page_sql =
+            format!("SELECT {SUMMARY_COLUMNS} FROM {from} WHERE {where_sql} ORDER BY {order} LIMIT ? OFFSET ?");
+        let mut frames: Vec<FrameSummary> = self
+            .conn
+            .prepare(&page_sql)?
+            .query_map(params_from_iter(args.iter()), summary_from_row)?
+            .collect::<Result<_, _>>()?;
+        let has_more = frames.len() as i64 > limit;
+        frames.truncate(limit as usize);
+        let total = match known_total {
+            Some(n) => n,
+            // A page that is not full scanned to the trace's end: from the
+            // first match on, it saw all of them (skipping `offset`), so a
+            // rare word is searched for in one scan, not two.
+            None if q.after.is_none() && !has_more && (!frames.is_empty() || offset == 0) => {
+                offset + frames.len() as i64
+            }
+            None => {
+                let Filters { from, where_sql, args, .. } = filters(trace_id, q, 0, &extra);
+                self.conn.query_row(
+                    &format!("SELECT count(*) FROM {from} WHERE {where_sql}"),
+                    params_from_iter(args.iter()),
+                    |r| r.get(0),
+                )?
+            }
+        };
+        Ok(FramePage { frames, total, has_more })
+    }
+
+    /// True when trace `trace_id` has a frame that is a batch.
+    fn has_batches(&self, trace_id: i64) -> Result<bool, StoreError> {
+        let n: i64 = self
+            .conn
+            .prepare_cached("SELECT coalesce(sum(count), 0) FROM kind_counts WHERE trace_id = ?1 AND kind = ?2")?
+            .query_row(params![trace_id, FrameKind::Batch.as_str()], |r| r.get(0))?;
+        Ok(n > 0)
+    }
+
+    /// How many frames trace `trace_id` has stored so far.
+    pub fn frame_page_total(&self, trace_id: i64) -> i64 {
+        self.conn
+            .query_row("SELECT count(*) FROM frames WHERE id > ?1 AND id < ?2", frame_id_bounds(trace_id), |r| r.get(0))
+            .unwrap_or(0)
+    }
+
+    /// Frames of trace `trace_id` with seq greater than `after` (live updates).
+    pub fn frames_after(&self, trace_id: i64, after: i64, limit: i64) -> Result<Vec<FrameSummary>, StoreError> {
+        let sql =
+            format!("SELECT {SUMMARY_COLUMNS} FROM frames f WHERE f.id > ?1 AND f.id < ?2 ORDER BY f.id LIMIT ?3");
+        let (start, end) = (frame_id(trace_id, after.max(0)), frame_id_bounds(trace_id).1);
+        let frames: rusqlite::Result<Vec<FrameSummary>> =
+            self.conn.prepare(&sql)?.query_map(params![start, end, limit], summary_from_row)?.collect();
+        Ok(frames?)
+    }
+
+    fn frame_summary(&self, trace_id: i64, seq: i64) -> Result<Option<FrameSummary>, StoreError> {
+        let sql = format!("SELECT {SUMMARY_COLUMNS} FROM frames f WHERE f.id = ?1 AND f.seq = ?2");
+        Ok(self.conn.query_row(&sql, params![frame_id(trace_id, seq), seq], summary_from_row).optional()?)
+    }
+
+    /// One frame with its bytes and its pair; `None` when there is no such frame.
+    pub fn frame_detail(&self, trace_id: i64, seq: i64) -> Result<Option<FrameDetail>, StoreError> {
+        self.trace(trace_id)?;
+        let Some(frame) = self.frame_summary(trace_id, seq)? else { return Ok(None) };
+        let (raw, envelope): (Vec<u8>, Option<Vec<u8>>) = self.conn.query_row(
+            "SELECT raw, envelope FROM frames WHERE id = ?1",
+            params![frame_id(trace_id, seq)],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )?;
+        let pair_seq = frame.reply_to_seq.or(frame.reply_seq);
+        let pair = match pair_seq {
+            Some(p) => self.frame_summary(trace_id, p)?,
+            None => None,
+        };
+        let (raw, raw_base64) = match String::from_utf8(raw) {
+            Ok(text) => (Some(text), None),
+            Err(e) => (None, Some(base64::engine::general_purpose::STANDARD.encode(e.into_bytes()))),
+        };
+        let envelope = envelope.map(|e| String::from_utf8_lossy(&e).into_owned());
+        Ok(Some(FrameDetail { frame, raw, raw_base64, envelope, pair }))
+    }
+
+    /// Stops any statement of this connection still running `limit` from now
+    /// (SQLite's progress handler: the statement fails as interrupted, see
+    /// [`StoreError::is_interrupted`]); `None` lifts the limit.
+    pub fn interrupt_after(&self, limit: Option<std::time::Duration>) {
+        /// Virtual machine steps between looks at the clock.
+        const STEPS: std::ffi::c_int = 10_000;
+        match limit {
+            Some(limit) => {
+                let deadline = std::time::Instant::now() + limit;
+                self.conn.progress_handler(STEPS, Some(move || std::time::Instant::now() > deadline));
+            }
+            None => self.conn.progress_handler(0, None::<fn() -> bool>),
+        }
+    }
+
+    /// SQLite's `data_version`: it changes when another connection commits,
+    /// which is how the server notices new frames without reading old ones.
+    pub fn data_version(&self) -> Result<i64, StoreError> {
+        Ok(self.conn.query_row("PRAGMA data_version", [], |r| r.get(0))?)
+    }
+}
+
+mod summaries;
+#[cfg(test)]
+mod tests;
