@@ -104,6 +104,7 @@ pub fn trace_events(
                 return Some((Ok(event), st));
             }
             let Ok(summary) = st.db.run(move |s| s.trace_summary(id)).await else { return None };
+            let summary = super::mask::trace(&st.redactor, summary);
             let key = summary_key(&summary);
             if st.last_summary.as_ref() != Some(&key) {
                 st.last_summary = Some(key);

@@ -2,11 +2,11 @@
 //! --no-redact`), and a detail cut to a bounded number of bytes.
 //!
 //! The values stored beside a frame (id, method, session, MCP method,
-//! preview) get the rules for text ([`Redactor::mask_value`]); a detail's
+//! preview) and a trace's name, command line and cwd get the rules for text ([`Redactor::mask_value`]); a detail's
 //! bytes and envelope get the whole redaction, then are cut.
 
 use crate::redact::Redactor;
-use acp_tee_shared::api::{FrameDetail, FrameSummary, DETAIL_MAX_BYTES};
+use acp_tee_shared::api::{FrameDetail, FrameSummary, TraceSummary, DETAIL_MAX_BYTES};
 use std::borrow::Cow;
 
 /// The redactor of a server: the default rules, or none with `--no-redact`.
@@ -26,6 +26,15 @@ pub fn detail_limit(max_bytes: Option<u64>) -> usize {
         Some(0) => usize::MAX,
         Some(n) => usize::try_from(n).unwrap_or(usize::MAX),
     }
+}
+
+/// A trace's name, command line, working directory and end reason masked,
+/// as exports mask them.
+pub fn trace(r: &Redactor, mut t: TraceSummary) -> TraceSummary {
+    if !r.is_noop() {
+        t.meta = crate::export::mask_meta(t.meta, r);
+    }
+    t
 }
 
 /// `f`'s stored values masked.

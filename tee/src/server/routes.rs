@@ -32,7 +32,9 @@ fn query<T>(q: Result<Query<T>, QueryRejection>) -> Result<T, AppError> {
 
 /// `GET /api/traces`
 pub async fn list_traces(State(st): State<AppState>) -> Result<Json<Vec<TraceSummary>>, AppError> {
-    Ok(Json(st.db.run(|s| s.trace_summaries()).await?))
+    let r = st.redactor();
+    let traces = st.db.run(|s| s.trace_summaries()).await?;
+    Ok(Json(traces.into_iter().map(|t| mask::trace(&r, t)).collect()))
 }
 
 /// `GET /api/traces/{id}`
@@ -41,7 +43,7 @@ pub async fn one_trace(
     id: Result<Path<i64>, PathRejection>,
 ) -> Result<Json<TraceSummary>, AppError> {
     let id = path(id)?;
-    Ok(Json(st.db.run(move |s| s.trace_summary(id)).await?))
+    Ok(Json(mask::trace(&st.redactor(), st.db.run(move |s| s.trace_summary(id)).await?)))
 }
 
 /// Checks a frame query's numbers before it reaches SQL.
