@@ -671,3 +671,23 @@ fn a_32_mib_frame_has_a_small_fast_detail_and_downloads_whole() {
     let raw = get_raw(served.addr, &format!("/api/traces/{id}/frames/1/raw"), Duration::from_secs(60)).unwrap();
     assert_eq!(raw.body, format!("{prompt}\n").into_bytes());
 }
+
+#[test]
+fn trace_names_and_command_lines_are_masked_in_the_api() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("t.db");
+    let name = "https://host/mcp?token=SECRET4";
+    let agent = sh("cat >/dev/null # https://host/x?api_key=SECRET5");
+    let out = run_with_input(tee_command(&db, &["--name", name], &as_strs(&agent)), b"{}\n".to_vec());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let served = Served::start(&db, &[]);
+    let wait = Duration::from_secs(20);
+    for path in ["/api/traces", "/api/traces/1"] {
+        let text = get_json(served.addr, path, 200, wait).to_string();
+        assert!(!text.contains("SECRET") && text.contains("token=[REDACTED]"), "{path}: {text}");
+    }
+    drop(served);
+    let unmasked = Served::start(&db, &["--no-redact"]);
+    let text = get_json(unmasked.addr, "/api/traces", 200, wait).to_string();
+    assert!(text.contains("SECRET4") && text.contains("SECRET5"), "{text}");
+}
