@@ -6,7 +6,11 @@
 //! - `/api/traces` -> `Vec<TraceSummary>`, newest first
 //! - `/api/traces/{id}` -> [`TraceSummary`]
 //! - `/api/traces/{id}/frames?...` ([`FrameQuery`]) -> [`FramePage`]
-//! - `/api/traces/{id}/frames/{seq}` -> [`FrameDetail`]
+//! - `/api/traces/{id}/frames/{seq}?max_bytes=N` -> [`FrameDetail`], its
+//!   `raw`/`raw_base64`/`envelope` cut to [`DETAIL_MAX_BYTES`] bytes each
+//!   unless `max_bytes` says otherwise (`0`: not cut)
+//! - `/api/traces/{id}/frames/{seq}/raw` -> the frame's bytes
+//!   (`application/octet-stream`)
 //! - `/api/traces/{id}/stats` -> [`TraceStats`]
 //! - `/api/traces/{id}/live?after=SEQ` -> Server-Sent Events: event `frames`
 //!   with data `Vec<FrameSummary>` (only frames with seq > after, in order,
@@ -146,6 +150,31 @@ pub struct FrameDetail {
     /// The request this answers, or the response that answers this.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pair: Option<FrameSummary>,
+    /// True when `raw`, `raw_base64` or `envelope` was cut to the detail's
+    /// byte limit (see [`FrameDetailQuery`]); the whole frame is at
+    /// `/api/traces/{id}/frames/{seq}/raw`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cut: bool,
+    /// Bytes of the whole raw frame as served (masked unless the server
+    /// was started with `--no-redact`).
+    #[serde(default)]
+    pub raw_size: i64,
+    /// Bytes of the whole envelope as served, when there is one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub envelope_size: Option<i64>,
+}
+
+/// Bytes of `raw` (and of `envelope`) a frame detail carries unless asked
+/// for more: the start of a larger frame, and [`FrameDetail::cut`] set.
+pub const DETAIL_MAX_BYTES: usize = 256 * 1024;
+
+/// Query of `/api/traces/{id}/frames/{seq}`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct FrameDetailQuery {
+    /// Bytes of `raw`, `raw_base64` and `envelope` at most (default
+    /// [`DETAIL_MAX_BYTES`]; `0`: the whole frame).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_bytes: Option<u64>,
 }
 
 /// One bar of a latency histogram: responses with `lo_ns <= latency < hi_ns`.

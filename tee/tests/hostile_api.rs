@@ -594,3 +594,100 @@ fn set_user_version(db: &Path, version: i64) {
     let conn = rusqlite::Connection::open(db).unwrap();
     conn.pragma_update(None, "user_version", version).unwrap();
 }
+
+/// A `session/new` with an http MCP server whose header and URL carry
+/// secrets, and its response.
+fn session_new_with_secrets() -> Vec<(Direction, String)> {
+    let new = concat!(
+        r#"{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/w","mcpServers":[{"type":"http","name":"web","#,
+        r#""url":"https://host/mcp?api_key=SECRET2&v=1","headers":[{"name":"Authorization","value":"Bearer SECRET"}]}]}}"#
+    );
+    vec![
+        (Direction::ClientToAgent, new.to_owned()),
+        (Direction::AgentToClient, r#"{"jsonrpc":"2.0","id":1,"result":{"sessionId":"s1"}}"#.to_owned()),
+    ]
+}
+
+#[test]
+fn the_api_masks_secrets_as_exports_do_unless_served_with_no_redact() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("t.db");
+    let id = store_lines(&db, session_new_with_secrets());
+    let wait = Duration::from_secs(20);
+    let served = Served::start(&db, &[]);
+    let detail = get_json(served.addr, &format!("/api/traces/{id}/frames/1"), 200, wait).to_string();
+    let raw = get_raw(served.addr, &format!("/api/traces/{id}/frames/1/raw"), wait).unwrap();
+    assert_eq!(raw.status, 200, "{}", raw.head);
+    assert!(raw.head.to_ascii_lowercase().contains("content-type: application/octet-stream"), "{}", raw.head);
+    let raw = String::from_utf8(raw.body).unwrap();
+    for shown in [&detail, &raw] {
+        assert!(!shown.contains("SECRET"), "{shown}");
+        assert!(shown.contains("[REDACTED]") && shown.contains("v=1"), "{shown}");
+    }
+    drop(served);
+    let unmasked = Served::start(&db, &["--no-redact"]);
+    let detail = get_json(unmasked.addr, &format!("/api/traces/{id}/frames/1"), 200, wait).to_string();
+    let raw = get_raw(unmasked.addr, &format!("/api/traces/{id}/frames/1/raw"), wait).unwrap();
+    let raw = String::from_utf8(raw.body).unwrap();
+    for shown in [&detail, &raw] {
+        assert!(shown.contains("Bearer SECRET") && shown.contains("api_key=SECRET2"), "{shown}");
+    }
+    // Exports mask the URL's secret too.
+    let out = Command::new(bin()).args(["export", "--db"]).arg(&db).output().unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(out.status.success() && text.contains("api_key=[REDACTED]&v=1"), "{text}");
+    assert!(!text.contains("SECRET"), "{text}");
+}
+
+#[test]
+fn a_32_mib_frame_has_a_small_fast_detail_and_downloads_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("t.db");
+    let text = "0123456789abcdef".repeat(2 * 1024 * 1024);
+    let prompt = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{{"sessionId":"s","prompt":[{{"type":"text","text":"{text}"}}]}}}}"#
+    );
+    let id = store_lines(&db, [(Direction::ClientToAgent, prompt.clone())]);
+    let served = Served::start(&db, &[]);
+    let started = Instant::now();
+    let resp = get_raw(served.addr, &format!("/api/traces/{id}/frames/1"), Duration::from_secs(30)).unwrap();
+    let took = started.elapsed();
+    assert_eq!(resp.status, 200);
+    let limit = acp_tee_shared::api::DETAIL_MAX_BYTES;
+    assert!(resp.body.len() < limit + 4096, "the detail is {} bytes", resp.body.len());
+    assert!(took < Duration::from_secs(5), "the detail took {took:?}");
+    let detail: serde_json::Value = serde_json::from_slice(&resp.body).unwrap();
+    assert_eq!(detail["cut"], true);
+    assert_eq!(detail["raw_size"], prompt.len() + 1);
+    assert!(prompt.starts_with(detail["raw"].as_str().unwrap()));
+    // A smaller limit, no limit, and a bad one.
+    let small =
+        get_json(served.addr, &format!("/api/traces/{id}/frames/1?max_bytes=100"), 200, Duration::from_secs(30));
+    assert_eq!(small["raw"].as_str().unwrap().len(), 100);
+    let whole = get_json(served.addr, &format!("/api/traces/{id}/frames/1?max_bytes=0"), 200, Duration::from_secs(60));
+    assert_eq!(whole["raw"].as_str().unwrap(), format!("{prompt}\n"));
+    assert!(whole.get("cut").is_none(), "{}", whole["cut"]);
+    get_json(served.addr, &format!("/api/traces/{id}/frames/1?max_bytes=-1"), 400, Duration::from_secs(10));
+    let raw = get_raw(served.addr, &format!("/api/traces/{id}/frames/1/raw"), Duration::from_secs(60)).unwrap();
+    assert_eq!(raw.body, format!("{prompt}\n").into_bytes());
+}
+
+#[test]
+fn trace_names_and_command_lines_are_masked_in_the_api() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("t.db");
+    let name = "https://host/mcp?token=SECRET4";
+    let agent = sh("cat >/dev/null # https://host/x?api_key=SECRET5");
+    let out = run_with_input(tee_command(&db, &["--name", name], &as_strs(&agent)), b"{}\n".to_vec());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let served = Served::start(&db, &[]);
+    let wait = Duration::from_secs(20);
+    for path in ["/api/traces", "/api/traces/1"] {
+        let text = get_json(served.addr, path, 200, wait).to_string();
+        assert!(!text.contains("SECRET") && text.contains("token=[REDACTED]"), "{path}: {text}");
+    }
+    drop(served);
+    let unmasked = Served::start(&db, &["--no-redact"]);
+    let text = get_json(unmasked.addr, "/api/traces", 200, wait).to_string();
+    assert!(text.contains("SECRET4") && text.contains("SECRET5"), "{text}");
+}

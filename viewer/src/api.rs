@@ -71,9 +71,16 @@ pub async fn frames(id: i64, query: &FrameQuery) -> Result<FramePage, ApiFailure
     get(&format!("/api/traces/{id}/frames{}", query_string(query))).await
 }
 
-/// One frame with its bytes and its pair.
-pub async fn frame(id: i64, seq: i64) -> Result<FrameDetail, ApiFailure> {
-    get(&format!("/api/traces/{id}/frames/{seq}")).await
+/// One frame with its bytes and its pair: the start of its bytes (the
+/// server's limit) unless `whole`.
+pub async fn frame(id: i64, seq: i64, whole: bool) -> Result<FrameDetail, ApiFailure> {
+    let limit = if whole { "?max_bytes=0" } else { "" };
+    get(&format!("/api/traces/{id}/frames/{seq}{limit}")).await
+}
+
+/// The address of a frame's exact bytes (masked as the detail is).
+pub fn frame_raw_url(id: i64, seq: i64) -> String {
+    format!("/api/traces/{id}/frames/{seq}/raw")
 }
 
 /// Per-method timing of a trace.

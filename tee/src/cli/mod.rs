@@ -170,7 +170,8 @@ Serve the trace viewer (browser app and JSON API) over HTTP.
 The viewer lists the store's traces and draws each as a sequence diagram with
 timings, updating live while acp-tee records. The API under /api is read-only.
 Listening beyond loopback (--bind 0.0.0.0) requires a token: pass --token or
-one is generated; the printed URL carries it.";
+one is generated; the printed URL carries it. Frames are served with secrets
+masked as exports mask them; --no-redact serves them as stored.";
 
 #[derive(Debug, Args)]
 struct ServeArgs {
@@ -195,6 +196,11 @@ struct ServeArgs {
     /// the one built into acp-tee: for working on the viewer
     #[arg(long, value_name = "DIR")]
     dist: Option<PathBuf>,
+    /// Serve frames unmasked. By default the API and the viewer mask secrets
+    /// as exports do (env and headers values, members named like secrets,
+    /// secret query parameters of URLs)
+    #[arg(long)]
+    no_redact: bool,
 }
 
 #[derive(Debug, Args)]
@@ -410,6 +416,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
                 open: a.open,
                 dist,
                 open_path,
+                redact: !a.no_redact,
             };
             crate::server::run(opts)?;
             Ok(0)

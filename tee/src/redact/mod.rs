@@ -5,7 +5,9 @@
 //! `mcpServers[].headers`, `terminal/create`'s `env`, terminal auth methods'
 //! `env`; as `{name, value}` lists, whose `value`s are masked, or as maps,
 //! whose every value is) and the value of every member whose name looks like
-//! a secret (token, key, secret, password, authorization, cookie, credential).
+//! a secret (token, key, secret, password, authorization, cookie, credential),
+//! and, inside every string (and frames that are not JSON), the values of a
+//! URL's query parameters named like that (`https://h/mcp?api_key=...`).
 //! User rules add a JSONPath (`$...`), whose values are masked, or a regular
 //! expression, whose matches are masked inside every string (and inside
 //! frames that are not JSON, such as stderr). A batch is masked as if each of
@@ -33,6 +35,7 @@
 
 mod jsonpath;
 mod scan;
+mod urls;
 mod values;
 
 pub use jsonpath::JsonPath;
@@ -128,7 +131,7 @@ impl Redactor {
         let changed = match scan::edits(self, body) {
             Ok(edits) if edits.is_empty() => None,
             Ok(edits) => Some(scan::apply(body, &edits)),
-            Err(scan::NotJson) => self.mask_patterns(body),
+            Err(scan::NotJson) => self.mask_string(body),
         };
         match changed {
             Some(new) => Cow::Owned(format!("{new}{tail}").into_bytes()),
@@ -139,6 +142,17 @@ impl Redactor {
     /// Whether any user rule is a regular expression.
     fn has_patterns(&self) -> bool {
         self.rules.iter().any(|r| matches!(r, Rule::Pattern(_)))
+    }
+
+    /// `text`, a string's content or a frame that is not JSON, with what the
+    /// rules mask inside text masked (the defaults: secret query values of
+    /// URLs; then every pattern's matches), if anything was.
+    fn mask_string(&self, text: &str) -> Option<String> {
+        let urls = if self.defaults { urls::mask_url_queries(text) } else { None };
+        match urls {
+            Some(masked) => Some(self.mask_patterns(&masked).unwrap_or(masked)),
+            None => self.mask_patterns(text),
+        }
     }
 
     /// `text` with every pattern's matches masked, if any was.

@@ -143,7 +143,7 @@ struct Scanner<'r, 's> {
     masking: Option<(usize, usize)>,
     /// Whether member names matter (defaults or paths).
     keys: bool,
-    /// Whether strings are searched (patterns).
+    /// Whether strings are searched (patterns, or the defaults' URL rule).
     strings: bool,
     edits: Vec<Edit>,
 }
@@ -162,7 +162,7 @@ impl<'r, 's> Scanner<'r, 's> {
             words,
             masking: None,
             keys: redactor.defaults || words > 0,
-            strings: redactor.has_patterns(),
+            strings: redactor.has_patterns() || redactor.defaults,
             edits: Vec::new(),
         }
     }
@@ -357,10 +357,14 @@ impl<'r, 's> Scanner<'r, 's> {
     }
 
     /// Notes the string at `start..pos` encoded again if a pattern matches
-    /// inside it.
+    /// inside it, or (defaults) a URL in it has a secret query value.
     fn mask_in_string(&mut self, start: usize, escaped: bool) {
-        let content = decode(&self.text[start + 1..self.pos - 1], escaped);
-        if let Some(new) = self.redactor.mask_patterns(&content) {
+        let raw = &self.text[start + 1..self.pos - 1];
+        if !escaped && !self.redactor.has_patterns() && !raw.contains("://") {
+            return;
+        }
+        let content = decode(raw, escaped);
+        if let Some(new) = self.redactor.mask_string(&content) {
             let encoded = serde_json::to_string(&new).expect("strings always serialise");
             self.edits.push(Edit { at: start..self.pos, with: Replacement::Text(encoded) });
         }

@@ -446,3 +446,44 @@ mod generated {
         }
     }
 }
+
+#[test]
+fn secret_query_parameters_in_urls_are_masked_by_the_defaults() {
+    let raw = concat!(
+        r#"{"id":2,"method":"session/new","params":{"mcpServers":[{"type":"http","name":"w","#,
+        r#""url":"https://host/mcp?api_key=SECRET2&x=1&token=T3#frag","note":"see http://a/b?access_token=T4 and http://c/?q=1"}]}}"#
+    );
+    let expect = concat!(
+        r#"{"id":2,"method":"session/new","params":{"mcpServers":[{"type":"http","name":"w","#,
+        r#""url":"https://host/mcp?api_key=[REDACTED]&x=1&token=[REDACTED]#frag","note":"see http://a/b?access_token=[REDACTED] and http://c/?q=1"}]}}"#
+    );
+    let r = Redactor::new(vec![]);
+    assert_eq!(redact(&r, raw), expect);
+    assert_eq!(redact(&r, expect), expect, "idempotent");
+    assert!(matches!(r.redact(expect.as_bytes()), Cow::Borrowed(_)));
+    // Escaped slashes and keys, stderr text, and the values stored beside a frame.
+    let escaped = r#"{"u":"https:\/\/h\/p?Api-Key=S&keyword=k"}"#;
+    assert_eq!(redact(&r, escaped), r#"{"u":"https://h/p?Api-Key=[REDACTED]&keyword=k"}"#);
+    assert_eq!(redact(&r, "GET https://h/x?token=abc failed\n"), "GET https://h/x?token=[REDACTED] failed\n");
+    assert_eq!(r.mask_value("sess-https://h/?password=p").as_deref(), Some("sess-https://h/?password=[REDACTED]"));
+    // Without the defaults (and without patterns) nothing is touched.
+    let off = Redactor::without_defaults(vec![]);
+    assert!(matches!(off.redact(raw.as_bytes()), Cow::Borrowed(_)));
+    // No URL, or no secret name, or an empty value: nothing to mask.
+    for same in [r#"{"a":"?token=x"}"#, r#"{"a":"https://h/?q=1&sort=token"}"#, r#"{"a":"https://h/?token=&x"}"#] {
+        assert!(matches!(r.redact(same.as_bytes()), Cow::Borrowed(_)), "{same}");
+    }
+}
+
+#[test]
+fn url_query_masking_stays_linear_on_hostile_strings() {
+    let r = Redactor::new(vec![]);
+    for piece in ["://?", "https://h/?token=x&", "://a?key=", "?&=://"] {
+        let text = piece.repeat(200_000);
+        let raw = serde_json::to_string(&serde_json::json!({ "t": text })).unwrap();
+        let started = std::time::Instant::now();
+        let once = redact(&r, &raw);
+        assert_eq!(redact(&r, &once), once, "{piece}");
+        assert!(started.elapsed() < std::time::Duration::from_secs(5), "{piece}: {:?}", started.elapsed());
+    }
+}

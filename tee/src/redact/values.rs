@@ -4,9 +4,10 @@
 use super::Redactor;
 
 impl Redactor {
-    /// `value`, a string read from a frame, with the pattern rules' matches
-    /// masked, as they would be inside the frame; `None` when nothing was.
+    /// `value`, a string read from a frame, masked as it would be inside the
+    /// frame (secret query values of URLs, the pattern rules' matches);
+    /// `None` when nothing was.
     pub fn mask_value(&self, value: &str) -> Option<String> {
-        self.mask_patterns(value)
+        self.mask_string(value)
     }
 }

@@ -70,6 +70,8 @@ struct LiveState {
     changes: watch::Receiver<u64>,
     last_summary: Option<(i64, i64, Option<String>, bool)>,
     finished: bool,
+    /// What masks the frames sent.
+    redactor: crate::redact::Redactor,
 }
 
 fn summary_key(s: &TraceSummary) -> (i64, i64, Option<String>, bool) {
@@ -85,21 +87,24 @@ pub fn trace_events(
     trace_id: i64,
     after: i64,
     changes: watch::Receiver<u64>,
+    redactor: crate::redact::Redactor,
 ) -> impl Stream<Item = Result<Event, Infallible>> {
-    let state = LiveState { db, trace_id, after, changes, last_summary: None, finished: false };
+    let state = LiveState { db, trace_id, after, changes, last_summary: None, finished: false, redactor };
     futures_util::stream::unfold(state, |mut st| async move {
         loop {
             if st.finished {
                 std::future::pending::<()>().await;
             }
             let (id, after) = (st.trace_id, st.after);
-            let Ok(frames) = st.db.run(move |s| s.frames_after(id, after, BATCH)).await else { return None };
+            let Ok(mut frames) = st.db.run(move |s| s.frames_after(id, after, BATCH)).await else { return None };
+            frames.iter_mut().for_each(|f| super::mask::summary(&st.redactor, f));
             if let Some(last) = frames.last() {
                 st.after = last.seq;
                 let event = Event::default().event("frames").json_data(&frames).ok()?;
                 return Some((Ok(event), st));
             }
             let Ok(summary) = st.db.run(move |s| s.trace_summary(id)).await else { return None };
+            let summary = super::mask::trace(&st.redactor, summary);
             let key = summary_key(&summary);
             if st.last_summary.as_ref() != Some(&key) {
                 st.last_summary = Some(key);

@@ -6,6 +6,11 @@
 //! from `--dist DIR` during development (an `index.html` fallback for its
 //! client-side routes), or a page saying how to get it.
 //!
+//! Frames are served masked by the default rules of exports ([`mask`]),
+//! unless `serve --no-redact`; a frame's detail carries at most
+//! [`acp_tee_shared::api::DETAIL_MAX_BYTES`] of its bytes unless asked for
+//! more, and `.../frames/{seq}/raw` downloads them whole.
+//!
 //! Architecture Invariant: handlers only read; every value from a request is a
 //! bound SQL parameter; errors are JSON `{"error"}` with 400/401/404.
 
@@ -14,6 +19,7 @@ mod auth;
 mod db;
 mod error;
 mod live;
+mod mask;
 mod routes;
 
 pub use auth::generate_token;
@@ -37,6 +43,8 @@ pub struct AppState {
     token: Option<String>,
     changes: watch::Receiver<u64>,
     dist: Option<PathBuf>,
+    /// Whether frames are served masked (the default rules of exports).
+    redact: bool,
     /// Background threads of this state run while this lives.
     _alive: std::sync::Arc<()>,
 }
@@ -49,7 +57,20 @@ impl AppState {
         let changes = live::watch_store(db_path);
         let alive = std::sync::Arc::new(());
         live::index_behind_recorders(db_path, std::sync::Arc::downgrade(&alive));
-        AppState { db, token, changes, dist: dist.filter(|d| d.join("index.html").is_file()), _alive: alive }
+        let dist = dist.filter(|d| d.join("index.html").is_file());
+        AppState { db, token, changes, dist, redact: true, _alive: alive }
+    }
+
+    /// The same state serving frames as they were stored, unmasked
+    /// (`serve --no-redact`).
+    pub fn without_redaction(mut self) -> Self {
+        self.redact = false;
+        self
+    }
+
+    /// What masks the frames this state serves.
+    fn redactor(&self) -> crate::redact::Redactor {
+        mask::redactor(self.redact)
     }
 }
 
@@ -68,6 +89,7 @@ pub fn app(state: AppState) -> Router {
         .route("/traces/{id}", get(routes::one_trace))
         .route("/traces/{id}/frames", get(routes::frames))
         .route("/traces/{id}/frames/{seq}", get(routes::frame))
+        .route("/traces/{id}/frames/{seq}/raw", get(routes::frame_raw))
         .route("/traces/{id}/stats", get(routes::stats))
         .route("/traces/{id}/live", get(routes::live))
         .route("/traces/{id}/export", get(routes::export_trace))
@@ -106,6 +128,8 @@ pub struct ServeOptions {
     pub dist: Option<PathBuf>,
     /// Path (under the URL) to open, e.g. `/traces/3`.
     pub open_path: String,
+    /// Serve frames masked as exports are (false: `--no-redact`).
+    pub redact: bool,
 }
 
 /// Serves until Ctrl-C.
@@ -135,7 +159,10 @@ async fn serve(opts: ServeOptions) -> anyhow::Result<()> {
         }
         _ => {}
     }
-    let state = AppState::new(db, &opts.db, token.clone(), opts.dist.clone());
+    let mut state = AppState::new(db, &opts.db, token.clone(), opts.dist.clone());
+    if !opts.redact {
+        state = state.without_redaction();
+    }
     let addr = SocketAddr::new(opts.bind, opts.port);
     let listener =
         tokio::net::TcpListener::bind(addr).await.with_context(|| format!("cannot listen on {addr}; pass --port"))?;

@@ -2,10 +2,11 @@
 
 use super::error::AppError;
 use super::live::trace_events;
+use super::mask;
 use super::AppState;
 use crate::export::{self, ExportFormat, ExportOptions, TraceSelection};
 use crate::redact::Redactor;
-use acp_tee_shared::api::{FrameDetail, FramePage, FrameQuery, TraceStats, TraceSummary};
+use acp_tee_shared::api::{FrameDetail, FrameDetailQuery, FramePage, FrameQuery, TraceStats, TraceSummary};
 use axum::body::Body;
 use axum::extract::rejection::{PathRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
@@ -31,7 +32,9 @@ fn query<T>(q: Result<Query<T>, QueryRejection>) -> Result<T, AppError> {
 
 /// `GET /api/traces`
 pub async fn list_traces(State(st): State<AppState>) -> Result<Json<Vec<TraceSummary>>, AppError> {
-    Ok(Json(st.db.run(|s| s.trace_summaries()).await?))
+    let r = st.redactor();
+    let traces = st.db.run(|s| s.trace_summaries()).await?;
+    Ok(Json(traces.into_iter().map(|t| mask::trace(&r, t)).collect()))
 }
 
 /// `GET /api/traces/{id}`
@@ -40,7 +43,7 @@ pub async fn one_trace(
     id: Result<Path<i64>, PathRejection>,
 ) -> Result<Json<TraceSummary>, AppError> {
     let id = path(id)?;
-    Ok(Json(st.db.run(move |s| s.trace_summary(id)).await?))
+    Ok(Json(mask::trace(&st.redactor(), st.db.run(move |s| s.trace_summary(id)).await?)))
 }
 
 /// Checks a frame query's numbers before it reaches SQL.
@@ -69,11 +72,14 @@ pub async fn frames(
 ) -> Result<Json<FramePage>, AppError> {
     let (id, q) = (path(id)?, query(q)?);
     validate(&q)?;
-    if filtered(&q) {
-        Ok(Json(st.db.run_scan(move |s| s.frame_page(id, &q)).await?))
+    let mut page = if filtered(&q) {
+        st.db.run_scan(move |s| s.frame_page(id, &q)).await?
     } else {
-        Ok(Json(st.db.run(move |s| s.frame_page(id, &q)).await?))
-    }
+        st.db.run(move |s| s.frame_page(id, &q)).await?
+    };
+    let r = st.redactor();
+    page.frames.iter_mut().for_each(|f| mask::summary(&r, f));
+    Ok(Json(page))
 }
 
 /// True when a page of `q` may have to scan the trace (any filter), so it
@@ -89,17 +95,45 @@ fn filtered(q: &FrameQuery) -> bool {
         || q.is_some()
 }
 
-/// `GET /api/traces/{id}/frames/{seq}`
+/// `GET /api/traces/{id}/frames/{seq}?max_bytes=N`: masked (unless
+/// `--no-redact`), its texts cut to [`acp_tee_shared::api::DETAIL_MAX_BYTES`]
+/// (or `N`; `0` for no limit). Masking and cutting run on the query's
+/// blocking thread.
 pub async fn frame(
     State(st): State<AppState>,
     ids: Result<Path<(i64, i64)>, PathRejection>,
+    q: Result<Query<FrameDetailQuery>, QueryRejection>,
 ) -> Result<Json<FrameDetail>, AppError> {
-    let (id, seq) = path(ids)?;
+    let ((id, seq), q) = (path(ids)?, query(q)?);
+    let (r, max) = (st.redactor(), mask::detail_limit(q.max_bytes));
     st.db
-        .run(move |s| s.frame_detail(id, seq))
+        .run(move |s| Ok(s.frame_detail(id, seq)?.map(|d| mask::detail(&r, d, max))))
         .await?
         .map(Json)
         .ok_or_else(|| AppError::NotFound(format!("trace {id} has no frame {seq}")))
+}
+
+/// `GET /api/traces/{id}/frames/{seq}/raw`: the frame's bytes whole, masked
+/// as its detail is, as a download.
+pub async fn frame_raw(
+    State(st): State<AppState>,
+    ids: Result<Path<(i64, i64)>, PathRejection>,
+) -> Result<Response, AppError> {
+    let (id, seq) = path(ids)?;
+    let r = st.redactor();
+    let bytes = st
+        .db
+        .run(move |s| Ok(s.frame_detail(id, seq)?.map(|d| mask::raw_bytes(&r, d))))
+        .await?
+        .ok_or_else(|| AppError::NotFound(format!("trace {id} has no frame {seq}")))?;
+    Ok((
+        [
+            (CONTENT_TYPE, "application/octet-stream".to_owned()),
+            (CONTENT_DISPOSITION, format!("attachment; filename=\"acp-tee-trace-{id}-frame-{seq}.raw\"")),
+        ],
+        bytes,
+    )
+        .into_response())
 }
 
 /// `GET /api/traces/{id}/stats`
@@ -108,7 +142,10 @@ pub async fn stats(
     id: Result<Path<i64>, PathRejection>,
 ) -> Result<Json<TraceStats>, AppError> {
     let id = path(id)?;
-    Ok(Json(st.db.run(move |s| s.trace_stats(id)).await?))
+    let mut stats = st.db.run(move |s| s.trace_stats(id)).await?;
+    let r = st.redactor();
+    stats.slowest.iter_mut().for_each(|f| mask::summary(&r, f));
+    Ok(Json(stats))
 }
 
 /// Query of the live stream.
@@ -126,7 +163,7 @@ pub async fn live(
 ) -> Result<Response, AppError> {
     let (id, q) = (path(id)?, query(q)?);
     st.db.run(move |s| s.trace(id)).await?;
-    let events = trace_events(st.db.clone(), id, q.after.unwrap_or(0).max(0), st.changes.clone());
+    let events = trace_events(st.db.clone(), id, q.after.unwrap_or(0).max(0), st.changes.clone(), st.redactor());
     Ok(Sse::new(events).keep_alive(KeepAlive::default()).into_response())
 }
 

@@ -600,3 +600,47 @@ fn the_detail_shows_stderr_once_without_escapes_and_json_in_wire_order() {
 
 const LONG_ID: &str = "an-id-that-is-far-too-long-to-show-whole-in-the-diagram-0123456789abcdef";
 const LONG_METHOD: &str = "_vendor/extensions/very/long/method/name/that/goes/on/and/on/and/on/for/ever";
+
+#[test]
+fn a_32_mib_frame_shows_a_bounded_preview_quickly_and_secrets_stay_masked() {
+    let store = TempStore::new();
+    let huge = "0123456789abcdef".repeat(2 * 1024 * 1024);
+    let big = "x".repeat(300 * 1024);
+    let prompt = |id: i64, text: &str| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "session/prompt",
+               "params": {"sessionId": "s", "prompt": [{"type": "text", "text": text}]}})
+    };
+    let new = json!({"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": {"cwd": "/w", "mcpServers": [
+        {"type": "http", "name": "web", "url": "https://host/mcp?api_key=SECRET2",
+         "headers": [{"name": "Authorization", "value": "Bearer SECRET"}]}]}});
+    let input = format!("{}\n{new}\n{}\n", prompt(1, &huge), prompt(3, &big));
+    let out = run_with_input(tee_command(&store.db, &[], &as_strs(&sh("cat >/dev/null"))), input.into_bytes());
+    assert!(out.status.success());
+    let server = Server::start(&store.db);
+    let b = Browser::start();
+
+    let started = std::time::Instant::now();
+    b.goto(&format!("{}/traces/1?frame=1", server.url));
+    b.wait_for("the cut frame's preview", |b| !b.find_all("#detail #cut-notice").is_empty());
+    let took = started.elapsed();
+    assert!(took < std::time::Duration::from_secs(10), "the detail took {took:?}");
+    assert!(b.find_all("#detail .json").is_empty(), "no JSON tree for a cut frame");
+    let shown = b.num("return document.querySelector('#detail pre.raw').textContent.length;");
+    assert!(shown as usize <= acp_tee_shared::api::DETAIL_MAX_BYTES, "{shown} characters shown");
+    let href = b.js("return document.getElementById('download-raw').getAttribute('href');", json!([]));
+    assert_eq!(href, json!("/api/traces/1/frames/1/raw"));
+
+    // "show all" fetches the whole frame, still as text.
+    b.goto(&format!("{}/traces/1?frame=3", server.url));
+    b.wait_for("the second cut frame", |b| !b.find_all("#detail #show-all").is_empty());
+    b.click("#show-all");
+    b.wait_for("the whole frame", |b| b.texts("#cut-notice").iter().any(|t| t.starts_with("All ")));
+    let shown = b.num("return document.querySelector('#detail pre.raw').textContent.length;");
+    assert!(shown as usize > big.len(), "{shown} characters shown");
+
+    // Secrets are masked in the detail as in exports.
+    b.goto(&format!("{}/traces/1?frame=2", server.url));
+    b.wait_for("the session/new detail", |b| !b.find_all("#detail .json .jk").is_empty());
+    let text = b.texts("#detail").join(" ");
+    assert!(!text.contains("SECRET") && text.contains("[REDACTED]"), "{text}");
+}

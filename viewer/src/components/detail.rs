@@ -1,14 +1,16 @@
 //! The detail panel (`#detail`): the selected frame's facts, its pair, its payload (a JSON tree and the
 //! raw bytes for messages; the line, terminal escapes removed, for stderr; the raw text for invalid
-//! frames), the envelope, and a notice when the filters hide the frame.
+//! frames), the envelope, and a notice when the filters hide the frame. A frame larger than the API's
+//! [`DETAIL_MAX_BYTES`] is shown as text only (no JSON tree): its start, then, on "show all", the whole.
 
 use super::highlight::search_words;
 use super::json::{json_tree, parse};
 use super::trace_state;
 use crate::format;
-use acp_tee_shared::api::{FrameDetail, FrameSummary};
+use acp_tee_shared::api::{FrameDetail, FrameSummary, DETAIL_MAX_BYTES};
 use acp_tee_shared::{Direction, FrameKind};
 use leptos::prelude::*;
+use leptos::task::spawn_local;
 use wasm_bindgen::{JsCast, JsValue};
 
 fn dir_text(d: Direction) -> &'static str {
@@ -206,7 +208,13 @@ fn payload_views(d: &FrameDetail, words: &[String]) -> impl IntoView {
         }
         .into_any()
     };
+    let large = d.cut || d.raw_size > DETAIL_MAX_BYTES as i64;
     let main = match d.frame.kind {
+        _ if large => view! {
+            {large_notice(d)}
+            {section("Raw", raw_view(raw))}
+        }
+        .into_any(),
         FrameKind::Stderr => {
             let text = d.raw.as_deref().map(strip_ansi_escapes::strip_str).unwrap_or_else(|| raw.clone());
             let exact = d.raw.as_ref().filter(|r| r.contains('\u{1b}')).map(|r| {
@@ -252,6 +260,40 @@ fn payload_views(d: &FrameDetail, words: &[String]) -> impl IntoView {
         }
     });
     view! { {main} {envelope} }
+}
+
+/// For a frame too large to draw as a tree: how much is shown, "show all" (while cut) and "download raw".
+fn large_notice(d: &FrameDetail) -> impl IntoView {
+    let st = trace_state();
+    let (seq, size) = (d.frame.seq, d.raw_size);
+    let shown = d.raw.as_ref().or(d.raw_base64.as_ref()).map_or(0, |r| r.len());
+    let loading = RwSignal::new(false);
+    let show_all = move |_| {
+        loading.set(true);
+        spawn_local(async move {
+            let result = crate::api::frame(st.id, seq, true).await;
+            if st.query.try_with_untracked(|q| q.frame) == Some(Some(seq)) {
+                st.detail.try_set(Some((seq, result)));
+            }
+        });
+    };
+    let what = if d.cut {
+        format!("Showing the first {} of {} bytes, as text.", format::count(shown as i64), format::count(size))
+    } else {
+        format!("All {} bytes, as text (too large for the JSON tree).", format::count(size))
+    };
+    view! {
+        <p id="cut-notice" class="banner info" role="status">
+            {what} " "
+            {d.cut.then(|| view! {
+                <button class="link" id="show-all" disabled=move || loading.get() on:click=show_all>
+                    {move || if loading.get() { "loading…" } else { "show all" }}
+                </button> " "
+            })}
+            <a id="download-raw" class="link" href=crate::api::frame_raw_url(st.id, seq)
+                download=format!("acp-tee-trace-{}-frame-{seq}.raw", st.id)>"download raw"</a>
+        </p>
+    }
 }
 
 fn detail_view(d: FrameDetail) -> impl IntoView {

@@ -75,7 +75,7 @@ fn load_detail(st: TraceState) {
     Effect::new(move |_| {
         let Some(seq) = selected.get() else { return };
         spawn_local(async move {
-            let result = api::frame(st.id, seq).await;
+            let result = api::frame(st.id, seq, false).await;
             // A later selection may have been answered first.
             if st.query.try_with_untracked(|q| q.frame) == Some(Some(seq)) {
                 st.detail.try_set(Some((seq, result)));

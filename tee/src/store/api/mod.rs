@@ -375,12 +375,13 @@ impl Store {
             Some(p) => self.frame_summary(trace_id, p)?,
             None => None,
         };
+        let (raw_size, envelope_size) = (raw.len() as i64, envelope.as_ref().map(|e| e.len() as i64));
         let (raw, raw_base64) = match String::from_utf8(raw) {
             Ok(text) => (Some(text), None),
             Err(e) => (None, Some(base64::engine::general_purpose::STANDARD.encode(e.into_bytes()))),
         };
         let envelope = envelope.map(|e| String::from_utf8_lossy(&e).into_owned());
-        Ok(Some(FrameDetail { frame, raw, raw_base64, envelope, pair }))
+        Ok(Some(FrameDetail { frame, raw, raw_base64, envelope, pair, cut: false, raw_size, envelope_size }))
     }
 
     /// Stops any statement of this connection still running `limit` from now
