@@ -24,11 +24,12 @@ mod tests;
 pub use router::{Logical, Routed, Router};
 
 use crate::handoff::{TraceEnd, TraceStart};
-use crate::relay::{dup_fd, recorder_process};
+use crate::relay::dup_fd;
+use crate::relay::recorder_process::Recorder;
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 /// What `acp-tee proxy` was asked to do.
@@ -46,7 +47,8 @@ pub struct ProxyOptions {
 pub fn run(opts: &ProxyOptions) -> i32 {
     let t0 = Instant::now();
     let started_at = crate::clock::now_rfc3339();
-    let (recorder, handoff) = recorder_process::start(&opts.db, t0, opts.redact.as_deref());
+    let recorder = Recorder::start(&opts.db, t0, opts.redact.as_deref(), None);
+    let handoff = recorder.handoff.clone();
     handoff.start(&TraceStart {
         name: opts.name.clone(),
         command: std::env::args().collect(),
@@ -54,8 +56,8 @@ pub fn run(opts: &ProxyOptions) -> i32 {
         mode: "proxy".into(),
         started_at,
     });
-    let handoff = Arc::new(handoff);
-    stop_cleanly_on_signals(handoff.clone());
+    let recorder = Arc::new(Mutex::new(recorder));
+    stop_cleanly_on_signals(recorder.clone());
 
     let mut input = BufReader::with_capacity(1 << 20, dup_fd(0));
     let mut output = dup_fd(1);
@@ -90,26 +92,28 @@ pub fn run(opts: &ProxyOptions) -> i32 {
     }
     handoff.end(&TraceEnd { exit_code: Some(0), exit_signal: None, end_reason: reason });
     handoff.close();
-    if let Some(mut recorder) = recorder {
-        let _ = recorder.wait();
-    }
+    // The recorder stores the rest on its own.
+    recorder.lock().unwrap_or_else(|e| e.into_inner()).part(|| false);
     0
 }
 
 /// The conductor stops its components with SIGTERM after closing their
 /// input; finish the trace as a clean end rather than a crash.
-fn stop_cleanly_on_signals(handoff: Arc<crate::handoff::HandoffWriter>) {
+fn stop_cleanly_on_signals(recorder: Arc<Mutex<Recorder>>) {
     let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]) else {
         return;
     };
     let _ = std::thread::Builder::new().name("signals".into()).spawn(move || {
         if let Some(sig) = signals.forever().next() {
+            let handoff = recorder.lock().unwrap_or_else(|e| e.into_inner()).handoff.clone();
             handoff.end(&TraceEnd {
                 exit_code: Some(0),
                 exit_signal: None,
                 end_reason: format!("stopped by signal {sig}"),
             });
             handoff.close();
+            // Only what the recorder already said: a second signal means now.
+            recorder.lock().unwrap_or_else(|e| e.into_inner()).part(|| true);
             std::process::exit(0);
         }
     });

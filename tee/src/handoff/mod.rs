@@ -41,10 +41,15 @@ const TAG_START: u8 = b'S';
 /// A chunk whose bytes follow the header.
 pub const TAG_CHUNK: u8 = b'C';
 const TAG_EOF: u8 = b'E';
-const TAG_END: u8 = b'X';
+/// The run is over (how it ended follows).
+pub const TAG_END: u8 = b'X';
 const TAG_FRAME: u8 = b'F';
 /// A chunk whose bytes wait in the data pipe of its direction.
 pub const TAG_CHUNK_REF: u8 = b'R';
+
+/// What the recorder writes on its stdout (a pipe to the relay) once its
+/// trace is open, or once opening the store failed and it warned about it.
+pub const READY: u8 = b'R';
 
 /// The fields of a message header: tag, direction code, t_ns, payload length.
 pub fn decode_header(h: &[u8; HEADER_LEN]) -> (u8, u8, u64, usize) {
@@ -161,7 +166,7 @@ mod tests {
         writer.start(&start);
         let mut buf = vec![0u8; HEADER_LEN + 5];
         buf[HEADER_LEN..].copy_from_slice(b"ab\ncd");
-        writer.chunk(Direction::AgentToClient, &mut buf);
+        assert!(writer.chunk(Direction::AgentToClient, &mut buf));
         writer.eof(Direction::ClientToAgent);
         let end = TraceEnd { exit_code: Some(3), exit_signal: None, end_reason: "agent exited".into() };
         writer.end(&end);

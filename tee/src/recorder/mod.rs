@@ -29,15 +29,15 @@ pub use spool::{Spool, SpoolReader};
 pub use writer::StoreWriter;
 
 use crate::handoff::{
-    decode_header, read_full, HandoffReader, Message, TraceEnd, HEADER_LEN, TAG_CHUNK, TAG_CHUNK_REF,
+    decode_header, read_full, HandoffReader, Message, TraceEnd, HEADER_LEN, READY, TAG_CHUNK, TAG_CHUNK_REF, TAG_END,
 };
 use crate::redact::Redactor;
 use crate::store::NewFrame;
 use std::fs::File;
-use std::io::Read;
+use std::io::{Read, Write};
 use std::os::fd::FromRawFd;
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 /// Bytes of frames the recorder holds between framer and store writer at
 /// most. The batch the writer is storing is out of the queue, so up to twice
@@ -79,6 +79,10 @@ pub struct RecorderSummary {
 /// Returns `None` when the relay went away before announcing a run (nothing
 /// is recorded).
 ///
+/// When the relay vanishes without ending the run (it was killed), the
+/// process group `agent_group` (the agent and what it started) is killed:
+/// nothing else is left to stop it.
+///
 /// The calling thread only moves the pipes' bytes into the [`Spool`]; a
 /// framer thread and a store-writer thread, both at a lower priority, turn
 /// them into stored frames.
@@ -87,20 +91,32 @@ pub fn run(
     input: impl Read,
     mut data: [Option<File>; 3],
     redactor: Option<Redactor>,
+    agent_group: Option<u32>,
 ) -> Option<RecorderSummary> {
     let dir = db.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new(".")).to_owned();
     let spool = Spool::new(dir, SPOOL_MEMORY_BYTES, SPOOL_FILE_BYTES);
+    let input_ended = Arc::new(OnceLock::new());
     let recording = {
-        let (db, spool) = (db.to_owned(), spool.clone());
+        let (db, spool, input_ended) = (db.to_owned(), spool.clone(), input_ended.clone());
         std::thread::Builder::new()
             .name("framer".into())
-            .spawn(move || record(&db, &spool, redactor))
+            .spawn(move || record(&db, &spool, redactor, &input_ended))
             .expect("cannot start the framer thread")
     };
-    if let Err(e) = intake(input, &mut data, &spool) {
-        // A message cut short: the relay died while blocked writing it, so
-        // its bytes were never forwarded either.
-        tracing::debug!("recorder: handoff ended: {e}");
+    let ended = match intake(input, &mut data, &spool) {
+        Ok(ended) => ended,
+        Err(e) => {
+            // A message cut short: the relay died while blocked writing it, so
+            // its bytes were never forwarded either.
+            tracing::debug!("recorder: handoff ended: {e}");
+            false
+        }
+    };
+    let _ = input_ended.set(crate::clock::now_rfc3339());
+    if !ended {
+        if let Some(pgid) = agent_group {
+            kill_group(pgid);
+        }
     }
     spool.close();
     let summary = recording.join().expect("the framer thread panicked");
@@ -108,6 +124,16 @@ pub fn run(
         tracing::debug!("recorder: the backlog reached {} bytes in the spool file", spool.file_peak());
     }
     summary
+}
+
+/// Kills process group `pgid` (the agent of a relay that was killed: its
+/// parent-death signal reached the agent alone, not what it started).
+fn kill_group(pgid: u32) {
+    let Ok(pgid) = libc::pid_t::try_from(pgid) else { return };
+    if pgid > 1 {
+        // SAFETY: kill has no memory-safety preconditions.
+        unsafe { libc::kill(-pgid, libc::SIGKILL) };
+    }
 }
 
 /// The data pipes passed on descriptors `fds` (none when empty).
@@ -123,17 +149,20 @@ pub fn data_pipes_from(fds: &[i32]) -> [Option<File>; 3] {
 
 /// Moves handoff messages from `input` into `spool` until end-of-file, each
 /// whole, with the bytes of chunk references fetched from their data pipe,
-/// so that the spool holds plain handoff messages.
-fn intake(input: impl Read, data: &mut [Option<File>; 3], spool: &Spool) -> std::io::Result<()> {
+/// so that the spool holds plain handoff messages. True when the run's end
+/// message came (the relay ended the run rather than vanished).
+fn intake(input: impl Read, data: &mut [Option<File>; 3], spool: &Spool) -> std::io::Result<bool> {
     let mut input = std::io::BufReader::with_capacity(256 * 1024, input);
+    let mut ended = false;
     loop {
         let mut header = [0u8; HEADER_LEN];
         match read_full(&mut input, &mut header)? {
-            0 => return Ok(()),
+            0 => return Ok(ended),
             HEADER_LEN => {}
             got => return Err(cut_short(format!("a header ({got} of {HEADER_LEN} bytes)"))),
         }
         let (tag, dir, _, len) = decode_header(&header);
+        ended |= tag == TAG_END;
         let mut message = Vec::with_capacity(HEADER_LEN + len);
         message.extend_from_slice(&header);
         message.resize(HEADER_LEN + len, 0);
@@ -158,8 +187,15 @@ fn cut_short(what: String) -> std::io::Error {
 }
 
 /// Frames, classifies and stores the handoff messages read from `input`,
-/// which start with the run's start message.
-fn record(db: &Path, spool: &Arc<Spool>, redactor: Option<Redactor>) -> Option<RecorderSummary> {
+/// which start with the run's start message. The trace ends when the relay's
+/// end message says (its time), or, when the relay vanished, at
+/// `input_ended`: when the handoff's end-of-file was read.
+fn record(
+    db: &Path,
+    spool: &Arc<Spool>,
+    redactor: Option<Redactor>,
+    input_ended: &OnceLock<String>,
+) -> Option<RecorderSummary> {
     lower_priority();
     let mut reader = HandoffReader::new(spool.reader());
     let start = match reader.read_message() {
@@ -175,6 +211,7 @@ fn record(db: &Path, spool: &Arc<Spool>, redactor: Option<Redactor>) -> Option<R
         }
     };
     let mut writer = StoreWriter::open(db, &start);
+    announce_ready();
     let queue = Arc::new(ByteQueue::new(QUEUE_BYTES));
     let writer_thread = {
         let (queue, spool) = (queue.clone(), spool.clone());
@@ -182,7 +219,12 @@ fn record(db: &Path, spool: &Arc<Spool>, redactor: Option<Redactor>) -> Option<R
             .name("store-writer".into())
             .spawn(move || {
                 lower_priority();
-                writer.drain(&queue, || spool.wait_out_burst());
+                let drained = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    writer.drain(&queue, || spool.wait_out_burst())
+                }));
+                if drained.is_err() {
+                    writer.count_the_rest_missing(&queue);
+                }
                 writer
             })
             .expect("cannot start the store writer thread")
@@ -192,6 +234,7 @@ fn record(db: &Path, spool: &Arc<Spool>, redactor: Option<Redactor>) -> Option<R
     let mut framer = Framer::new();
     let mut last_t = 0;
     let mut end = None;
+    let mut ended_at = None;
     loop {
         // The trace exists already (the viewer lists it); its frames wait
         // while a burst is coming in.
@@ -211,6 +254,7 @@ fn record(db: &Path, spool: &Arc<Spool>, redactor: Option<Redactor>) -> Option<R
             }
             Ok(Some(Message::End { t_ns, end: e })) => {
                 last_t = t_ns;
+                ended_at = Some(time_after(&start.started_at, t_ns));
                 end = Some(e);
                 break;
             }
@@ -232,8 +276,28 @@ fn record(db: &Path, spool: &Arc<Spool>, redactor: Option<Redactor>) -> Option<R
     let mut writer = writer_thread.join().expect("the store writer thread panicked");
     let end =
         end.unwrap_or_else(|| TraceEnd { exit_code: None, exit_signal: None, end_reason: RELAY_KILLED.to_owned() });
-    writer.finish(&end);
+    let ended_at = ended_at.or_else(|| input_ended.get().cloned()).unwrap_or_else(crate::clock::now_rfc3339);
+    writer.finish(&end, &ended_at);
     Some(RecorderSummary { trace_id: writer.trace_id(), written: writer.written(), missing: writer.missing() })
+}
+
+/// Tells the relay (reading our stdout) that the trace is open, or that
+/// the store failed and we warned about it: the relay waits for this, not
+/// for the run to be stored, before it exits.
+fn announce_ready() {
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(&[READY]).and_then(|()| out.flush());
+}
+
+/// The wall-clock time `t_ns` nanoseconds after `started_at` (RFC 3339).
+fn time_after(started_at: &str, t_ns: u64) -> String {
+    match chrono::DateTime::parse_from_rfc3339(started_at) {
+        Ok(start) => {
+            let t = start + chrono::Duration::nanoseconds(i64::try_from(t_ns).unwrap_or(i64::MAX));
+            crate::clock::rfc3339(t.with_timezone(&chrono::Utc))
+        }
+        Err(_) => crate::clock::now_rfc3339(),
+    }
 }
 
 /// Lowers the calling thread's scheduling priority by [`RECORDING_NICENESS`]

@@ -44,6 +44,8 @@ pub struct StoreWriter {
     display_path: String,
     written: u64,
     missing: u64,
+    /// Frames of the batch being written, until they are counted.
+    in_flight: u64,
     warned: bool,
 }
 
@@ -58,6 +60,7 @@ impl StoreWriter {
             display_path: path.display().to_string(),
             written: 0,
             missing: 0,
+            in_flight: 0,
             warned: false,
         };
         let opened = Store::create_or_open(path)
@@ -138,7 +141,28 @@ impl StoreWriter {
         }
     }
 
+    /// After a panic in [`StoreWriter::drain`] (a bug): counts the batch it
+    /// was writing and everything still to come as missing, so the framer
+    /// is never left blocked on a full queue and the count stays true.
+    pub fn count_the_rest_missing(&mut self, queue: &ByteQueue<NewFrame>) {
+        self.missing += std::mem::take(&mut self.in_flight);
+        self.warn("the store writer failed");
+        loop {
+            let batch = queue.pop_batch(MAX_BATCH);
+            if batch.is_empty() {
+                return;
+            }
+            self.missing += batch.len() as u64;
+        }
+    }
+
     fn write(&mut self, batch: &[NewFrame]) {
+        self.in_flight = batch.len() as u64;
+        self.insert(batch);
+        self.in_flight = 0;
+    }
+
+    fn insert(&mut self, batch: &[NewFrame]) {
         let Some((store, trace_id)) = self.target.as_mut() else {
             self.missing += batch.len() as u64;
             return;
@@ -172,17 +196,18 @@ impl StoreWriter {
         }
     }
 
-    /// Records how the run ended and how many frames are missing. Frames
-    /// not yet in the search index are indexed by `acp-tee serve` or the next
-    /// recorder's idle time; searches scan them meanwhile.
-    pub fn finish(&mut self, end: &TraceEnd) {
+    /// Records how the run ended, when (`ended_at`, RFC 3339: the run's end,
+    /// not the moment storing caught up) and how many frames are missing.
+    /// Frames not yet in the search index are indexed by `acp-tee serve` or
+    /// the next recorder's idle time; searches scan them meanwhile.
+    pub fn finish(&mut self, end: &TraceEnd, ended_at: &str) {
         if let Some(c) = self.checkpointer.take() {
             c.stop();
         }
-        self.record_end(end);
+        self.record_end(end, ended_at);
     }
 
-    fn record_end(&mut self, end: &TraceEnd) {
+    fn record_end(&mut self, end: &TraceEnd, ended_at: &str) {
         let missing = self.missing;
         if let Some((store, trace_id)) = self.target.as_ref() {
             if missing > 0 {
@@ -190,7 +215,7 @@ impl StoreWriter {
                 // room the last update needs.
                 let _ = store.checkpoint();
             }
-            if let Err(e) = store.finish_trace(*trace_id, end, missing, &crate::clock::now_rfc3339()) {
+            if let Err(e) = store.finish_trace(*trace_id, end, missing, ended_at) {
                 let msg = e.to_string();
                 self.warn(&msg);
             }
