@@ -1,6 +1,6 @@
 //! The thread that owns the store connection and commits frames in batches.
 
-use super::checkpointer::{Checkpointer, CHECKPOINT_EVERY};
+use super::checkpointer::{Checkpointer, CHECKPOINT_EVERY, LOG_LIMIT_BYTES, RESTART_PAGES};
 use super::queue::{ByteQueue, Popped, Weighted};
 use crate::handoff::{TraceEnd, TraceStart};
 use crate::store::{NewFrame, Store};
@@ -41,6 +41,10 @@ pub struct StoreWriter {
     checkpointer: Option<Checkpointer>,
     /// Bytes committed since the checkpointer was last asked to run.
     unfolded: usize,
+    /// The store's write-ahead log file.
+    log_path: std::path::PathBuf,
+    /// The log file's size from which the writer truncates it itself.
+    log_limit: u64,
     display_path: String,
     written: u64,
     missing: u64,
@@ -57,6 +61,8 @@ impl StoreWriter {
             target: None,
             checkpointer: None,
             unfolded: 0,
+            log_path: log_path(path),
+            log_limit: LOG_LIMIT_BYTES,
             display_path: path.display().to_string(),
             written: 0,
             missing: 0,
@@ -171,9 +177,10 @@ impl StoreWriter {
             // Copy the batches committed since the checkpointer's pass, so
             // that this transaction starts the log over.
             match store.checkpoint_passive() {
-                Ok(Some(_)) => {}
-                // The checkpointer is in a pass: try again next batch.
-                Ok(None) => c.rearm(),
+                Ok(Some((log, copied))) if copied == log => c.restarted(),
+                // The checkpointer's last pass is still running: try again
+                // next batch (it starts no other meanwhile).
+                Ok(_) => {}
                 Err(e) => tracing::debug!("checkpoint: {e}"),
             }
         }
@@ -187,11 +194,40 @@ impl StoreWriter {
                         c.nudge();
                     }
                 }
+                self.keep_the_log_bounded();
             }
             Err(e) => {
                 self.missing += batch.len() as u64;
                 let msg = e.to_string();
                 self.warn(&msg);
+            }
+        }
+    }
+
+    /// Truncates the log when its file reached the limit: the checkpointer
+    /// fell behind or could not finish (it is held meanwhile; the truncation
+    /// waits for its pass, and for readers, up to the busy timeout). Should
+    /// that fail (a reader keeps an old snapshot), the next attempt waits
+    /// until the log grew by another [`RESTART_PAGES`]' worth.
+    fn keep_the_log_bounded(&mut self) {
+        let Some((store, _)) = self.target.as_ref() else { return };
+        let size = std::fs::metadata(&self.log_path).map_or(0, |m| m.len());
+        if size < self.log_limit {
+            return;
+        }
+        if let Some(c) = &self.checkpointer {
+            c.hold();
+        }
+        let truncated = store.checkpoint_truncate();
+        if let Some(c) = &self.checkpointer {
+            c.restarted();
+        }
+        match truncated {
+            Ok(true) => self.log_limit = LOG_LIMIT_BYTES,
+            Ok(false) => self.log_limit = size + (RESTART_PAGES as u64) * 4096,
+            Err(e) => {
+                tracing::debug!("checkpoint: {e}");
+                self.log_limit = size + (RESTART_PAGES as u64) * 4096;
             }
         }
     }
@@ -231,4 +267,11 @@ impl StoreWriter {
             );
         }
     }
+}
+
+/// The write-ahead log of the store at `db` (`DB-wal`).
+fn log_path(db: &Path) -> std::path::PathBuf {
+    let mut name = db.as_os_str().to_owned();
+    name.push("-wal");
+    name.into()
 }
