@@ -3,7 +3,7 @@
 
 use crate::procs;
 use crate::relay::{self, Relay};
-use crate::stats::{us, Percentiles};
+use crate::stats::us;
 use anyhow::{bail, Context, Result};
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
@@ -16,8 +16,8 @@ const LINE: usize = 200;
 pub const WARMUP: u64 = 200;
 
 /// Runs `iters` timed round trips through `relay` in the new directory `dir`;
-/// returns their percentiles in microseconds. Fails on any loss.
-pub fn run(relay: &Relay, acp_tee: &Path, dir: &Path, iters: u64) -> Result<Percentiles> {
+/// returns each one's time in microseconds, in order. Fails on any loss.
+pub fn run(relay: &Relay, acp_tee: &Path, dir: &Path, iters: u64) -> Result<Vec<f64>> {
     std::fs::create_dir_all(dir)?;
     let (mut cmd, record) = relay::command(relay, acp_tee, dir);
     let mut child = cmd.spawn().with_context(|| format!("cannot start {}", relay.name()))?;
@@ -48,5 +48,5 @@ pub fn run(relay: &Relay, acp_tee: &Path, dir: &Path, iters: u64) -> Result<Perc
         bail!("{} exited with {} after {} unexpected bytes", relay.name(), exit.code, rest.len());
     }
     relay::check_recorded(&record, 2 * (WARMUP + iters))?;
-    Ok(Percentiles::of(&samples))
+    Ok(samples)
 }

@@ -53,6 +53,8 @@ pub struct Percentiles {
     pub p95: f64,
     /// 99th percentile.
     pub p99: f64,
+    /// 99.9th percentile.
+    pub p999: f64,
     /// Largest.
     pub max: f64,
 }
@@ -64,14 +66,9 @@ impl Percentiles {
             p50: percentile(values, 50.0),
             p95: percentile(values, 95.0),
             p99: percentile(values, 99.0),
+            p999: percentile(values, 99.9),
             max: max(values),
         }
-    }
-
-    /// The median of each percentile over several repetitions.
-    pub fn median_of(runs: &[Percentiles]) -> Percentiles {
-        let pick = |f: fn(&Percentiles) -> f64| median(&runs.iter().map(f).collect::<Vec<_>>());
-        Percentiles { p50: pick(|p| p.p50), p95: pick(|p| p.p95), p99: pick(|p| p.p99), max: pick(|p| p.max) }
     }
 }
 

@@ -1,7 +1,8 @@
 //! Payloads of the HTTP API that `acp-tee serve` offers and the viewer reads.
 //!
 //! Routes (all GET, all JSON unless said otherwise; errors are
-//! `{"error": "..."}` with status 400 for bad parameters and 404 for unknown ids):
+//! `{"error": "..."}` with status 400 for bad parameters, 404 for unknown ids
+//! and paths, 503 when a query ran out of time or too many exports run):
 //! - `/api/traces` -> `Vec<TraceSummary>`, newest first
 //! - `/api/traces/{id}` -> [`TraceSummary`]
 //! - `/api/traces/{id}/frames?...` ([`FrameQuery`]) -> [`FramePage`]
@@ -25,6 +26,10 @@ pub struct TraceSummary {
     pub meta: TraceMeta,
     /// True while the recorder is still writing it.
     pub live: bool,
+    /// Live, but the run is over: acp-tee was killed and its recorder is
+    /// still storing what it had been handed. The trace is not complete yet.
+    #[serde(default)]
+    pub finishing: bool,
     /// `t_ns` of its last frame (0 when it has none).
     pub last_t_ns: i64,
     /// For imported traces: where they came from (`jsons file /x/t.jsons`).
@@ -62,8 +67,10 @@ pub struct FrameQuery {
     /// Only responses slower than this many milliseconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min_latency_ms: Option<f64>,
-    /// Full-text search over the frames' text (SQLite FTS5 query syntax
-    /// is not exposed: the words given must all occur).
+    /// Search over the frames' text: every word given must occur as a whole
+    /// word (letters and digits, without case or diacritics; a word of
+    /// several, like `session/prompt`, in that order). FTS5 query syntax is
+    /// not exposed. See docs/search.md.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub q: Option<String>,
 }

@@ -192,6 +192,30 @@ pub struct TraceMeta {
     pub missing_frames: i64,
 }
 
+/// A JSON value kept as its exact text: written back as it was read, never
+/// through a number type that would round or reformat it.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct JsonText(pub Box<serde_json::value::RawValue>);
+
+impl JsonText {
+    /// `text` if it is one JSON value.
+    pub fn parse(text: &str) -> Option<JsonText> {
+        serde_json::from_str::<Box<serde_json::value::RawValue>>(text).ok().map(JsonText)
+    }
+
+    /// The exact text.
+    pub fn get(&self) -> &str {
+        self.0.get()
+    }
+}
+
+impl PartialEq for JsonText {
+    fn eq(&self, other: &Self) -> bool {
+        self.get() == other.get()
+    }
+}
+
 /// One frame of the `acp-tee-trace` export.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ExportFrame {
@@ -203,9 +227,10 @@ pub struct ExportFrame {
     pub dir: Direction,
     /// What the frame is.
     pub kind: FrameKind,
-    /// The JSON-RPC id, as it appeared on the wire.
+    /// The JSON-RPC id, as it appeared on the wire: its exact JSON text
+    /// (`18446744073709551616`, `1E2` and `-0` stay as written).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub id: Option<serde_json::Value>,
+    pub id: Option<JsonText>,
     /// The JSON-RPC method; for responses, the method of the request answered.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub method: Option<String>,

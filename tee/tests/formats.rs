@@ -14,7 +14,8 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-const FIXTURE: &str = "../../shared/fixtures/conductor-trace.jsons";
+/// A real conductor trace (`agent-client-protocol-conductor --trace`), kept in the repository.
+const FIXTURE: &str = "tests/fixtures/conductor-trace.jsons";
 
 fn fixture() -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(FIXTURE)

@@ -212,7 +212,7 @@ fn no_byte_reaches_the_client_after_the_trace_ended() {
     kill(recorder, libc::SIGSTOP);
     let stdout = read_to_end_on_thread(child.stdout.take().unwrap());
     let eof = stdout.recv_timeout(Duration::from_secs(15));
-    kill(recorder, libc::SIGCONT);
+    resume(recorder);
     let status = wait_within(&mut child, Duration::from_secs(60));
     kill_if_alive(pid_from_file(store.dir.path(), "bg"));
     let (received, _) = eof.expect("the client never got end-of-file while the recorder was stopped");
@@ -251,7 +251,7 @@ fn the_recorder_holds_none_of_the_clients_stdio() {
     child.kill().unwrap();
     child.wait().unwrap();
     let eof = stderr.recv_timeout(Duration::from_secs(5));
-    kill(recorder, libc::SIGCONT);
+    resume(recorder);
     assert!(eof.is_ok(), "the client's stderr stayed open after acp-tee was killed");
     store.only_trace();
 }
@@ -275,7 +275,7 @@ fn acp_tee_exits_when_the_run_ends_and_the_trace_ends_then_too() {
     let status = wait_within(&mut child, Duration::from_secs(15));
     let exited = spawned.elapsed();
     std::thread::sleep(Duration::from_millis(1500));
-    kill(recorder, libc::SIGCONT);
+    resume(recorder);
     assert_eq!(status.and_then(|s| s.code()), Some(0), "acp-tee waited for storage to catch up");
     let trace = store.only_trace();
     assert_eq!(trace.frame_count, 4);

@@ -12,7 +12,9 @@ use std::time::{Duration, Instant};
 /// The key under which WebDriver returns an element's reference.
 const ELEMENT_KEY: &str = "element-6066-11e4-a52e-4f735466cecf";
 
-/// Chromium's flags (docs/toolchain.md), besides its profile directory.
+/// Chromium's flags for a headless run as root on a machine whose network
+/// is closed (no sandbox, GPU, QUIC or background connections), besides its
+/// profile directory.
 const CHROMIUM_FLAGS: [&str; 10] = [
     "--headless",
     "--no-sandbox",

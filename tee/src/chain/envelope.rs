@@ -141,3 +141,82 @@ pub fn cancel(request_id: &RawValue) -> Vec<u8> {
     }
     line(&OutCall { jsonrpc: "2.0", id: None, method: CANCEL_REQUEST, params: Some(Params { request_id }) })
 }
+
+/// JSON-RPC's code for a line that is not JSON.
+pub const PARSE_ERROR: i64 = -32700;
+/// JSON-RPC's code for JSON that is no valid request.
+pub const INVALID_REQUEST: i64 = -32600;
+/// JSON-RPC's code for params that do not fit the method.
+pub const INVALID_PARAMS: i64 = -32602;
+
+/// An error response to the request with id text `id`.
+pub fn error_response(id: &RawValue, code: i64, message: &str) -> Vec<u8> {
+    let error = serde_json::json!({ "code": code, "message": message }).to_string();
+    let error = RawValue::from_string(error).expect("a serialised object is JSON");
+    response(id, None, Some(&error))
+}
+
+/// How to answer a line [`parse`] could not route.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Rejection {
+    /// Nothing to answer: a response, a notification, or a batch of those.
+    Silent,
+    /// This line (an error response, or an array of them for a batch).
+    Answer(Vec<u8>),
+}
+
+/// The answer JSON-RPC 2.0 asks for to a line that is not a message we can
+/// route: `-32700` with a null id when it is not JSON, `-32600` for JSON that
+/// is no valid request (with its id when it has one usable as an id, else
+/// null), an array of answers for a batch (each request in it gets a
+/// `-32600`: the proxy does not route batches, which ACP does not use).
+pub fn reject(line: &[u8]) -> Rejection {
+    let null = RawValue::from_string("null".to_owned()).expect("null is JSON");
+    let value = std::str::from_utf8(line).ok().and_then(|t| serde_json::from_str::<&RawValue>(t).ok());
+    let Some(value) = value else {
+        return Rejection::Answer(error_response(&null, PARSE_ERROR, "parse error: the line is not JSON"));
+    };
+    if !value.get().starts_with('[') {
+        return match invalid_request(value, &null) {
+            Some(answer) => Rejection::Answer(answer),
+            None => Rejection::Silent,
+        };
+    }
+    let items: Vec<&RawValue> = serde_json::from_str(value.get()).unwrap_or_default();
+    if items.is_empty() {
+        return Rejection::Answer(error_response(&null, INVALID_REQUEST, "invalid request: an empty batch"));
+    }
+    let answers: Vec<Vec<u8>> = items.iter().filter_map(|item| invalid_request(item, &null)).collect();
+    if answers.is_empty() {
+        return Rejection::Silent;
+    }
+    let mut out = b"[".to_vec();
+    for (i, answer) in answers.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        out.extend_from_slice(answer.strip_suffix(b"\n").unwrap_or(answer));
+    }
+    out.extend_from_slice(b"]\n");
+    Rejection::Answer(out)
+}
+
+/// The `-32600` answer to one value that is no message we route, or `None`
+/// when it must not be answered (a response, a notification).
+fn invalid_request(value: &RawValue, null: &RawValue) -> Option<Vec<u8>> {
+    let Ok(p) = serde_json::from_str::<MessageProbe>(value.get()) else {
+        return Some(error_response(null, INVALID_REQUEST, "invalid request: not a JSON-RPC message object"));
+    };
+    // An id JSON-RPC allows (string, number, null) is answered under itself.
+    let id = p.id.filter(|id| matches!(id.get().as_bytes()[0], b'"' | b'-' | b'0'..=b'9' | b'n')).unwrap_or(null);
+    match p.kind() {
+        Some((acp_tee_shared::FrameKind::Request, _)) => {
+            Some(error_response(id, INVALID_REQUEST, "invalid request: acp-tee proxy does not route batches"))
+        }
+        Some(_) => None,
+        None if p.method.is_some() => {
+            Some(error_response(id, INVALID_REQUEST, "invalid request: `method` is not a string"))
+        }
+        None => Some(error_response(id, INVALID_REQUEST, "invalid request: neither a call nor a response")),
+    }
+}

@@ -56,6 +56,8 @@ pub fn run(opts: &ProxyOptions) -> i32 {
         mode: "proxy".into(),
         started_at,
     });
+    let mut recorder = recorder;
+    recorder.wait_until_recording();
     let recorder = Arc::new(Mutex::new(recorder));
     stop_cleanly_on_signals(recorder.clone());
 
@@ -75,7 +77,11 @@ pub fn run(opts: &ProxyOptions) -> i32 {
             }
         }
         let routed = router.route(&line);
-        if !handoff.frame(routed.record.dir, &routed.record.raw, routed.record.envelope.as_deref()) {
+        let recorded = [Some(&routed.record), routed.reply.as_ref()]
+            .into_iter()
+            .flatten()
+            .all(|logical| handoff.frame(logical.dir, &logical.raw, logical.envelope.as_deref()));
+        if !recorded {
             // A signal ended the run (the trace is finished and we are about
             // to exit): what was not recorded is not forwarded either.
             break;
@@ -92,8 +98,11 @@ pub fn run(opts: &ProxyOptions) -> i32 {
     }
     handoff.end(&TraceEnd { exit_code: Some(0), exit_signal: None, end_reason: reason });
     handoff.close();
-    // The recorder stores the rest on its own.
-    recorder.lock().unwrap_or_else(|e| e.into_inner()).part(|| false);
+    // The recorder stores the rest and ends the trace on its own (its own
+    // process group); the conductor need not wait for it, and readers see
+    // the trace as finishing until it is done. What it warned about so far
+    // reaches our stderr.
+    recorder.lock().unwrap_or_else(|e| e.into_inner()).part();
     0
 }
 
@@ -112,8 +121,7 @@ fn stop_cleanly_on_signals(recorder: Arc<Mutex<Recorder>>) {
                 end_reason: format!("stopped by signal {sig}"),
             });
             handoff.close();
-            // Only what the recorder already said: a second signal means now.
-            recorder.lock().unwrap_or_else(|e| e.into_inner()).part(|| true);
+            recorder.lock().unwrap_or_else(|e| e.into_inner()).part();
             std::process::exit(0);
         }
     });

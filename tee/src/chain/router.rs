@@ -2,6 +2,7 @@
 //! the logical message to record.
 
 use super::envelope::{self as env, Incoming};
+use crate::frame::id_key;
 use acp_tee_shared::Direction;
 use serde_json::value::RawValue;
 use std::collections::HashMap;
@@ -26,6 +27,9 @@ pub struct Routed {
     pub send: Option<Vec<u8>>,
     /// What to record.
     pub record: Logical,
+    /// A line we could not route answered by us (a JSON-RPC error, sent
+    /// back as `send`): recorded after `record`, going the other way.
+    pub reply: Option<Logical>,
 }
 
 /// A request we sent on and the id it must be answered with.
@@ -37,7 +41,7 @@ struct Forwarded {
 /// Routes messages between the client side (plain) and the successor side
 /// (`proxy/successor` envelopes) of one proxy hop.
 ///
-/// Ids: every request we pass on gets a fresh id of ours (`"acp-tee-N"`), so
+/// Ids are compared by value ([`id_key`]). Every request we pass on gets a fresh id of ours (`"acp-tee-N"`), so
 /// that the client's and the agent's id spaces never collide on our link; the
 /// answer is sent back under the original id.
 #[derive(Default)]
@@ -81,8 +85,7 @@ impl Router {
     /// Routes one line read from the conductor (newline included).
     pub fn route(&mut self, line: &[u8]) -> Routed {
         let Some(msg) = env::parse(line) else {
-            tracing::warn!("proxy: dropped a line that is not a JSON-RPC message ({} bytes)", line.len());
-            return unroutable(line);
+            return rejected(line);
         };
         match msg {
             Incoming::Call { id, method, params } => match method.as_str() {
@@ -106,52 +109,63 @@ impl Router {
         };
         let our_id = id.map(|original| {
             let ours = self.fresh_id();
-            self.client_ids.insert(original.get().to_owned(), ours.clone());
-            self.to_successor.insert(ours.get().to_owned(), Forwarded { original: original.to_owned() });
+            self.client_ids.insert(id_key(original.get()).into_owned(), ours.clone());
+            self.to_successor.insert(id_key(ours.get()).into_owned(), Forwarded { original: original.to_owned() });
             ours
         });
         let send = env::wrap(self.successor_method(), our_id.as_deref(), inner_method, params);
         Routed {
             send: Some(send.clone()),
             record: Logical { dir: Direction::ClientToAgent, raw: line.to_vec(), envelope: Some(send) },
+            reply: None,
         }
     }
 
     /// A `proxy/successor` request or notification: unwrap it for the client.
     fn successor_call(&mut self, line: &[u8], id: Option<&RawValue>, params: Option<&RawValue>) -> Routed {
         let Some(inner) = env::unwrap_params(params) else {
-            tracing::warn!("proxy: dropped a {} envelope without an inner method", env::SUCCESSOR);
-            return unroutable(line);
+            tracing::warn!("proxy: a {} envelope without an inner method was answered with an error", env::SUCCESSOR);
+            let mut routed = unroutable(line);
+            routed.record.dir = Direction::AgentToClient;
+            if let Some(id) = id {
+                let error = env::error_response(id, env::INVALID_PARAMS, "the envelope's params name no inner method");
+                routed.reply = Some(Logical { dir: Direction::ClientToAgent, raw: error.clone(), envelope: None });
+                routed.send = Some(error);
+            }
+            return routed;
         };
         let our_id = id.map(|envelope_id| {
             let ours = self.fresh_id();
-            self.successor_ids.insert(envelope_id.get().to_owned(), ours.clone());
-            self.to_client.insert(ours.get().to_owned(), Forwarded { original: envelope_id.to_owned() });
+            self.successor_ids.insert(id_key(envelope_id.get()).into_owned(), ours.clone());
+            self.to_client.insert(id_key(ours.get()).into_owned(), Forwarded { original: envelope_id.to_owned() });
             ours
         });
         let send = env::call(our_id.as_deref(), &inner.method, inner.params);
         Routed {
             send: Some(send.clone()),
             record: Logical { dir: Direction::AgentToClient, raw: send, envelope: Some(line.to_vec()) },
+            reply: None,
         }
     }
 
     /// A response: to a request we sent the successor, or one we sent the client.
     fn response(&mut self, line: &[u8], id: &RawValue, result: Option<&RawValue>, error: Option<&RawValue>) -> Routed {
-        if let Some(f) = self.to_successor.remove(id.get()) {
-            self.client_ids.remove(f.original.get());
+        if let Some(f) = self.to_successor.remove(&*id_key(id.get())) {
+            self.client_ids.remove(&*id_key(f.original.get()));
             let send = env::response(&f.original, result, error);
             return Routed {
                 send: Some(send.clone()),
                 record: Logical { dir: Direction::AgentToClient, raw: send, envelope: Some(line.to_vec()) },
+                reply: None,
             };
         }
-        if let Some(f) = self.to_client.remove(id.get()) {
-            self.successor_ids.remove(f.original.get());
+        if let Some(f) = self.to_client.remove(&*id_key(id.get())) {
+            self.successor_ids.remove(&*id_key(f.original.get()));
             let send = env::response(&f.original, result, error);
             return Routed {
                 send: Some(send.clone()),
                 record: Logical { dir: Direction::ClientToAgent, raw: line.to_vec(), envelope: Some(send) },
+                reply: None,
             };
         }
         tracing::warn!("proxy: dropped a response to unknown request {}", id.get());
@@ -164,18 +178,20 @@ impl Router {
         let Some(cancelled) = env::cancelled_id(params) else {
             return unroutable(line);
         };
-        if let Some(ours) = self.client_ids.get(&cancelled) {
+        if let Some(ours) = self.client_ids.get(&*id_key(&cancelled)) {
             let send = env::cancel(ours);
             return Routed {
                 send: Some(send.clone()),
                 record: Logical { dir: Direction::ClientToAgent, raw: line.to_vec(), envelope: Some(send) },
+                reply: None,
             };
         }
-        if let Some(ours) = self.successor_ids.get(&cancelled) {
+        if let Some(ours) = self.successor_ids.get(&*id_key(&cancelled)) {
             let send = env::cancel(ours);
             return Routed {
                 send: Some(send.clone()),
                 record: Logical { dir: Direction::AgentToClient, raw: send, envelope: Some(line.to_vec()) },
+                reply: None,
             };
         }
         tracing::debug!("proxy: a cancel for {cancelled}, which is no longer in flight");
@@ -185,5 +201,35 @@ impl Router {
 
 /// A line that goes nowhere is still recorded, as the client side's.
 fn unroutable(line: &[u8]) -> Routed {
-    Routed { send: None, record: Logical { dir: Direction::ClientToAgent, raw: line.to_vec(), envelope: None } }
+    Routed {
+        send: None,
+        record: Logical { dir: Direction::ClientToAgent, raw: line.to_vec(), envelope: None },
+        reply: None,
+    }
+}
+
+/// A line that is no message we can route, answered as JSON-RPC 2.0 says
+/// (a peer waiting for an answer must get one): `-32700` with a null id for
+/// what is not JSON, `-32600` for JSON that is no valid request (with the
+/// request's id where it has one usable as an id), and for a batch (which
+/// ACP does not use and the proxy does not route) an array of `-32600`s, one
+/// per element but notifications. Responses and notifications are never
+/// answered. The line is recorded as the client side's, the answer as the
+/// agent side's.
+fn rejected(line: &[u8]) -> Routed {
+    let mut routed = unroutable(line);
+    let answer = match env::reject(line) {
+        env::Rejection::Silent => None,
+        env::Rejection::Answer(answer) => Some(answer),
+    };
+    tracing::warn!(
+        "proxy: a line that is not a JSON-RPC message we can route ({} bytes) was {}",
+        line.len(),
+        if answer.is_some() { "answered with an error" } else { "dropped" }
+    );
+    if let Some(answer) = answer {
+        routed.reply = Some(Logical { dir: Direction::AgentToClient, raw: answer.clone(), envelope: None });
+        routed.send = Some(answer);
+    }
+    routed
 }

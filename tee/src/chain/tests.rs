@@ -133,10 +133,9 @@ fn cancels_are_passed_on_under_our_ids() {
 }
 
 #[test]
-fn unroutable_lines_are_recorded_not_sent() {
+fn unroutable_responses_and_notifications_are_recorded_not_sent() {
     let mut r = Router::new();
     for line in [
-        "not json",
         r#"{"jsonrpc":"2.0","id":"nobody","result":{}}"#,
         r#"{"jsonrpc":"2.0","method":"proxy/successor","params":{"nomethod":1}}"#,
     ] {
@@ -161,5 +160,79 @@ fn ids_of_both_sides_never_collide() {
     let (send, rec) = route(&mut r, r#"{"jsonrpc":"2.0","id":"acp-tee-1","result":{"stopReason":"end_turn"}}"#);
     assert_eq!(send.as_deref(), Some("{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"stopReason\":\"end_turn\"}}\n"));
     assert_eq!(rec.dir, AgentToClient);
+    assert_eq!(r.in_flight(), 0);
+}
+
+#[test]
+fn lines_we_cannot_route_are_answered_as_json_rpc_says() {
+    let mut r = Router::new();
+    let cases: [(&str, Option<&str>); 9] = [
+        // An envelope without an inner method: invalid params, under its id.
+        (
+            r#"{"jsonrpc":"2.0","id":7,"method":"proxy/successor","params":{}}"#,
+            Some(
+                r#"{"jsonrpc":"2.0","id":7,"error":{"code":-32602,"message":"the envelope's params name no inner method"}}"#,
+            ),
+        ),
+        // A method that is not a string: invalid request, under its id.
+        (
+            r#"{"jsonrpc":"2.0","id":8,"method":42}"#,
+            Some(
+                r#"{"jsonrpc":"2.0","id":8,"error":{"code":-32600,"message":"invalid request: `method` is not a string"}}"#,
+            ),
+        ),
+        // Not JSON: parse error, null id.
+        (
+            "garbage",
+            Some(
+                r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"parse error: the line is not JSON"}}"#,
+            ),
+        ),
+        // An array is a batch, never a positional message.
+        (
+            r#"[11,"session/prompt",{"sessionId":"S"}]"#,
+            Some(concat!(
+                r#"[{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"invalid request: not a JSON-RPC message object"}},"#,
+                r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"invalid request: not a JSON-RPC message object"}},"#,
+                r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"invalid request: neither a call nor a response"}}]"#
+            )),
+        ),
+        // A batch: each request answered, notifications not.
+        (
+            r#"[{"jsonrpc":"2.0","id":"a","method":"session/new","params":{}},{"jsonrpc":"2.0","method":"n"}]"#,
+            Some(
+                r#"[{"jsonrpc":"2.0","id":"a","error":{"code":-32600,"message":"invalid request: acp-tee proxy does not route batches"}}]"#,
+            ),
+        ),
+        (
+            "[]",
+            Some(r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"invalid request: an empty batch"}}"#),
+        ),
+        // An object that is neither a call nor a response.
+        (
+            r#"{"id":"q"}"#,
+            Some(
+                r#"{"jsonrpc":"2.0","id":"q","error":{"code":-32600,"message":"invalid request: neither a call nor a response"}}"#,
+            ),
+        ),
+        // Responses and notifications are never answered.
+        (r#"{"jsonrpc":"2.0","id":99,"result":{}}"#, None),
+        (r#"[{"jsonrpc":"2.0","method":"n"}]"#, None),
+    ];
+    for (line, answer) in cases {
+        let routed = r.route(format!("{line}\n").as_bytes());
+        let expect = answer.map(|a| format!("{a}\n"));
+        assert_eq!(routed.send.as_deref().map(|s| String::from_utf8(s.to_vec()).unwrap()), expect, "{line}");
+        // The line is recorded, and so is our answer, going the other way.
+        assert_eq!(routed.record.raw, format!("{line}\n").as_bytes());
+        match (&routed.reply, &routed.send) {
+            (Some(reply), Some(send)) => {
+                assert_eq!(&reply.raw, send);
+                assert_ne!(reply.dir, routed.record.dir, "{line}");
+            }
+            (None, None) => {}
+            other => panic!("{line}: reply and send disagree: {other:?}"),
+        }
+    }
     assert_eq!(r.in_flight(), 0);
 }

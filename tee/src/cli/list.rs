@@ -1,18 +1,46 @@
-//! `acp-tee list`: the traces as a text table.
+//! `acp-tee list`: the traces as a text table, and [`printable`], which
+//! every terminal message quoting a stored or imported string goes through.
 
 use acp_tee_shared::api::TraceSummary;
 use acp_tee_shared::TraceMeta;
 use chrono::DateTime;
+use std::borrow::Cow;
 
-/// Renders `traces` as an aligned table with a header row.
+/// `text` safe to print on a terminal: control characters (C0, DEL, C1:
+/// escape sequences, line ends) and the bidirectional-text controls (which
+/// reorder what is shown) are written as Rust escapes (`\n`, `\u{1b}`), so
+/// a stored name can neither drive the terminal nor forge a line.
+pub fn printable(text: &str) -> Cow<'_, str> {
+    let unsafe_char = |c: char| {
+        c.is_control()
+            || matches!(c, '\u{61c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+    };
+    if !text.chars().any(unsafe_char) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if unsafe_char(c) => out.extend(c.escape_unicode()),
+            c => out.push(c),
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// Renders `traces` as an aligned table with a header row; stored strings
+/// are shown [`printable`].
 pub fn render(traces: &[TraceSummary]) -> String {
     let mut rows = vec![["ID", "NAME", "STARTED (UTC)", "DURATION", "FRAMES", "ERRORS", "EXIT"].map(String::from)];
-    for TraceSummary { meta: t, live, .. } in traces {
+    for TraceSummary { meta: t, live, finishing, .. } in traces {
         rows.push([
             t.id.to_string(),
-            t.name.clone().unwrap_or_else(|| t.command.first().cloned().unwrap_or_default()),
-            t.started_at.get(..19).unwrap_or(&t.started_at).replace('T', " "),
-            duration(t, *live),
+            printable(t.name.as_deref().or(t.command.first().map(String::as_str)).unwrap_or_default()).into_owned(),
+            printable(t.started_at.get(..19).unwrap_or(&t.started_at)).replace('T', " "),
+            duration(t, *live, *finishing),
             frames(t),
             t.error_count.to_string(),
             exit(t),
@@ -28,10 +56,16 @@ pub fn render(traces: &[TraceSummary]) -> String {
     out
 }
 
-fn duration(t: &TraceMeta, live: bool) -> String {
+fn duration(t: &TraceMeta, live: bool, finishing: bool) -> String {
     let Some(end) = &t.ended_at else {
-        // No end and no recorder: both acp-tee processes were killed.
-        return if live { "live" } else { "cut off" }.into();
+        // No end and no recorder: both acp-tee processes were killed. No
+        // end, a recorder and no relay: the recorder is storing the rest.
+        return match (live, finishing) {
+            (true, true) => "finishing",
+            (true, false) => "live",
+            (false, _) => "cut off",
+        }
+        .into();
     };
     let (Ok(a), Ok(b)) = (DateTime::parse_from_rfc3339(&t.started_at), DateTime::parse_from_rfc3339(end)) else {
         return "?".into();
@@ -83,7 +117,7 @@ mod tests {
             error_count: 1,
             missing_frames: missing,
         };
-        TraceSummary { live: id == 3, meta, last_t_ns: 0, imported_from: None }
+        TraceSummary { live: id == 3, finishing: false, meta, last_t_ns: 0, imported_from: None }
     }
 
     #[test]
@@ -102,5 +136,15 @@ ID  NAME    STARTED (UTC)        DURATION  FRAMES           ERRORS  EXIT
 1   agent1  2026-11-30 16:00:00  1.250s    12               1       killed
 ";
         assert_eq!(out, expect);
+    }
+
+    #[test]
+    fn control_characters_are_escaped() {
+        assert_eq!(printable("plain ünï 名前 \\n"), "plain ünï 名前 \\n");
+        assert!(matches!(printable("plain"), Cow::Borrowed(_)));
+        assert_eq!(
+            printable("\u{1b}]0;t\u{7}a\nb\r\tc\u{7f}\u{9b}\u{202e}d"),
+            "\\u{1b}]0;t\\u{7}a\\nb\\r\\tc\\u{7f}\\u{9b}\\u{202e}d"
+        );
     }
 }

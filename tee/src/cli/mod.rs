@@ -3,6 +3,8 @@
 mod list;
 mod progress;
 
+pub use list::printable;
+
 use crate::export::{self, ExportFormat, ExportOptions, TraceSelection};
 use crate::import::{ImportFormat, ImportOptions};
 use crate::redact::{Redactor, Rule};
@@ -188,7 +190,8 @@ struct ServeArgs {
     /// Which trace the printed (and opened) URL shows: an id or `latest`
     #[arg(long, value_name = "ID|latest")]
     trace: Option<TraceSelection>,
-    /// The built viewer app (default: dist/ of the source tree, else ./dist)
+    /// Serve the viewer app built in DIR (by scripts/build-viewer) instead of
+    /// the one built into acp-tee: for working on the viewer
     #[arg(long, value_name = "DIR")]
     dist: Option<PathBuf>,
 }
@@ -228,10 +231,14 @@ Read a trace file into the store: an acp-tee export (JSON or NDJSON), the
 conductor's .jsons (--trace FILE of agent-client-protocol-conductor), or a
 sacp-tee log (raw → / ← lines, or its --json entries).
 
-Messages are framed, paired and timed like recorded ones. The whole file goes
-in in one transaction: a bad line stops the import with its file and line
-number and leaves the store unchanged, unless --skip-bad leaves bad lines out
-(and says how many).";
+Messages are framed, paired and timed like recorded ones. The trace is shown
+only once all of the file is in (recordings into the same store go on
+meanwhile): a bad line stops the import with its file and line number and
+leaves the store as it was, unless --skip-bad leaves bad lines out (and says
+how many). Counts are those of the frames stored; an acp-tee export holding
+fewer frames than its header says is refused as cut short, or with --skip-bad
+imported with the rest counted as missing. Lines longer than 256 MiB are
+refused.";
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
 enum ImportFormatArg {
@@ -255,7 +262,7 @@ struct ImportArgs {
     /// The file's format
     #[arg(long, value_enum, default_value = "auto")]
     format: ImportFormatArg,
-    /// Leave out lines that cannot be read (counted) instead of failing
+    /// Leave out lines that cannot be read (counted) instead of failing; import a file cut short
     #[arg(long)]
     skip_bad: bool,
     /// The file to import
@@ -282,6 +289,10 @@ struct ExportArgs {
     /// Write the stored bytes as they are, secrets included
     #[arg(long, conflicts_with = "redact")]
     no_redact: bool,
+    /// Do not wait for a trace whose recorder is still storing frames after
+    /// acp-tee exited (by default export waits for it, up to a minute)
+    #[arg(long)]
+    no_wait: bool,
 }
 
 #[derive(Debug, Args)]
@@ -339,13 +350,29 @@ pub fn main(args: Vec<OsString>) -> i32 {
     match run(cli) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("acp-tee: error: {e:#}");
+            eprintln!("acp-tee: error: {}", error_text(&e));
             match e.downcast_ref::<relay::SpawnError>() {
                 Some(spawn) => spawn.exit_code(),
                 None => 1,
             }
         }
     }
+}
+
+/// An error and its causes in one line, each cause said once: most of our
+/// errors already name their cause in their own text, and a cause that is
+/// said already is left out with what it says of its own causes.
+fn error_text(e: &anyhow::Error) -> String {
+    let mut text = e.to_string();
+    for cause in e.chain().skip(1) {
+        let cause = cause.to_string();
+        if text.contains(&cause) {
+            break;
+        }
+        text.push_str(": ");
+        text.push_str(&cause);
+    }
+    text
 }
 
 fn run(cli: Cli) -> anyhow::Result<i32> {
@@ -376,7 +403,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
                     format!("/traces/{id}")
                 }
             };
-            let dist = a.dist.unwrap_or_else(crate::server::default_dist);
+            let dist = a.dist;
             let opts = crate::server::ServeOptions {
                 db,
                 bind: a.bind,
@@ -417,6 +444,9 @@ fn export_command(a: ExportArgs) -> anyhow::Result<i32> {
         FormatArg::Perfetto => ExportFormat::Perfetto,
     };
     let redactor = if a.no_redact { Redactor::without_defaults(Vec::new()) } else { Redactor::new(a.redact) };
+    for trace in export::selected_traces(&store, a.trace)? {
+        settle(&store, trace.id, !a.no_wait)?;
+    }
     let total: i64 = export::selected_traces(&store, a.trace)?.iter().map(|t| t.frame_count).sum();
     let opts = ExportOptions { format, redactor, progress: progress::bar(total as u64, "frames") };
     let summary = match &a.output {
@@ -429,13 +459,43 @@ fn export_command(a: ExportArgs) -> anyhow::Result<i32> {
     opts.progress.finish_and_clear();
     if summary.left_out > 0 {
         eprintln!(
-            "acp-tee: note: {} of {} frames (stderr lines, invalid frames) have no place in the {} format and were left out",
+            "acp-tee: note: {} of the {} frames' parts (stderr lines, invalid frames, batch elements that are no message) have no place in the {} format and were left out",
             summary.left_out,
             summary.frames,
             format.as_str()
         );
     }
     Ok(0)
+}
+
+/// How long `export` waits, at most, for a finishing trace (acp-tee gone,
+/// its recorder still storing what it was handed) to end.
+const FINISH_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Waits (when `wait`) while trace `id` is finishing, up to [`FINISH_WAIT`];
+/// says on stderr when the export will hold a trace that is not complete.
+fn settle(store: &Store, id: i64, wait: bool) -> anyhow::Result<()> {
+    let deadline = std::time::Instant::now() + FINISH_WAIT;
+    loop {
+        let s = store.trace_summary(id)?;
+        if !s.live {
+            return Ok(());
+        }
+        if s.finishing && wait && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            continue;
+        }
+        let state = if s.finishing {
+            "is still finishing (acp-tee has exited; its recorder is still storing frames)"
+        } else {
+            "is still being recorded"
+        };
+        eprintln!(
+            "acp-tee: note: trace {id} {state}: the export holds the {} frames stored so far",
+            s.meta.frame_count
+        );
+        return Ok(());
+    }
 }
 
 fn import_command(a: ImportArgs) -> anyhow::Result<i32> {
@@ -452,17 +512,23 @@ fn import_command(a: ImportArgs) -> anyhow::Result<i32> {
     opts.progress.finish_and_clear();
     let summary = result?;
     let ids: Vec<String> = summary.trace_ids.iter().map(i64::to_string).collect();
+    let file = printable(&a.file.display().to_string()).into_owned();
     let mut out = std::io::stdout().lock();
     writeln!(
         out,
-        "imported {} frames from {} ({}) as trace {}",
+        "imported {} frames from {file} ({}) as trace {}",
         summary.frames,
-        a.file.display(),
         summary.format.as_str(),
         ids.join(", ")
     )?;
     if summary.skipped > 0 {
-        eprintln!("acp-tee: warning: {} bad lines of {} were left out (--skip-bad)", summary.skipped, a.file.display());
+        eprintln!("acp-tee: warning: {} bad lines of {file} were left out (--skip-bad)", summary.skipped);
+    }
+    if summary.absent > 0 {
+        eprintln!(
+            "acp-tee: warning: {file} holds {} frames fewer than its headers say; they are counted as missing (--skip-bad)",
+            summary.absent
+        );
     }
     Ok(0)
 }
@@ -498,6 +564,16 @@ mod tests {
         assert_eq!(args(&["acp-tee", "list"]), ["acp-tee", "list"]);
         assert_eq!(args(&["acp-tee", "--help"]), ["acp-tee", "--help"]);
         assert_eq!(args(&["acp-tee"]), ["acp-tee"]);
+    }
+
+    #[test]
+    fn errors_name_each_cause_once() {
+        let io = std::io::Error::from_raw_os_error(libc::ENOSPC);
+        let e = anyhow::Error::from(crate::export::ExportError::Io(io));
+        let text = error_text(&e);
+        assert_eq!(text.matches("No space left on device").count(), 1, "{text}");
+        let e = anyhow::Error::from(std::io::Error::other("inner")).context("outer");
+        assert_eq!(error_text(&e), "outer: inner");
     }
 
     #[test]

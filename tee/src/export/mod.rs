@@ -2,8 +2,9 @@
 //! (`docs/trace-format.md`), the conductor's `.jsons` ([`jsons`]) and Chrome
 //! trace-event JSON for Perfetto ([`perfetto`]).
 //!
-//! Every format is written from one streaming read of the store (a row at a
-//! time), so memory stays flat however long the trace. Secrets are masked on
+//! Every format is written from one streaming read of the store
+//! ([`Store::for_each_frame`], a bounded step of frames at a time), so
+//! memory stays flat however long the trace. Secrets are masked on
 //! the way out by the [`Redactor`] given (the defaults unless the user turned
 //! them off); the store is never changed.
 //!
@@ -11,12 +12,16 @@
 //! of every frame, untouched but for redaction: as `raw` text when they are
 //! UTF-8, else as `raw_base64`.
 
+#[cfg(test)]
+mod fuzz;
 pub mod jsons;
 pub mod perfetto;
 
 use crate::redact::Redactor;
 use crate::store::{Store, StoreError, StoredFrame};
-use acp_tee_shared::{ExportFrame, ExportHeader, NdjsonHeader, TraceMeta, FORMAT_NAME, FORMAT_VERSION};
+use acp_tee_shared::{
+    ExportFrame, ExportHeader, FrameKind, JsonText, NdjsonHeader, TraceMeta, FORMAT_NAME, FORMAT_VERSION,
+};
 use base64::Engine;
 use indicatif::ProgressBar;
 use std::io::{self, Write};
@@ -163,7 +168,8 @@ pub fn export(
     opts: &ExportOptions,
     out: &mut dyn Write,
 ) -> Result<ExportSummary, ExportError> {
-    let traces = selected_traces(store, selection)?;
+    let traces: Vec<TraceMeta> =
+        selected_traces(store, selection)?.into_iter().map(|t| mask_meta(t, &opts.redactor)).collect();
     let summary = match opts.format {
         ExportFormat::Json => write_json(store, &traces, opts, out)?,
         ExportFormat::Ndjson => write_ndjson(store, &traces, opts, out)?,
@@ -177,17 +183,103 @@ pub fn export(
     Ok(summary)
 }
 
-/// `f` with secrets masked in its bytes and envelope.
-pub fn redact_frame(mut f: StoredFrame, redactor: &Redactor) -> StoredFrame {
-    if let std::borrow::Cow::Owned(raw) = redactor.redact(&f.raw) {
-        f.raw = raw;
-    }
-    if let Some(env) = &f.envelope {
-        if let std::borrow::Cow::Owned(new) = redactor.redact(env) {
-            f.envelope = Some(new);
+/// `trace` with the pattern rules' matches masked in its name, command
+/// line, working directory and end reason (a command line may carry a
+/// token as well as a message may).
+pub fn mask_meta(mut trace: TraceMeta, redactor: &Redactor) -> TraceMeta {
+    let texts = trace.name.iter_mut().chain(trace.cwd.iter_mut()).chain(trace.end_reason.iter_mut());
+    for text in texts.chain(trace.command.iter_mut()) {
+        if let Some(masked) = redactor.mask_value(text) {
+            *text = masked;
         }
     }
-    f
+    trace
+}
+
+/// Requests whose method or session masking changed that a [`Masker`]
+/// remembers for their responses, at most; past that the oldest is
+/// forgotten (its response's inherited values then get the pattern rules
+/// only).
+const MASKED_REQUESTS: usize = 100_000;
+
+/// A request's method and session as masked, and its session as stored.
+struct Inherited {
+    method: Option<String>,
+    stored_session: Option<String>,
+    session: Option<String>,
+}
+
+/// Masks the frames of one trace as they are exported: their bytes and
+/// envelopes, and the values stored beside them (id, method, session, MCP
+/// method), so that no export carries in a field what it masks in `raw`.
+pub struct Masker<'r> {
+    redactor: &'r Redactor,
+    /// Request seq -> what masking made of its method and session, for the
+    /// responses that inherit them (requests whose masking changed them only).
+    requests: std::collections::HashMap<i64, Inherited>,
+    order: std::collections::VecDeque<i64>,
+}
+
+impl<'r> Masker<'r> {
+    /// A masker for one trace.
+    pub fn new(redactor: &'r Redactor) -> Self {
+        Masker { redactor, requests: Default::default(), order: Default::default() }
+    }
+
+    /// `f` masked.
+    pub fn frame(&mut self, mut f: StoredFrame) -> StoredFrame {
+        let r = self.redactor;
+        if r.is_noop() {
+            return f;
+        }
+        let stored = (f.method.clone(), f.session_id.clone());
+        if let Some(env) = &f.envelope {
+            if let std::borrow::Cow::Owned(new) = r.redact(env) {
+                f.envelope = Some(new);
+            }
+        }
+        if let std::borrow::Cow::Owned(raw) = r.redact(&f.raw) {
+            f.raw = raw;
+            if f.kind != FrameKind::Stderr && f.kind != FrameKind::Batch {
+                // What the masked bytes say replaces what the original said.
+                let mut m = crate::frame::classify_with(&f.raw, false);
+                m.rename_proxy_initialize();
+                f.rpc_id = m.id;
+                f.method = m.method.or(f.method);
+                f.session_id = m.session_id.or(f.session_id);
+                f.mcp_method = m.mcp_method.or(f.mcp_method);
+            }
+        }
+        // A response's method, and its session unless it named its own,
+        // came from its request: they are masked as the request's were.
+        if let Some(req) = f.reply_to_seq.and_then(|seq| self.requests.remove(&seq)) {
+            f.method = req.method;
+            if f.session_id == req.stored_session {
+                f.session_id = req.session;
+            }
+        }
+        for value in [&mut f.method, &mut f.session_id, &mut f.mcp_method].into_iter().flatten() {
+            if let Some(masked) = r.mask_value(value) {
+                *value = masked;
+            }
+        }
+        if f.kind == FrameKind::Request && stored != (f.method.clone(), f.session_id.clone()) {
+            let inherited =
+                Inherited { method: f.method.clone(), stored_session: stored.1, session: f.session_id.clone() };
+            self.remember(f.seq, inherited);
+        }
+        f
+    }
+
+    fn remember(&mut self, seq: i64, request: Inherited) {
+        self.requests.insert(seq, request);
+        self.order.push_back(seq);
+        while self.order.len() > MASKED_REQUESTS {
+            if let Some(old) = self.order.pop_front() {
+                self.requests.remove(&old);
+            }
+        }
+    }
 }
 
 /// The export form of a stored frame.
@@ -199,8 +291,9 @@ pub fn export_frame(f: StoredFrame) -> ExportFrame {
         t_ns: f.t_ns,
         dir: f.dir,
         kind: f.kind,
-        // Ids are stored as the JSON text they were on the wire.
-        id: f.rpc_id.map(|id| serde_json::from_str(&id).unwrap_or(serde_json::Value::String(id))),
+        // Ids are stored as the JSON text they were on the wire and written
+        // as that text.
+        id: f.rpc_id.and_then(|id| JsonText::parse(&id)),
         method: f.method,
         session_id: f.session_id,
         reply_to_seq: f.reply_to_seq,
@@ -232,10 +325,11 @@ fn each_frame(
     summary: &mut ExportSummary,
     mut each: impl FnMut(StoredFrame) -> Result<(), ExportError>,
 ) -> Result<(), ExportError> {
+    let mut masker = Masker::new(&opts.redactor);
     store.for_each_frame(trace.id, |f| -> Result<(), ExportError> {
         summary.frames += 1;
         opts.progress.inc(1);
-        each(redact_frame(f, &opts.redactor))
+        each(masker.frame(f))
     })
 }
 
@@ -294,6 +388,40 @@ pub(super) mod tests {
     use crate::recorder::Framer;
     use acp_tee_shared::Direction;
 
+    /// A store holding one finished trace made from `chunks`, each going
+    /// its direction at its time.
+    pub(crate) fn store_from(chunks: &[(Direction, u64, &[u8])]) -> Store {
+        let mut store = Store::in_memory().unwrap();
+        let id = create_trace(&mut store);
+        let mut framer = Framer::new();
+        let mut frames = Vec::new();
+        for (dir, t, bytes) in chunks {
+            framer.chunk(*dir, *t, bytes, |f| frames.push(f));
+        }
+        framer.eof_all(chunks.last().map_or(0, |c| c.1), |f| frames.push(f));
+        store.insert_frames(id, &frames).unwrap();
+        finish_trace(&store, id);
+        store
+    }
+
+    /// A new trace of a wrap-mode run of `agent`.
+    pub(crate) fn create_trace(store: &mut Store) -> i64 {
+        let start = TraceStart {
+            name: None,
+            command: vec!["agent".into()],
+            cwd: None,
+            mode: "wrap".into(),
+            started_at: "2026-11-30T10:00:00.000000Z".into(),
+        };
+        store.create_trace(&start, 1).unwrap()
+    }
+
+    /// Ends trace `id` as a clean exit of the agent.
+    pub(crate) fn finish_trace(store: &Store, id: i64) {
+        let end = TraceEnd { exit_code: Some(0), exit_signal: None, end_reason: "the agent exited".into() };
+        store.finish_trace(id, &end, 0, "2026-11-30T10:00:01.000000Z").unwrap();
+    }
+
     /// A store holding one finished trace made from fixed chunks.
     pub(super) fn store_with_trace() -> Store {
         let mut store = Store::in_memory().unwrap();
@@ -349,7 +477,7 @@ pub(super) mod tests {
     #[test]
     fn frames_read_back_as_shared_types() {
         let doc: serde_json::Value = serde_json::from_str(&export_to_string(ExportFormat::Json)).unwrap();
-        let frames: Vec<ExportFrame> = serde_json::from_value(doc["traces"][0]["frames"].clone()).unwrap();
+        let frames: Vec<ExportFrame> = serde_json::from_str(&doc["traces"][0]["frames"].to_string()).unwrap();
         assert_eq!(frames[2].latency_ns, Some(3000));
         let meta: TraceMeta = serde_json::from_value({
             let mut t = doc["traces"][0].clone();

@@ -10,7 +10,8 @@
 //! nest, and concurrent requests do not, so overlapping spans go to further
 //! threads of the same callee (`Agent #2`, ...). Notifications are instants
 //! on the receiver's thread, stderr lines are log instants, invalid frames
-//! and batches are instants too. `ts` is in microseconds since the start.
+//! and batches are instants too; a request answered inside a batch ends at
+//! the batch. `ts` is in microseconds since the start.
 //!
 //! Memory is bounded by the number of requests open at once, not the trace.
 
@@ -35,7 +36,16 @@ pub fn write(
         let name = format!("acp-tee trace {}: {}", trace.id, trace.name.as_deref().unwrap_or("unnamed"));
         events.write(&json!({"ph":"M","pid":trace.id,"tid":0,"name":"process_name","args":{"name":name}}))?;
         let mut tracks = Tracks::new(trace.id);
-        each_frame(store, trace, opts, &mut summary, |f| tracks.frame(&f, &mut events))?;
+        each_frame(store, trace, opts, &mut summary, |f| {
+            tracks.frame(&f, &mut events)?;
+            if f.kind == FrameKind::Batch {
+                // Requests answered inside the batch end with it.
+                for request in store.batch_replies(trace.id, f.seq)? {
+                    tracks.answered(request, &f, &mut events)?;
+                }
+            }
+            Ok(())
+        })?;
         tracks.close_open(&mut events)?;
     }
     events.out.write_all(b"\n]}\n")?;
@@ -140,6 +150,14 @@ impl Tracks {
                 let party = if f.dir == Direction::AgentToClient { "Client" } else { "Agent" };
                 self.instant(party, us, f.kind.as_str(), cat, f, events)
             }
+        }
+    }
+
+    /// Ends the span of request `request`, answered inside batch `f`.
+    fn answered(&mut self, request: i64, f: &StoredFrame, events: &mut EventWriter) -> Result<(), ExportError> {
+        match self.open.remove(&request) {
+            Some((party, lane)) => self.end(&party, lane, self.last_us, "answered in a batch", Some(f.seq), events),
+            None => Ok(()),
         }
     }
 

@@ -26,6 +26,10 @@ pub struct Classified {
     pub preview: Option<String>,
     /// For a batch: each element, classified like a frame of its own.
     pub elements: Vec<Classified>,
+    /// For a batch element that is a response: the request it answers,
+    /// once pairing found it (a single message's pairing is returned by
+    /// [`super::Pairer::observe`] instead).
+    pub reply: super::Pairing,
 }
 
 impl Classified {
@@ -44,6 +48,15 @@ impl Classified {
         self.method.as_deref().is_some_and(|m| m.starts_with("mcp/"))
     }
 
+    /// The conductor renames the client's `initialize` for proxies
+    /// (`proxy/initialize`, SDK 2.x `_proxy/initialize`); the logical message
+    /// is the client's `initialize` (the bytes keep the wire name).
+    pub fn rename_proxy_initialize(&mut self) {
+        if matches!(self.method.as_deref(), Some("proxy/initialize" | "_proxy/initialize")) {
+            self.method = Some("initialize".to_owned());
+        }
+    }
+
     /// How many JSON-RPC error responses the frame carries.
     pub fn error_count(&self) -> usize {
         match self.frame_kind() {
@@ -54,30 +67,112 @@ impl Classified {
     }
 }
 
-/// Keeps a field even when it is `null` (as `Some("null")` for raw text), so
-/// that `"id": null` is told apart from a missing id.
-fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<T>, D::Error> {
-    T::deserialize(d).map(Some)
-}
-
 /// The members of a JSON-RPC message that classification and proxy routing
 /// look at; the rest is skipped unparsed. `id`, `method` and `error` are
 /// exact text; `params` and `result` are `P`: exact text for routing,
 /// [`Inner`] for classification, which reads them in the same pass. A
 /// member that is present but `null` is `Some`.
-#[derive(Deserialize)]
-#[serde(bound(deserialize = "'de: 'a, P: Deserialize<'de>"))]
+///
+/// Only a JSON object is a message: an array is never read positionally.
+/// A member written twice counts as its last occurrence, as the parsers
+/// peers use read it (JavaScript's `JSON.parse`, Python's `json`);
+/// `duplicate` says that it happened.
 pub(crate) struct MessageProbe<'a, P = &'a RawValue> {
-    #[serde(default, borrow, deserialize_with = "present")]
     pub(crate) id: Option<&'a RawValue>,
-    #[serde(default, borrow, deserialize_with = "present")]
     pub(crate) method: Option<&'a RawValue>,
-    #[serde(default, deserialize_with = "present")]
     pub(crate) params: Option<P>,
-    #[serde(default, deserialize_with = "present")]
     pub(crate) result: Option<P>,
-    #[serde(default, borrow, deserialize_with = "present")]
     pub(crate) error: Option<&'a RawValue>,
+    /// A top-level member was written more than once.
+    pub(crate) duplicate: bool,
+}
+
+impl<'a, P> MessageProbe<'a, P> {
+    /// The JSON-RPC kind the members make, with the method decoded; `None`
+    /// when they make no message (no method and neither result nor error,
+    /// or a method that is not a string).
+    pub(crate) fn kind(&self) -> Option<(FrameKind, Option<String>)> {
+        let method = match self.method {
+            None => None,
+            Some(m) => Some(serde_json::from_str::<String>(m.get()).ok()?),
+        };
+        let kind = match (&method, self.id) {
+            (Some(_), Some(_)) => FrameKind::Request,
+            (Some(_), None) => FrameKind::Notification,
+            (None, Some(_)) if self.error.is_some() => FrameKind::Error,
+            (None, Some(_)) if self.result.is_some() => FrameKind::Response,
+            _ => return None,
+        };
+        Some((kind, method))
+    }
+}
+
+/// The top-level member names a [`MessageProbe`] keeps.
+enum ProbeKey {
+    Id,
+    Method,
+    Params,
+    Result,
+    Error,
+    Other,
+}
+
+impl<'de> Deserialize<'de> for ProbeKey {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct KeyVisitor;
+        impl Visitor<'_> for KeyVisitor {
+            type Value = ProbeKey;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a member name")
+            }
+            fn visit_str<E: serde::de::Error>(self, key: &str) -> Result<ProbeKey, E> {
+                Ok(match key {
+                    "id" => ProbeKey::Id,
+                    "method" => ProbeKey::Method,
+                    "params" => ProbeKey::Params,
+                    "result" => ProbeKey::Result,
+                    "error" => ProbeKey::Error,
+                    _ => ProbeKey::Other,
+                })
+            }
+        }
+        d.deserialize_identifier(KeyVisitor)
+    }
+}
+
+impl<'de: 'a, 'a, P: Deserialize<'de>> Deserialize<'de> for MessageProbe<'a, P> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct ProbeVisitor<P>(std::marker::PhantomData<P>);
+        impl<'de, P: Deserialize<'de>> Visitor<'de> for ProbeVisitor<P> {
+            type Value = MessageProbe<'de, P>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a JSON-RPC message (an object)")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let mut p =
+                    MessageProbe { id: None, method: None, params: None, result: None, error: None, duplicate: false };
+                fn set<T>(slot: &mut Option<T>, value: T, duplicate: &mut bool) {
+                    *duplicate |= slot.is_some();
+                    *slot = Some(value);
+                }
+                while let Some(key) = map.next_key::<ProbeKey>()? {
+                    let dup = &mut p.duplicate;
+                    match key {
+                        ProbeKey::Id => set(&mut p.id, map.next_value()?, dup),
+                        ProbeKey::Method => set(&mut p.method, map.next_value()?, dup),
+                        ProbeKey::Params => set(&mut p.params, map.next_value()?, dup),
+                        ProbeKey::Result => set(&mut p.result, map.next_value()?, dup),
+                        ProbeKey::Error => set(&mut p.error, map.next_value()?, dup),
+                        ProbeKey::Other => {
+                            map.next_value::<IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(p)
+            }
+        }
+        d.deserialize_map(ProbeVisitor(std::marker::PhantomData))
+    }
 }
 
 /// The members of `params` (or `result`) classification and previews look
@@ -221,20 +316,14 @@ fn classify_message(text: &str, want_preview: bool) -> Classified {
     let Ok(probe) = serde_json::from_str::<MessageProbe<Inner>>(text) else {
         return Classified::invalid();
     };
-    let method = match probe.method {
-        None => None,
-        Some(m) => match serde_json::from_str::<String>(m.get()) {
-            Ok(m) => Some(m),
-            Err(_) => return Classified::invalid(),
-        },
+    let Some((kind, method)) = probe.kind() else {
+        return Classified::invalid();
     };
     let id = probe.id.map(|id| id.get().to_owned());
-    let (kind, inner) = match (&method, &id) {
-        (Some(_), Some(_)) => (FrameKind::Request, probe.params),
-        (Some(_), None) => (FrameKind::Notification, probe.params),
-        (None, Some(_)) if probe.error.is_some() => (FrameKind::Error, None),
-        (None, Some(_)) if probe.result.is_some() => (FrameKind::Response, probe.result),
-        _ => return Classified::invalid(),
+    let inner = match kind {
+        FrameKind::Request | FrameKind::Notification => probe.params,
+        FrameKind::Response => probe.result,
+        _ => None,
     };
     let inner = inner.unwrap_or_default();
     let mcp_method = inner.method.filter(|_| method.as_deref() == Some("mcp/message"));
@@ -255,6 +344,7 @@ fn classify_message(text: &str, want_preview: bool) -> Classified {
         mcp_method,
         preview,
         elements: Vec::new(),
+        reply: super::Pairing::default(),
     }
 }
 

@@ -9,12 +9,14 @@
 mod classify;
 #[cfg(test)]
 mod fuzz;
+mod id;
 mod pairing;
 mod preview;
 mod splitter;
 
 pub(crate) use classify::MessageProbe;
 pub use classify::{classify, classify_with, Classified};
+pub use id::id_key;
 pub use pairing::{Pairer, Pairing};
 pub use preview::{preview, text_preview, PREVIEW_CHARS};
 pub use splitter::FrameSplitter;

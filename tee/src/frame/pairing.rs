@@ -33,7 +33,8 @@ pub struct Pairing {
 ///
 /// JSON-RPC ids are scoped per direction: the client's request 7 and the agent's
 /// request 7 are different requests, so pending requests are keyed by the
-/// direction they travelled and the exact text of their id.
+/// direction they travelled and their id's value ([`super::id_key`]: `"\u00e9"`
+/// and `"é"` are one id, `1` and `"1"` are two).
 ///
 /// At most [`MAX_PENDING`] requests wait; the oldest is forgotten first.
 #[derive(Debug)]
@@ -96,13 +97,16 @@ impl Pairer {
 
     /// Notes the frame `seq` seen at `t_ns` going `dir`. For a response this
     /// returns its request, and fills in the method (and session, when the
-    /// response has none) from that request.
+    /// response has none) from that request. For a batch, each response in
+    /// it gets its own pairing (`reply` of its element) and the first one
+    /// found is returned.
     pub fn observe(&mut self, seq: i64, t_ns: i64, dir: Direction, frame: &mut Classified) -> Pairing {
         match frame.frame_kind() {
             FrameKind::Batch => {
                 let mut first = Pairing::default();
                 for element in &mut frame.elements {
                     let p = self.observe_message(seq, t_ns, dir, element);
+                    element.reply = p;
                     if first.reply_to_seq.is_none() {
                         first = p;
                     }
@@ -114,7 +118,7 @@ impl Pairer {
     }
 
     fn observe_message(&mut self, seq: i64, t_ns: i64, dir: Direction, msg: &mut Classified) -> Pairing {
-        let Some(id) = msg.id.clone() else {
+        let Some(id) = msg.id.as_deref().map(|id| super::id_key(id).into_owned()) else {
             return Pairing::default();
         };
         match msg.frame_kind() {

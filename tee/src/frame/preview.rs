@@ -1,5 +1,6 @@
 //! The short text the viewer draws beside a frame.
 
+use super::classify::MessageProbe;
 use acp_tee_shared::FrameKind;
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -7,14 +8,6 @@ use std::borrow::Cow;
 
 /// Longest preview, in characters.
 pub const PREVIEW_CHARS: usize = 160;
-
-#[derive(Deserialize)]
-struct MessageProbe<'a> {
-    #[serde(borrow, default)]
-    params: Option<&'a RawValue>,
-    #[serde(borrow, default)]
-    error: Option<&'a RawValue>,
-}
 
 #[derive(Deserialize)]
 struct ParamsProbe<'a> {

@@ -47,10 +47,6 @@ const TAG_FRAME: u8 = b'F';
 /// A chunk whose bytes wait in the data pipe of its direction.
 pub const TAG_CHUNK_REF: u8 = b'R';
 
-/// What the recorder writes on its stdout (a pipe to the relay) once its
-/// trace is open, or once opening the store failed and it warned about it.
-pub const READY: u8 = b'R';
-
 /// The fields of a message header: tag, direction code, t_ns, payload length.
 pub fn decode_header(h: &[u8; HEADER_LEN]) -> (u8, u8, u64, usize) {
     let t_ns = u64::from_le_bytes(h[2..10].try_into().expect("8 bytes"));

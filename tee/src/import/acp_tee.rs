@@ -5,17 +5,21 @@
 //! Every field the file gives is kept (trace fields, `seq`, `t_ns`, kinds,
 //! pairing, sessions), so exporting an imported trace gives back the
 //! document it came from but for trace ids. The [`Framer`] fills in what the
-//! file leaves out and the viewer's previews.
+//! file leaves out and the viewer's previews. A trace's counts are those of
+//! the frames stored (see [`TraceSink::finish`]); a seq must be new in its
+//! trace and at most [`MAX_SEQ`](crate::store::MAX_SEQ).
 //!
 //! [`Framer`]: crate::recorder::Framer
 
-use super::{Context, ImportError, TraceSink};
+use super::{Claim, Context, ImportError, TraceSink, MAX_HEADER_BYTES, MAX_LINE_BYTES};
 use crate::store::NewFrame;
 use acp_tee_shared::{ExportFrame, NdjsonHeader, TraceMeta, FORMAT_NAME, FORMAT_VERSION};
 use base64::Engine;
 use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use std::cell::Cell;
 use std::fmt;
-use std::io::BufRead;
+use std::io::{self, BufRead, Read};
+use std::rc::Rc;
 
 /// Reads a JSON document or NDJSON, told apart by the first line.
 pub fn read(ctx: &mut Context, mut input: impl BufRead) -> Result<(), ImportError> {
@@ -29,32 +33,43 @@ pub fn read(ctx: &mut Context, mut input: impl BufRead) -> Result<(), ImportErro
 }
 
 fn read_ndjson(ctx: &mut Context, input: impl BufRead) -> Result<(), ImportError> {
-    let mut current: Option<(TraceSink, TraceMeta)> = None;
+    let mut current: Option<(TraceSink, TraceMeta, Claim)> = None;
     ctx.lines(input, |ctx, number, line| {
         if line.starts_with("{\"format\"") || current.is_none() {
-            let header = match serde_json::from_str::<NdjsonHeader>(line) {
-                Ok(h) => h,
-                Err(e) => {
-                    return Err(ImportError::BadLine { path: ctx.path.clone(), line: number, why: why_header(e) })
-                }
-            };
-            check_version(ctx, &header.format, header.version)?;
-            if let Some((sink, meta)) = current.take() {
-                sink.finish(ctx, meta, true)?;
+            if line.len() > MAX_HEADER_BYTES {
+                return Err(ctx.invalid(number, format!("header line longer than {MAX_HEADER_BYTES} bytes")));
             }
-            current = Some((TraceSink::start(ctx, &header.trace.mode)?, header.trace));
+            let header = serde_json::from_str::<NdjsonHeader>(line).map_err(|e| ctx.invalid(number, why_header(e)))?;
+            check_version(ctx, &header.format, header.version)?;
+            let claim = Claim::of(&header.trace, number).map_err(|why| ctx.invalid(number, why))?;
+            if let Some((sink, meta, claim)) = current.take() {
+                sink.finish(ctx, meta, Some(claim))?;
+            }
+            current = Some((TraceSink::start(ctx, &header.trace.mode)?, header.trace, claim));
             return Ok(());
         }
-        let (sink, _) = current.as_mut().expect("a header came first");
-        match serde_json::from_str::<ExportFrame>(line).map_err(|e| e.to_string()).and_then(|f| frame(sink, f)) {
-            Ok(frame) => sink.push(ctx, frame),
-            Err(why) => ctx.bad_line(number, format!("not an acp-tee-trace frame: {why}")),
+        let (sink, _, _) = current.as_mut().expect("a header came first");
+        match serde_json::from_str::<ExportFrame>(line) {
+            Ok(f) => add_frame(ctx, sink, number, f),
+            Err(e) => ctx.bad_line(number, format!("not an acp-tee-trace frame: {e}")),
         }
     })?;
-    if let Some((sink, meta)) = current {
-        sink.finish(ctx, meta, true)?;
+    if let Some((sink, meta, claim)) = current {
+        sink.finish(ctx, meta, Some(claim))?;
     }
     Ok(())
+}
+
+/// Stores frame `f`, read from `line`, unless it is bad: a seq the trace
+/// already has, or a value out of range.
+fn add_frame(ctx: &mut Context, sink: &mut TraceSink, line: u64, f: ExportFrame) -> Result<(), ImportError> {
+    if sink.has_seq(ctx, f.seq)? {
+        return ctx.bad_line(line, format!("duplicate seq {}", f.seq));
+    }
+    match frame(sink, f) {
+        Ok(frame) => sink.push(ctx, frame),
+        Err(why) => ctx.bad_line(line, format!("not an acp-tee-trace frame: {why}")),
+    }
 }
 
 fn why_header(e: serde_json::Error) -> String {
@@ -92,16 +107,19 @@ fn frame(sink: &mut TraceSink, f: ExportFrame) -> Result<NewFrame, String> {
             (None, None) => Ok(None),
         }
     };
+    if !(1..=crate::store::MAX_SEQ).contains(&f.seq) {
+        return Err(format!("`seq` must be from 1 to 2^40 - 1, not {}", f.seq));
+    }
+    if f.t_ns < 0 {
+        return Err(format!("`t_ns` must be 0 or more, not {}", f.t_ns));
+    }
     let raw = bytes(f.raw, f.raw_base64, "raw")?.ok_or("a frame without `raw` or `raw_base64`")?;
     let envelope = bytes(f.envelope, f.envelope_base64, "envelope")?;
-    if f.seq < 1 || f.t_ns < 0 {
-        return Err(format!("`seq` must be 1 or more and `t_ns` 0 or more (seq {}, t_ns {})", f.seq, f.t_ns));
-    }
     let mut n = sink.framer.message_at(f.seq, f.dir, f.t_ns as u64, raw, envelope);
     n.kind = f.kind;
-    if n.rpc_id.is_none() {
-        n.rpc_id = f.id.map(|id| id.to_string());
-    }
+    // The file's values win over what its bytes say, as for every field
+    // below: export -> import -> export gives the same file.
+    n.rpc_id = f.id.map(|id| id.get().to_owned()).or(n.rpc_id);
     n.method = f.method.or(n.method);
     n.session_id = f.session_id.or(n.session_id);
     n.reply_to_seq = f.reply_to_seq.or(n.reply_to_seq);
@@ -114,12 +132,17 @@ fn frame(sink: &mut TraceSink, f: ExportFrame) -> Result<NewFrame, String> {
 }
 
 fn read_document(ctx: &mut Context, input: impl BufRead) -> Result<(), ImportError> {
-    let mut de = serde_json::Deserializer::from_reader(input);
-    let mut state = DocState { ctx, failed: None };
+    let gauge = Rc::new(Gauge::default());
+    let mut de = serde_json::Deserializer::from_reader(Gauged { inner: input, gauge: gauge.clone() });
+    let mut state = DocState { ctx, gauge: gauge.clone(), failed: None };
     let result = DocSeed(&mut state).deserialize(&mut de).and_then(|()| de.end());
-    let DocState { ctx, failed } = state;
+    let DocState { ctx, failed, .. } = state;
     if let Some(e) = failed {
         return Err(e);
+    }
+    if gauge.over.get() {
+        let why = format!("a value longer than {} bytes", gauge.limit.get());
+        return Err(ctx.invalid(gauge.line.get(), why));
     }
     result.map_err(|e| ImportError::BadFile {
         path: ctx.path.clone(),
@@ -127,10 +150,74 @@ fn read_document(ctx: &mut Context, input: impl BufRead) -> Result<(), ImportErr
     })
 }
 
+/// How far the document reader has read: the line it is on, and the bytes
+/// since the last value it finished (a trace field or a frame), which may
+/// not exceed `limit`. serde reads the document a byte at a time through
+/// [`Gauged`], so no single value is ever held past the limit.
+#[derive(Debug)]
+struct Gauge {
+    line: Cell<u64>,
+    since_mark: Cell<u64>,
+    limit: Cell<u64>,
+    over: Cell<bool>,
+}
+
+impl Default for Gauge {
+    fn default() -> Gauge {
+        Gauge {
+            line: Cell::new(1),
+            since_mark: Cell::new(0),
+            limit: Cell::new(MAX_HEADER_BYTES as u64),
+            over: Cell::new(false),
+        }
+    }
+}
+
+impl Gauge {
+    /// A value of at most `limit` bytes starts here.
+    fn mark(&self, limit: usize) {
+        self.since_mark.set(0);
+        self.limit.set(limit as u64);
+    }
+}
+
+/// The document's reader, counting for its [`Gauge`]; fails once a value
+/// is longer than the gauge's limit.
+struct Gauged<R> {
+    inner: R,
+    gauge: Rc<Gauge>,
+}
+
+impl<R: BufRead> Read for Gauged<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let g = &*self.gauge;
+        let (since, limit) = (g.since_mark.get(), g.limit.get());
+        if since >= limit {
+            g.over.set(true);
+            return Err(io::Error::other("a value is too long"));
+        }
+        let available = self.inner.fill_buf()?;
+        let n = buf.len().min(available.len()).min((limit - since) as usize);
+        // serde asks for one byte at a time.
+        let newlines = if n == 1 {
+            buf[0] = available[0];
+            u64::from(buf[0] == b'\n')
+        } else {
+            buf[..n].copy_from_slice(&available[..n]);
+            memchr::memchr_iter(b'\n', &buf[..n]).count() as u64
+        };
+        self.inner.consume(n);
+        g.since_mark.set(since + n as u64);
+        g.line.set(g.line.get() + newlines);
+        Ok(n)
+    }
+}
+
 /// The import's state while serde walks the document. An error of ours
 /// (store, version) is kept here and stops the walk with a serde error.
 struct DocState<'c, 'a> {
     ctx: &'c mut Context<'a>,
+    gauge: Rc<Gauge>,
     failed: Option<ImportError>,
 }
 
@@ -174,6 +261,7 @@ impl<'de> Visitor<'de> for DocSeed<'_, '_, '_> {
                     map.next_value::<IgnoredAny>()?;
                 }
             }
+            st.gauge.mark(MAX_HEADER_BYTES);
         }
         Ok(())
     }
@@ -208,6 +296,23 @@ impl<'de> DeserializeSeed<'de> for TraceSeed<'_, '_, '_> {
     }
 }
 
+/// The trace fields a document's trace may have (the rest are ignored).
+const TRACE_FIELDS: &[&str] = &[
+    "id",
+    "name",
+    "command",
+    "cwd",
+    "mode",
+    "started_at",
+    "ended_at",
+    "exit_code",
+    "exit_signal",
+    "end_reason",
+    "frame_count",
+    "error_count",
+    "missing_frames",
+];
+
 impl<'de> Visitor<'de> for TraceSeed<'_, '_, '_> {
     type Value = ();
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -217,22 +322,35 @@ impl<'de> Visitor<'de> for TraceSeed<'_, '_, '_> {
         let st = self.0;
         let mut fields = serde_json::Map::new();
         let mut sink = None;
+        st.gauge.mark(MAX_HEADER_BYTES);
         while let Some(key) = map.next_key::<String>()? {
             if key != "frames" {
-                fields.insert(key, map.next_value()?);
+                if TRACE_FIELDS.contains(&key.as_str()) {
+                    fields.insert(key, map.next_value()?);
+                } else {
+                    map.next_value::<IgnoredAny>()?;
+                }
+                st.gauge.mark(MAX_HEADER_BYTES);
                 continue;
             }
             let mode = fields.get("mode").and_then(|m| m.as_str()).unwrap_or("import").to_owned();
             let mut s = TraceSink::start(st.ctx, &mode).map_err(|e| st.fail(e))?;
+            st.gauge.mark(MAX_LINE_BYTES);
             map.next_value_seed(FramesSeed { st: &mut *st, sink: &mut s })?;
+            st.gauge.mark(MAX_HEADER_BYTES);
             sink = Some(s);
         }
         let meta: TraceMeta = serde_json::from_value(fields.into()).map_err(de::Error::custom)?;
+        let line = st.gauge.line.get();
+        let claim = Claim::of(&meta, line).map_err(|why| {
+            let e = st.ctx.invalid(line, why);
+            st.fail(e)
+        })?;
         let sink = match sink {
             Some(s) => s,
             None => TraceSink::start(st.ctx, &meta.mode).map_err(|e| st.fail(e))?,
         };
-        sink.finish(st.ctx, meta, true).map_err(|e| st.fail(e))
+        sink.finish(st.ctx, meta, Some(claim)).map_err(|e| st.fail(e))
     }
 }
 
@@ -255,8 +373,10 @@ impl<'de> Visitor<'de> for FramesSeed<'_, '_, '_> {
     }
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
         while let Some(f) = seq.next_element::<ExportFrame>()? {
-            let n = frame(self.sink, f).map_err(de::Error::custom)?;
-            self.sink.push(self.st.ctx, n).map_err(|e| self.st.fail(e))?;
+            // The line the frame ends on: its line, as acp-tee writes documents.
+            let line = self.st.gauge.line.get();
+            add_frame(self.st.ctx, self.sink, line, f).map_err(|e| self.st.fail(e))?;
+            self.st.gauge.mark(MAX_LINE_BYTES);
         }
         Ok(())
     }

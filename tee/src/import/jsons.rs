@@ -57,7 +57,7 @@ pub fn read(ctx: &mut Context, input: impl BufRead) -> Result<(), ImportError> {
     }
     let started = ctx.file_time() - chrono::Duration::nanoseconds(sink.last_t_ns);
     let meta = imported_meta(ctx, ImportFormat::Jsons, crate::clock::rfc3339(started), sink.last_t_ns);
-    sink.finish(ctx, meta, false)
+    sink.finish(ctx, meta, None)
 }
 
 fn frame(sink: &mut TraceSink, line: &str) -> Result<crate::store::NewFrame, String> {

@@ -3,23 +3,61 @@
 //!
 //! Every message goes through the recorder's [`Framer`], so imported traces
 //! get kinds, pairing, latency, sessions and previews exactly as recorded ones
-//! do. A whole file goes in in one store transaction: when any line is bad
-//! the import fails with the file and line and the store is unchanged, unless
-//! `skip_bad` is set, which leaves bad lines out and counts them.
+//! do. Frames are stored in chunks of at most [`CHUNK_FRAMES`] frames or
+//! [`CHUNK_BYTES`] bytes, one short transaction each, so a recorder writing
+//! to the same store never waits for a whole file; the file's traces are
+//! hidden from readers until all of it is in ([`Import`]). When any line is
+//! bad the import fails with the file and line and the store is as readers
+//! saw it, unless `skip_bad` is set, which leaves bad lines out and counts
+//! them.
 //!
-//! Architecture Invariant: a failed import changes nothing in the store.
+//! Counts are those of the frames stored, never a file's word for them: a
+//! trace has the frames and errors that were stored, and is missing what its
+//! header says was missing, the gaps in its seqs, and (with `skip_bad`) the
+//! frames its header counts that were not stored.
+//!
+//! Hostile input is bounded: no line is read past [`MAX_LINE_BYTES`], no
+//! trace header past [`MAX_HEADER_BYTES`], so memory stays within a small
+//! multiple of those whatever the file holds.
+//!
+//! Architecture Invariant: a failed import changes nothing readers see.
 
 pub mod acp_tee;
 pub mod jsons;
 pub mod sacp;
 
+use crate::cli::printable;
 use crate::recorder::Framer;
-use crate::store::{Import, NewFrame, Store, StoreError};
+use crate::store::{Import, NewFrame, Store, StoreError, MAX_SEQ};
 use acp_tee_shared::TraceMeta;
 use indicatif::ProgressBar;
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
+
+/// The longest line an import reads, its end included: 256 MiB. A frame is
+/// one line, and the recorder stores lines of any length (it is tested with
+/// 32 MiB ones); in an export a message's bytes grow by JSON escaping (up to
+/// six times, for control bytes) or base64 (a third), so this keeps a 32 MiB
+/// message importable at the worst and ordinary ones far beyond, while a
+/// file without line ends (`/dev/zero`) stops here instead of taking all
+/// memory. Reading a frame of this size takes about twice it in memory.
+pub const MAX_LINE_BYTES: usize = 256 << 20;
+
+/// The longest trace header an import reads (an NDJSON header line, or the
+/// fields of a trace in a JSON document): 16 MiB. It holds the agent's
+/// command line, which Linux keeps under 2 MiB with the default stack limit;
+/// parsed, a header takes up to about ten times its size (a list of empty
+/// strings), so it has its own, lower bound.
+pub const MAX_HEADER_BYTES: usize = 16 << 20;
+
+/// Frames stored per transaction at most: a few tens of milliseconds of
+/// writing, which is as long as a recorder waits for an import.
+pub const CHUNK_FRAMES: usize = 4096;
+
+/// Bytes of frames stored per transaction at most (a chunk holds at least
+/// one frame, however large).
+pub const CHUNK_BYTES: usize = 8 << 20;
 
 /// Which format a file is in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -69,13 +107,16 @@ pub struct ImportSummary {
     pub frames: u64,
     /// Bad lines left out (`skip_bad`).
     pub skipped: u64,
+    /// Frames the file's headers count that it does not hold, nor as bad
+    /// lines (`skip_bad`: a file cut short); counted as missing.
+    pub absent: u64,
 }
 
 /// Why an import failed. The store is unchanged when it did.
 #[derive(Debug, thiserror::Error)]
 pub enum ImportError {
     /// The file cannot be read.
-    #[error("cannot read {}: {cause}; check the path", path.display())]
+    #[error("cannot read {}: {cause}; check the path", printable(&path.display().to_string()))]
     Read {
         /// The file.
         path: PathBuf,
@@ -83,7 +124,11 @@ pub enum ImportError {
         cause: io::Error,
     },
     /// A line is not what the format says.
-    #[error("{}:{line}: {why}; nothing was imported (fix the line, or pass --skip-bad to leave bad lines out)", path.display())]
+    #[error(
+        "{}:{line}: {}; nothing was imported (fix the line, or pass --skip-bad to leave bad lines out)",
+        printable(&path.display().to_string()),
+        printable(why)
+    )]
     BadLine {
         /// The file.
         path: PathBuf,
@@ -92,8 +137,34 @@ pub enum ImportError {
         /// What is wrong.
         why: String,
     },
+    /// A line that no `--skip-bad` can leave out (a header, a line too long).
+    #[error("{}:{line}: {}; nothing was imported", printable(&path.display().to_string()), printable(why))]
+    Invalid {
+        /// The file.
+        path: PathBuf,
+        /// 1-based line number.
+        line: u64,
+        /// What is wrong.
+        why: String,
+    },
+    /// A trace's header counts more frames than the file holds.
+    #[error(
+        "{}:{line}: the header says the trace has {claimed} frames, the file holds {held}; it is cut short or was \
+         edited; nothing was imported (pass --skip-bad to import the frames it holds, the rest counted as missing)",
+        printable(&path.display().to_string())
+    )]
+    Incomplete {
+        /// The file.
+        path: PathBuf,
+        /// The header's line (in a JSON document, the line its trace ends on).
+        line: u64,
+        /// Frames the header counts.
+        claimed: i64,
+        /// Frames the file holds.
+        held: i64,
+    },
     /// The file as a whole is not what the format says.
-    #[error("{}: {why}; nothing was imported", path.display())]
+    #[error("{}: {}; nothing was imported", printable(&path.display().to_string()), printable(why))]
     BadFile {
         /// The file.
         path: PathBuf,
@@ -101,13 +172,13 @@ pub enum ImportError {
         why: String,
     },
     /// The first line matches no format.
-    #[error("cannot tell the format of {}; pass --format acp-tee, jsons or sacp-tee", path.display())]
+    #[error("cannot tell the format of {}; pass --format acp-tee, jsons or sacp-tee", printable(&path.display().to_string()))]
     Unknown {
         /// The file.
         path: PathBuf,
     },
     /// The file holds nothing to import.
-    #[error("{} holds no messages; nothing was imported", path.display())]
+    #[error("{} holds no messages; nothing was imported", printable(&path.display().to_string()))]
     Empty {
         /// The file.
         path: PathBuf,
@@ -117,7 +188,7 @@ pub enum ImportError {
     Store(#[from] StoreError),
 }
 
-/// Imports `path` into `store`: all of it, or (on error) nothing.
+/// Imports `path` into `store`: all of it, or (on error) nothing readers see.
 pub fn import(store: &mut Store, path: &Path, opts: &ImportOptions) -> Result<ImportSummary, ImportError> {
     let format = match opts.format {
         ImportFormat::Auto => detect(path)?,
@@ -133,7 +204,7 @@ pub fn import(store: &mut Store, path: &Path, opts: &ImportOptions) -> Result<Im
         import: store.begin_import()?,
         imported_from: format!("{} file {}", format.as_str(), path.display()),
         mtime,
-        summary: ImportSummary { format, trace_ids: Vec::new(), frames: 0, skipped: 0 },
+        summary: ImportSummary { format, trace_ids: Vec::new(), frames: 0, skipped: 0, absent: 0 },
     };
     match format {
         ImportFormat::AcpTee => acp_tee::read(&mut ctx, input)?,
@@ -210,7 +281,7 @@ impl Context<'_> {
     /// A bad line: fails the import, or is counted when `skip_bad` is set.
     fn bad_line(&mut self, line: u64, why: String) -> Result<(), ImportError> {
         if self.opts.skip_bad {
-            tracing::debug!("import: {}:{line}: {why}", self.path.display());
+            tracing::debug!("import: {}:{line}: {}", printable(&self.path.display().to_string()), printable(&why));
             self.summary.skipped += 1;
             Ok(())
         } else {
@@ -218,8 +289,14 @@ impl Context<'_> {
         }
     }
 
+    /// A line that fails the import whatever `skip_bad` says.
+    fn invalid(&self, line: u64, why: String) -> ImportError {
+        ImportError::Invalid { path: self.path.clone(), line, why }
+    }
+
     /// Calls `each` with every non-empty line (without its line end) and
-    /// its 1-based number; reads one line at a time.
+    /// its 1-based number; reads one line at a time, none longer than
+    /// [`MAX_LINE_BYTES`].
     fn lines(
         &mut self,
         mut input: impl BufRead,
@@ -228,14 +305,22 @@ impl Context<'_> {
         let mut buf = Vec::new();
         let mut number = 0;
         loop {
+            if buf.capacity() > CHUNK_BYTES {
+                // Give back what a long line took.
+                buf = Vec::new();
+            }
             buf.clear();
-            let n = input
+            let n = (&mut input)
+                .take(MAX_LINE_BYTES as u64 + 1)
                 .read_until(b'\n', &mut buf)
                 .map_err(|cause| ImportError::Read { path: self.path.clone(), cause })?;
             if n == 0 {
                 return Ok(());
             }
             number += 1;
+            if buf.len() > MAX_LINE_BYTES {
+                return Err(self.invalid(number, format!("line longer than {MAX_LINE_BYTES} bytes")));
+            }
             let Ok(text) = std::str::from_utf8(&buf) else {
                 self.bad_line(number, "the line is not UTF-8".into())?;
                 continue;
@@ -262,56 +347,130 @@ impl Context<'_> {
     }
 }
 
-/// Frames of one trace on their way into the store, in batches.
+/// Frames of one trace on their way into the store, in chunks.
 pub struct TraceSink {
     trace_id: i64,
     framer: Framer,
     batch: Vec<NewFrame>,
+    /// Bytes of the frames in `batch`.
+    batch_bytes: usize,
+    /// Frames queued so far.
     frames: i64,
-    errors: i64,
+    /// The highest seq queued so far.
+    last_seq: i64,
     last_t_ns: i64,
+    /// The import's count of bad lines left out when this trace began.
+    skipped_before: u64,
 }
 
-/// Frames stored per statement batch.
-const BATCH: usize = 512;
+/// What a trace's header says about it: counts to check the frames against.
+#[derive(Debug, Clone, Copy)]
+struct Claim {
+    /// The header's line (in a JSON document, the line its trace ends on).
+    line: u64,
+    frames: i64,
+    missing: i64,
+}
+
+impl Claim {
+    /// The counts of `meta`, read from `line`; negative ones are refused.
+    fn of(meta: &TraceMeta, line: u64) -> Result<Claim, String> {
+        for (field, n) in [
+            ("frame_count", meta.frame_count),
+            ("error_count", meta.error_count),
+            ("missing_frames", meta.missing_frames),
+        ] {
+            if n < 0 {
+                return Err(format!("`{field}` is {n}; counts are 0 or more"));
+            }
+        }
+        Ok(Claim { line, frames: meta.frame_count, missing: meta.missing_frames })
+    }
+}
 
 impl TraceSink {
-    /// A new trace (fields filled in by [`TraceSink::finish`]).
+    /// A new trace, hidden until the import is complete (fields filled in
+    /// by [`TraceSink::finish`]).
     fn start(ctx: &mut Context, mode: &str) -> Result<TraceSink, ImportError> {
         let started = crate::clock::now_rfc3339();
         let trace_id = ctx.import.create_trace(mode, &started, &ctx.imported_from)?;
         ctx.summary.trace_ids.push(trace_id);
-        Ok(TraceSink { trace_id, framer: Framer::new(), batch: Vec::new(), frames: 0, errors: 0, last_t_ns: 0 })
+        Ok(TraceSink {
+            trace_id,
+            framer: Framer::new(),
+            batch: Vec::new(),
+            batch_bytes: 0,
+            frames: 0,
+            last_seq: 0,
+            last_t_ns: 0,
+            skipped_before: ctx.summary.skipped,
+        })
     }
 
-    /// Queues one frame made by [`TraceSink::framer`].
+    /// Whether this trace already has a frame with `seq` (queued or stored).
+    /// Files come in seq order, so this is one comparison but for a seq that
+    /// is not after the last.
+    fn has_seq(&self, ctx: &Context, seq: i64) -> Result<bool, ImportError> {
+        if !(1..=MAX_SEQ).contains(&seq) || seq > self.last_seq {
+            return Ok(false);
+        }
+        Ok(self.batch.iter().any(|f| f.seq == seq) || ctx.import.has_frame(self.trace_id, seq)?)
+    }
+
+    /// Queues one frame made by [`TraceSink::framer`]; stores the queue as
+    /// one chunk when it is full.
     fn push(&mut self, ctx: &mut Context, frame: NewFrame) -> Result<(), ImportError> {
         self.frames += 1;
-        self.errors += frame.errors;
+        self.last_seq = self.last_seq.max(frame.seq);
         self.last_t_ns = self.last_t_ns.max(frame.t_ns);
+        self.batch_bytes += frame.raw.len() + frame.envelope.as_ref().map_or(0, Vec::len);
         self.batch.push(frame);
-        if self.batch.len() >= BATCH {
+        if self.batch.len() >= CHUNK_FRAMES || self.batch_bytes >= CHUNK_BYTES {
             self.flush(ctx)?;
         }
         Ok(())
     }
 
+    /// Stores the queued frames in one transaction.
     fn flush(&mut self, ctx: &mut Context) -> Result<(), ImportError> {
+        if self.batch.is_empty() {
+            return Ok(());
+        }
         ctx.import.insert_frames(self.trace_id, &self.batch)?;
         ctx.summary.frames += self.batch.len() as u64;
         self.batch.clear();
+        self.batch_bytes = 0;
         Ok(())
     }
 
-    /// Stores what is queued and sets the trace's fields; `meta` gets the
-    /// counts of the frames stored unless `keep_counts`.
-    fn finish(mut self, ctx: &mut Context, mut meta: TraceMeta, keep_counts: bool) -> Result<(), ImportError> {
+    /// Stores what is queued and sets the trace's fields to `meta`'s, with
+    /// counts from what was stored: the frames and errors stored, and as
+    /// missing the gaps in seq or, when the file has a header (`claim`), what
+    /// it says was missing plus the frames it counts that were not stored
+    /// (only with `skip_bad`: otherwise a file holding fewer frames than its
+    /// header counts is refused as cut short).
+    fn finish(mut self, ctx: &mut Context, mut meta: TraceMeta, claim: Option<Claim>) -> Result<(), ImportError> {
         self.flush(ctx)?;
-        if !keep_counts {
-            meta.frame_count = self.frames;
-            meta.error_count = self.errors;
-            meta.missing_frames = 0;
+        let stored = ctx.import.stored(self.trace_id)?;
+        let gaps = stored.last_seq - stored.frames;
+        let mut missing = 0;
+        if let Some(claim) = claim {
+            let unstored = (claim.frames - stored.frames).max(0);
+            if unstored > 0 && !ctx.opts.skip_bad {
+                return Err(ImportError::Incomplete {
+                    path: ctx.path.clone(),
+                    line: claim.line,
+                    claimed: claim.frames,
+                    held: stored.frames,
+                });
+            }
+            let left_out = (ctx.summary.skipped - self.skipped_before) as i64;
+            ctx.summary.absent += (unstored - left_out).max(0) as u64;
+            missing = claim.missing.saturating_add(unstored);
         }
+        meta.frame_count = stored.frames;
+        meta.error_count = stored.errors;
+        meta.missing_frames = missing.max(gaps);
         ctx.import.set_meta(self.trace_id, &meta)?;
         Ok(())
     }

@@ -61,7 +61,7 @@ pub fn read(ctx: &mut Context, input: impl BufRead) -> Result<(), ImportError> {
         None => crate::clock::rfc3339(ctx.file_time()),
     };
     let meta = imported_meta(ctx, ImportFormat::SacpTee, started, sink.last_t_ns);
-    sink.finish(ctx, meta, false)
+    sink.finish(ctx, meta, None)
 }
 
 fn raw_frame(sink: &mut TraceSink, line: &str) -> Result<NewFrame, String> {

@@ -1,8 +1,10 @@
 //! Turns the relay's chunks into numbered, classified and paired frames.
 
-use crate::frame::{classify_with, text_preview, FrameSplitter, Pairer};
-use crate::store::{NewFrame, PREVIEW_STORED_FROM};
+use crate::frame::{classify_with, text_preview, Classified, FrameSplitter, Pairer};
+use crate::redact::Redactor;
+use crate::store::{BatchMessage, NewFrame, PREVIEW_STORED_FROM};
 use acp_tee_shared::{Direction, FrameKind};
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 /// One splitter per direction, one sequence counter and one pairer per trace.
@@ -19,6 +21,8 @@ struct Annotator {
     last_seq: i64,
     /// MCP-over-ACP connection id -> the ACP session it was opened in.
     mcp_sessions: HashMap<String, String>,
+    /// Record-time redaction (`record --redact`): what is stored is masked.
+    redactor: Option<Redactor>,
 }
 
 fn slot(dir: Direction) -> usize {
@@ -33,6 +37,14 @@ impl Framer {
     /// A framer for a new trace; the first frame gets seq 1.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// A framer whose frames come out masked by `redactor` (when given):
+    /// their bytes, envelopes, previews and every value read from them (id,
+    /// method, session, MCP method). Frames are still classified and paired
+    /// by their original bytes, so masking never pairs two requests' ids.
+    pub fn with_redactor(redactor: Option<Redactor>) -> Self {
+        Framer { meta: Annotator { redactor, ..Annotator::default() }, ..Framer::default() }
     }
 
     /// Feeds bytes read going `dir` at `t_ns`; each completed frame goes to `emit`
@@ -105,30 +117,51 @@ impl Annotator {
             preview: None,
             sender: None,
             receiver: None,
+            batch: Vec::new(),
         };
         // Short frames are stored without a preview; readers make it.
         let preview = frame.raw.len() >= PREVIEW_STORED_FROM;
         if dir == Direction::AgentStderr {
+            if let Some(r) = &self.redactor {
+                if let Cow::Owned(raw) = r.redact(&frame.raw) {
+                    frame.raw = raw;
+                }
+            }
             frame.preview = text_preview(&frame.raw).filter(|_| preview);
             return frame;
         }
         let mut c = classify_with(&frame.raw, preview);
-        // The conductor renames the client's `initialize` for proxies; the
-        // logical message is the client's initialize (raw keeps the wire name).
-        if matches!(c.method.as_deref(), Some("proxy/initialize" | "_proxy/initialize")) {
-            c.method = Some("initialize".to_owned());
-        }
+        c.rename_proxy_initialize();
+        // With redaction, `c` keeps its original id (pairing needs it) and
+        // takes every other value from the masked bytes; the id to store is
+        // the masked one.
+        let masked_id = match &self.redactor {
+            Some(r) => mask(r, &mut frame, &mut c, preview),
+            None => None,
+        };
         let pairing = self.pairer.observe(seq, t_ns, dir, &mut c);
         self.tie_mcp_session(&mut c);
         frame.kind = c.frame_kind();
         frame.errors = c.error_count() as i64;
         frame.mcp = c.is_mcp();
-        frame.rpc_id = c.id;
+        frame.rpc_id = masked_id.unwrap_or(c.id);
         frame.method = c.method;
         frame.session_id = c.session_id;
         frame.mcp_method = c.mcp_method;
         frame.reply_to_seq = pairing.reply_to_seq;
         frame.latency_ns = pairing.latency_ns;
+        // A batch's messages, each with its own pairing (the frame's is the
+        // first paired one's).
+        frame.batch = c
+            .elements
+            .iter()
+            .map(|m| BatchMessage {
+                kind: m.frame_kind(),
+                method: m.method.clone(),
+                reply_to_seq: m.reply.reply_to_seq,
+                latency_ns: m.reply.latency_ns,
+            })
+            .collect();
         frame.preview = match frame.kind {
             FrameKind::Invalid if preview => text_preview(&frame.raw),
             _ => c.preview,
@@ -151,6 +184,35 @@ impl Annotator {
             _ => {}
         }
     }
+}
+
+/// Masks `frame`'s bytes and envelope; where that changed them, `c` takes
+/// the method, session, MCP method and preview of the masked bytes (element
+/// by element in a batch) and the masked id is returned, to be stored in
+/// place of the original one `c` keeps for pairing.
+fn mask(r: &Redactor, frame: &mut NewFrame, c: &mut Classified, preview: bool) -> Option<Option<String>> {
+    if let Some(envelope) = &frame.envelope {
+        if let Cow::Owned(masked) = r.redact(envelope) {
+            frame.envelope = Some(masked);
+        }
+    }
+    let Cow::Owned(raw) = r.redact(&frame.raw) else { return None };
+    frame.raw = raw;
+    let mut m = classify_with(&frame.raw, preview);
+    m.rename_proxy_initialize();
+    fn take(c: &mut Classified, m: Classified) {
+        c.method = m.method;
+        c.session_id = m.session_id;
+        c.mcp_method = m.mcp_method;
+        c.preview = m.preview;
+        // Batch elements (one level: an element is never a batch).
+        for (ce, me) in c.elements.iter_mut().zip(m.elements) {
+            take(ce, me);
+        }
+    }
+    let id = m.id.clone();
+    take(c, m);
+    Some(id)
 }
 
 #[cfg(test)]

@@ -29,12 +29,11 @@ pub use spool::{Spool, SpoolReader};
 pub use writer::StoreWriter;
 
 use crate::handoff::{
-    decode_header, read_full, HandoffReader, Message, TraceEnd, HEADER_LEN, READY, TAG_CHUNK, TAG_CHUNK_REF, TAG_END,
+    decode_header, read_full, HandoffReader, Message, TraceEnd, HEADER_LEN, TAG_CHUNK, TAG_CHUNK_REF, TAG_END,
 };
 use crate::redact::Redactor;
-use crate::store::NewFrame;
 use std::fs::File;
-use std::io::{Read, Write};
+use std::io::Read;
 use std::os::fd::FromRawFd;
 use std::path::Path;
 use std::sync::{Arc, OnceLock};
@@ -210,8 +209,18 @@ fn record(
             return None;
         }
     };
+    let mut start = start;
+    if let Some(r) = &redactor {
+        // The command line may carry a token as well as a message may.
+        let texts = start.name.iter_mut().chain(start.cwd.iter_mut());
+        for text in texts.chain(start.command.iter_mut()) {
+            if let Some(masked) = r.mask_value(text) {
+                *text = masked;
+            }
+        }
+    }
     let mut writer = StoreWriter::open(db, &start);
-    announce_ready();
+    say_recording();
     let queue = Arc::new(ByteQueue::new(QUEUE_BYTES));
     let writer_thread = {
         let (queue, spool) = (queue.clone(), spool.clone());
@@ -229,9 +238,8 @@ fn record(
             })
             .expect("cannot start the store writer thread")
     };
-    let queue = Masking { queue: &queue, redactor };
-
-    let mut framer = Framer::new();
+    let queue = &*queue;
+    let mut framer = Framer::with_redactor(redactor);
     let mut last_t = 0;
     let mut end = None;
     let mut ended_at = None;
@@ -271,7 +279,6 @@ fn record(
         }
     }
     framer.eof_all(last_t, |f| queue.push(f));
-    let queue = queue.queue;
     queue.close();
     let mut writer = writer_thread.join().expect("the store writer thread panicked");
     let end =
@@ -281,12 +288,19 @@ fn record(
     Some(RecorderSummary { trace_id: writer.trace_id(), written: writer.written(), missing: writer.missing() })
 }
 
-/// Tells the relay (reading our stdout) that the trace is open, or that
-/// the store failed and we warned about it: the relay waits for this, not
-/// for the run to be stored, before it exits.
-fn announce_ready() {
-    let mut out = std::io::stdout().lock();
-    let _ = out.write_all(&[READY]).and_then(|()| out.flush());
+/// Tells the relay that the trace exists in the store (or cannot be made):
+/// one byte on stdout, which is then pointed at /dev/null for good.
+fn say_recording() {
+    // SAFETY: plain writes and descriptor moves on fd 1, which this process
+    // uses for nothing else.
+    unsafe {
+        let _ = libc::write(1, b"r".as_ptr().cast(), 1);
+        let null = libc::open(c"/dev/null".as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+        if null >= 0 {
+            libc::dup2(null, 1);
+            libc::close(null);
+        }
+    }
 }
 
 /// The wall-clock time `t_ns` nanoseconds after `started_at` (RFC 3339).
@@ -309,36 +323,5 @@ pub(crate) fn lower_priority() {
         let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
         let now = libc::getpriority(libc::PRIO_PROCESS, tid);
         libc::setpriority(libc::PRIO_PROCESS, tid, (now + RECORDING_NICENESS).min(19));
-    }
-}
-
-/// The queue to the store writer, masking each frame's bytes on the way in
-/// when record-time redaction is on. The frame was classified and paired
-/// from its original bytes; its preview is made again from the masked ones.
-struct Masking<'q> {
-    queue: &'q ByteQueue<NewFrame>,
-    redactor: Option<Redactor>,
-}
-
-impl Masking<'_> {
-    fn push(&self, mut f: NewFrame) {
-        if let Some(r) = &self.redactor {
-            let mut changed = false;
-            if let std::borrow::Cow::Owned(raw) = r.redact(&f.raw) {
-                f.raw = raw;
-                changed = true;
-            }
-            if let Some(env) = &f.envelope {
-                if let std::borrow::Cow::Owned(new) = r.redact(env) {
-                    f.envelope = Some(new);
-                }
-            }
-            if changed {
-                f.preview = Some(&f.raw)
-                    .filter(|raw| raw.len() >= crate::store::PREVIEW_STORED_FROM)
-                    .and_then(|raw| crate::frame::preview(f.kind, f.method.as_deref(), raw));
-            }
-        }
-        self.queue.push(f);
     }
 }

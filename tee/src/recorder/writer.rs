@@ -3,7 +3,7 @@
 use super::checkpointer::{Checkpointer, CHECKPOINT_EVERY, LOG_LIMIT_BYTES, RESTART_PAGES};
 use super::queue::{ByteQueue, Popped, Weighted};
 use crate::handoff::{TraceEnd, TraceStart};
-use crate::store::{NewFrame, Store};
+use crate::store::{NewFrame, Store, StoreError};
 use std::path::Path;
 use std::time::Duration;
 
@@ -25,6 +25,10 @@ const GROUP_COMMIT: Duration = Duration::from_millis(2);
 /// search index, and how many frames it indexes per transaction then.
 const IDLE: Duration = Duration::from_millis(30);
 const INDEX_CHUNK: i64 = 2000;
+
+/// How long the writer pauses before trying again when another process has
+/// held the store's write lock past SQLite's busy timeout (30 s).
+const LOCKED_PAUSE: Duration = Duration::from_millis(100);
 
 impl Weighted for NewFrame {
     fn weight(&self) -> usize {
@@ -51,6 +55,8 @@ pub struct StoreWriter {
     /// Frames of the batch being written, until they are counted.
     in_flight: u64,
     warned: bool,
+    /// Said once that the store stays locked.
+    warned_locked: bool,
 }
 
 impl StoreWriter {
@@ -68,10 +74,18 @@ impl StoreWriter {
             missing: 0,
             in_flight: 0,
             warned: false,
+            warned_locked: false,
         };
-        let opened = Store::create_or_open(path)
-            .and_then(|store| store.tune_for_recording().map(|()| store))
-            .and_then(|store| store.create_trace(start, std::process::id()).map(|id| (store, id)));
+        // A lock held past the busy timeout (a long transaction of another
+        // process) is waited out, however long: the handoff is spooled
+        // meanwhile, and giving up would lose the whole recording.
+        let relay = relay_pid();
+        let client = relay.and_then(parent_of);
+        let opened = w.while_locked(|| {
+            Store::create_or_open(path).and_then(|store| store.tune_for_recording().map(|()| store)).and_then(|store| {
+                store.create_relayed_trace(start, std::process::id(), relay, client).map(|id| (store, id))
+            })
+        });
         match opened {
             Ok(target) => {
                 w.checkpointer = Checkpointer::start(path);
@@ -86,6 +100,26 @@ impl StoreWriter {
             Err(e) => w.warn(&e.to_string()),
         }
         w
+    }
+
+    /// Runs `attempt` until the store is not locked by another process
+    /// (SQLite's busy timeout ran out), saying so once.
+    fn while_locked<T>(&mut self, mut attempt: impl FnMut() -> Result<T, StoreError>) -> Result<T, StoreError> {
+        loop {
+            match attempt() {
+                Err(e) if e.is_busy() => {
+                    if !self.warned_locked {
+                        self.warned_locked = true;
+                        tracing::warn!(
+                            "{} is locked by another process; waiting for it (what crosses is kept meanwhile)",
+                            self.display_path
+                        );
+                    }
+                    std::thread::sleep(LOCKED_PAUSE);
+                }
+                other => return other,
+            }
+        }
     }
 
     /// The trace's id, when the store took it.
@@ -169,7 +203,7 @@ impl StoreWriter {
     }
 
     fn insert(&mut self, batch: &[NewFrame]) {
-        let Some((store, trace_id)) = self.target.as_mut() else {
+        let Some((mut store, trace_id)) = self.target.take() else {
             self.missing += batch.len() as u64;
             return;
         };
@@ -184,7 +218,9 @@ impl StoreWriter {
                 Err(e) => tracing::debug!("checkpoint: {e}"),
             }
         }
-        match store.insert_frames(*trace_id, batch) {
+        let stored = self.while_locked(|| store.insert_frames(trace_id, batch));
+        self.target = Some((store, trace_id));
+        match stored {
             Ok(()) => {
                 self.written += batch.len() as u64;
                 self.unfolded += batch.iter().map(Weighted::weight).sum::<usize>();
@@ -245,16 +281,17 @@ impl StoreWriter {
 
     fn record_end(&mut self, end: &TraceEnd, ended_at: &str) {
         let missing = self.missing;
-        if let Some((store, trace_id)) = self.target.as_ref() {
-            if missing > 0 {
-                // Out of space? Folding the log into the database frees the
-                // room the last update needs.
-                let _ = store.checkpoint();
-            }
-            if let Err(e) = store.finish_trace(*trace_id, end, missing, ended_at) {
-                let msg = e.to_string();
-                self.warn(&msg);
-            }
+        let Some((store, trace_id)) = self.target.take() else { return };
+        if missing > 0 {
+            // Out of space? Folding the log into the database frees the
+            // room the last update needs.
+            let _ = store.checkpoint();
+        }
+        let ended = self.while_locked(|| store.finish_trace(trace_id, end, missing, ended_at));
+        self.target = Some((store, trace_id));
+        if let Err(e) = ended {
+            let msg = e.to_string();
+            self.warn(&msg);
         }
     }
 
@@ -274,4 +311,20 @@ fn log_path(db: &Path) -> std::path::PathBuf {
     let mut name = db.as_os_str().to_owned();
     name.push("-wal");
     name.into()
+}
+
+/// The relay that started this recorder: its parent, unless the relay is
+/// gone already (the recorder then belongs to init or a subreaper).
+fn relay_pid() -> Option<u32> {
+    // SAFETY: getppid has no preconditions.
+    let parent = unsafe { libc::getppid() };
+    u32::try_from(parent).ok().filter(|&p| p > 1)
+}
+
+/// The parent of process `pid` (for the relay: the client that started it).
+fn parent_of(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // After the parenthesised command name: state, then the parent's pid.
+    let parent = stat.rsplit(')').next()?.split_whitespace().nth(1)?.parse().ok()?;
+    Some(parent).filter(|&p: &u32| p > 1)
 }

@@ -1,12 +1,17 @@
 //! The JSONPath subset redaction rules use: `$`, `.name`, `['name']`, `.*`,
 //! `[*]`, `[N]` and recursive descent `..name` / `..*`, matched against the
 //! path of a value inside one JSON-RPC message.
+//!
+//! Matching is incremental: a path is a small automaton whose state is the set
+//! of its steps matched so far (a bit per position), advanced by one segment
+//! at a time. The redactor keeps one such set per open level of the message,
+//! so matching costs the number of steps per segment and never backtracks.
 
 /// One step of a concrete path into a JSON value.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Seg {
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Seg<'a> {
     /// An object member.
-    Key(String),
+    Key(&'a str),
     /// An array element.
     Index(usize),
 }
@@ -55,8 +60,96 @@ impl JsonPath {
 
     /// Whether the value at `path` is selected.
     pub fn matches(&self, path: &[Seg]) -> bool {
-        match_steps(&self.steps, path)
+        let words = self.positions().div_ceil(64);
+        let (mut now, mut next) = (vec![0; words], vec![0; words]);
+        set(&mut now, 0);
+        for seg in path {
+            next.fill(0);
+            self.advance(0, &now, *seg, &mut next);
+            std::mem::swap(&mut now, &mut next);
+        }
+        get(&now, self.steps.len())
     }
+
+    /// How many states the path's automaton has: one per step matched so far.
+    fn positions(&self) -> usize {
+        self.steps.len() + 1
+    }
+
+    /// Sets in `to` the states (numbered from `base`) reached from those set
+    /// in `from` by one more segment. State `i` means the first `i` steps
+    /// have matched; a recursive-descent step also stays where it is.
+    fn advance(&self, base: usize, from: &[u64], seg: Seg, to: &mut [u64]) {
+        for (i, step) in self.steps.iter().enumerate() {
+            if !get(from, base + i) {
+                continue;
+            }
+            if matches!(step, Step::Descend(_)) {
+                set(to, base + i);
+            }
+            if step_matches(step, &seg) {
+                set(to, base + i + 1);
+            }
+        }
+    }
+}
+
+/// Several paths run side by side over one walk of a message: the states of
+/// all of them in one bit set of [`Paths::words`] words per level.
+#[derive(Clone, Debug, Default)]
+pub struct Paths {
+    /// Each path with the number of its first state in the shared set.
+    paths: Vec<(JsonPath, usize)>,
+    words: usize,
+}
+
+impl Paths {
+    /// The automaton of `paths` together.
+    pub fn new(paths: impl IntoIterator<Item = JsonPath>) -> Paths {
+        let mut base = 0;
+        let paths: Vec<(JsonPath, usize)> = paths
+            .into_iter()
+            .map(|p| {
+                let at = base;
+                base += p.positions();
+                (p, at)
+            })
+            .collect();
+        Paths { paths, words: base.div_ceil(64) }
+    }
+
+    /// How many `u64`s one level's states take (0 without paths).
+    pub fn words(&self) -> usize {
+        self.words
+    }
+
+    /// Writes into `to` the states at the root of a message: nothing matched yet.
+    pub fn start(&self, to: &mut [u64]) {
+        to.fill(0);
+        for (_, base) in &self.paths {
+            set(to, *base);
+        }
+    }
+
+    /// Writes into `to` the states one segment below `from`; true when a
+    /// path then selects the value there.
+    pub fn advance(&self, from: &[u64], seg: Seg, to: &mut [u64]) -> bool {
+        to.fill(0);
+        let mut selected = false;
+        for (path, base) in &self.paths {
+            path.advance(*base, from, seg, to);
+            selected |= get(to, base + path.steps.len());
+        }
+        selected
+    }
+}
+
+fn get(bits: &[u64], i: usize) -> bool {
+    bits[i / 64] >> (i % 64) & 1 == 1
+}
+
+fn set(bits: &mut [u64], i: usize) {
+    bits[i / 64] |= 1 << (i % 64);
 }
 
 fn name_or_star(s: &str) -> Result<(Option<String>, &str), String> {
@@ -94,23 +187,12 @@ fn step_matches(step: &Step, seg: &Seg) -> bool {
     }
 }
 
-fn match_steps(steps: &[Step], path: &[Seg]) -> bool {
-    let Some((step, rest)) = steps.split_first() else { return path.is_empty() };
-    match step {
-        Step::Descend(_) => (0..path.len()).any(|k| step_matches(step, &path[k]) && match_steps(rest, &path[k + 1..])),
-        _ => path.first().is_some_and(|seg| step_matches(step, seg) && match_steps(rest, &path[1..])),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn path(text: &str) -> Vec<Seg> {
-        text.split('/')
-            .filter(|s| !s.is_empty())
-            .map(|s| s.parse().map(Seg::Index).unwrap_or_else(|_| Seg::Key(s.to_owned())))
-            .collect()
+    fn path(text: &str) -> Vec<Seg<'_>> {
+        text.split('/').filter(|s| !s.is_empty()).map(|s| s.parse().map(Seg::Index).unwrap_or(Seg::Key(s))).collect()
     }
 
     #[test]
@@ -139,5 +221,61 @@ mod tests {
         assert_eq!(JsonPath::parse("$.a[1").unwrap_err(), "`[` without `]`");
         assert_eq!(JsonPath::parse("$.").unwrap_err(), "a name is missing after `.`");
         assert_eq!(JsonPath::parse("$[x]").unwrap_err(), "`[x]` is not an index, `*` or a quoted name");
+    }
+
+    /// The backtracking matcher the automaton replaced, kept as the oracle.
+    fn reference(steps: &[Step], path: &[Seg]) -> bool {
+        let Some((step, rest)) = steps.split_first() else { return path.is_empty() };
+        match step {
+            Step::Descend(_) => {
+                (0..path.len()).any(|k| step_matches(step, &path[k]) && reference(rest, &path[k + 1..]))
+            }
+            _ => path.first().is_some_and(|seg| step_matches(step, seg) && reference(rest, &path[1..])),
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn the_automaton_agrees_with_backtracking(
+            rule in proptest::collection::vec(
+                proptest::sample::select(vec![".a", ".b", "..a", "..b", "..*", ".*", "[0]", "[1]", "[*]"]), 0..6),
+            at in proptest::collection::vec(proptest::sample::select(vec!["a", "b", "c", "0", "1"]), 0..10),
+        ) {
+            let p = JsonPath::parse(&format!("${}", rule.concat())).unwrap();
+            let at = at.join("/");
+            let segs = path(&at);
+            proptest::prop_assert_eq!(p.matches(&segs), reference(&p.steps, &segs));
+        }
+    }
+
+    /// Backtracking over `..` steps tried every way to split the path among
+    /// them: C(3000, 6) (about 10^18) splits here. The automaton advances 8
+    /// states per segment.
+    #[test]
+    fn recursive_descent_is_linear_in_the_path() {
+        let p = JsonPath::parse("$..a..a..a..a..a..a..b").unwrap();
+        let deep: Vec<Seg> = std::iter::repeat_n(Seg::Key("a"), 3_000).collect();
+        assert!(!p.matches(&deep));
+        let hit: Vec<Seg> = deep.iter().copied().chain([Seg::Key("b")]).collect();
+        assert!(p.matches(&hit));
+    }
+
+    #[test]
+    fn paths_run_side_by_side() {
+        let paths = Paths::new(["$.params.cwd", "$..url", "$.a[1]"].map(|p| JsonPath::parse(p).unwrap()));
+        let select = |at: &str| {
+            let mut now = vec![0; paths.words()];
+            paths.start(&mut now);
+            let mut hit = false;
+            for seg in path(at) {
+                let mut next = vec![0; paths.words()];
+                hit = paths.advance(&now, seg, &mut next);
+                now = next;
+            }
+            hit
+        };
+        assert!(select("params/cwd") && select("x/y/url") && select("a/1"));
+        assert!(!select("params/cwd/x") && !select("a/0") && !select("params"));
+        assert_eq!(Paths::new([]).words(), 0);
     }
 }

@@ -3,29 +3,53 @@
 //!
 //! Default rules mask the values of `env` and `headers` (`mcpServers[].env`,
 //! `mcpServers[].headers`, `terminal/create`'s `env`, terminal auth methods'
-//! `env`; as `{name, value}` lists or as maps) and the value of every member
-//! whose name looks like a secret (token, key, secret, password,
-//! authorization, cookie, credential). User rules add a JSONPath (`$...`),
-//! whose values are masked, or a regular expression, whose matches are masked
-//! inside every string (and inside frames that are not JSON, such as stderr).
+//! `env`; as `{name, value}` lists, whose `value`s are masked, or as maps,
+//! whose every value is) and the value of every member whose name looks like
+//! a secret (token, key, secret, password, authorization, cookie, credential).
+//! User rules add a JSONPath (`$...`), whose values are masked, or a regular
+//! expression, whose matches are masked inside every string (and inside
+//! frames that are not JSON, such as stderr). A batch is masked as if each of
+//! its elements were a message of its own.
 //!
-//! A message is rebuilt only where something was masked: everything else keeps
-//! its exact text, members keep their order.
+//! One pass over the bytes (`scan.rs`) does it all, in time linear in the
+//! frame and with a stack that does not grow with nesting: it checks that the
+//! frame is JSON (else the patterns apply to its text; bytes that are not
+//! UTF-8 are left alone) and notes the byte ranges to replace, in order. A
+//! masked value becomes `"[REDACTED]"` and is not looked into; a string a
+//! pattern matched is encoded again with its matches masked; every other byte
+//! (whitespace, escapes, key spelling, member order) is copied as it was, and
+//! a frame with nothing to mask is returned as it came. A value inside more
+//! than [`REDACT_MAX_DEPTH`] arrays and objects is masked whole, unread (fail
+//! closed: the output is still JSON and nothing deeper can leak).
+//!
+//! Redacting a redacted frame again changes nothing: masks are masked to
+//! themselves, and a pattern match that overlaps a `[REDACTED]` already in a
+//! string is left as it is. (Word-boundary and anchor assertions next to a
+//! mask are the exception: `\bx` can match again once what stood before `x`
+//! became `]`.)
 //!
 //! Architecture Invariant: redaction works on copies; it never changes the
 //! bytes the relay forwards, and export-time redaction never changes the store.
 
 mod jsonpath;
+mod scan;
+mod values;
 
 pub use jsonpath::{JsonPath, Seg};
 
-use serde::de::{Deserializer, MapAccess, Visitor};
-use serde_json::value::RawValue;
+use jsonpath::Paths;
+
 use std::borrow::Cow;
-use std::fmt;
+
+/// How many arrays and objects deep the redactor looks into a message: a
+/// value inside more of them is masked whole.
+pub const REDACT_MAX_DEPTH: usize = 10_000;
 
 /// What a masked value becomes.
 pub const MASK: &str = "[REDACTED]";
+
+/// [`MASK`] as a JSON string.
+const MASK_JSON: &str = "\"[REDACTED]\"";
 
 /// One user rule.
 #[derive(Clone, Debug)]
@@ -65,17 +89,27 @@ impl std::str::FromStr for Rule {
 pub struct Redactor {
     defaults: bool,
     rules: Vec<Rule>,
+    /// The path rules as one automaton.
+    paths: Paths,
 }
 
 impl Redactor {
     /// The default rules plus `rules`.
     pub fn new(rules: Vec<Rule>) -> Redactor {
-        Redactor { defaults: true, rules }
+        Redactor::with(true, rules)
     }
 
     /// Only `rules`, without the defaults.
     pub fn without_defaults(rules: Vec<Rule>) -> Redactor {
-        Redactor { defaults: false, rules }
+        Redactor::with(false, rules)
+    }
+
+    fn with(defaults: bool, rules: Vec<Rule>) -> Redactor {
+        let paths = Paths::new(rules.iter().filter_map(|r| match r {
+            Rule::Path(p) => Some(p.clone()),
+            Rule::Pattern(_) => None,
+        }));
+        Redactor { defaults, rules, paths }
     }
 
     /// True when it can mask nothing.
@@ -91,10 +125,10 @@ impl Redactor {
         let Ok(text) = std::str::from_utf8(raw) else { return Cow::Borrowed(raw) };
         let body = text.trim_end();
         let tail = &text[body.len()..];
-        let changed = match serde_json::from_str::<&RawValue>(body) {
-            Ok(value) if body.starts_with('[') => self.batch(value),
-            Ok(value) => self.value(value, &mut Vec::new()),
-            Err(_) => self.text(body),
+        let changed = match scan::edits(self, body) {
+            Ok(edits) if edits.is_empty() => None,
+            Ok(edits) => Some(scan::apply(body, &edits)),
+            Err(scan::NotJson) => self.mask_patterns(body),
         };
         match changed {
             Some(new) => Cow::Owned(format!("{new}{tail}").into_bytes()),
@@ -102,87 +136,18 @@ impl Redactor {
         }
     }
 
-    /// A batch: the rules apply to each message as to a message of its own.
-    fn batch(&self, value: &RawValue) -> Option<String> {
-        let items: Vec<&RawValue> = serde_json::from_str(value.get()).ok()?;
-        let new: Vec<Option<String>> = items.iter().map(|m| self.value(m, &mut Vec::new())).collect();
-        new.iter().any(Option::is_some).then(|| {
-            let parts: Vec<&str> = items.iter().zip(&new).map(|(m, n)| n.as_deref().unwrap_or(m.get())).collect();
-            format!("[{}]", parts.join(","))
-        })
+    /// Whether any user rule is a regular expression.
+    fn has_patterns(&self) -> bool {
+        self.rules.iter().any(|r| matches!(r, Rule::Pattern(_)))
     }
 
-    fn path_selected(&self, path: &[Seg]) -> bool {
-        self.rules.iter().any(|r| matches!(r, Rule::Path(p) if p.matches(path)))
-    }
-
-    /// The new text of `value` at `path`, if anything in it was masked.
-    fn value(&self, value: &RawValue, path: &mut Vec<Seg>) -> Option<String> {
-        if !path.is_empty() && self.path_selected(path) {
-            return Some(mask_json());
-        }
-        let text = value.get();
-        match text.as_bytes().first() {
-            Some(b'{') => self.object(text, path),
-            Some(b'[') => self.array(text, path),
-            Some(b'"') => {
-                let s: String = serde_json::from_str(text).ok()?;
-                self.text(&s).map(|new| serde_json::to_string(&new).expect("strings always serialise"))
-            }
-            _ => None,
-        }
-    }
-
-    fn object(&self, text: &str, path: &mut Vec<Seg>) -> Option<String> {
-        let Members(members) = serde_json::from_str(text).ok()?;
-        let mut new = Vec::with_capacity(members.len());
-        for (key, member) in &members {
-            path.push(Seg::Key(key.clone()));
-            let changed = if self.defaults && looks_secret(key) {
-                Some(mask_json())
-            } else if self.defaults && (key == "env" || key == "headers") {
-                mask_values(member).or_else(|| self.value(member, path))
-            } else {
-                self.value(member, path)
-            };
-            path.pop();
-            new.push(changed);
-        }
-        if new.iter().all(Option::is_none) {
-            return None;
-        }
-        let parts: Vec<String> = members
-            .iter()
-            .zip(new)
-            .map(|((k, v), n)| {
-                let key = serde_json::to_string(k).expect("strings always serialise");
-                format!("{key}:{}", n.as_deref().unwrap_or(v.get()))
-            })
-            .collect();
-        Some(format!("{{{}}}", parts.join(",")))
-    }
-
-    fn array(&self, text: &str, path: &mut Vec<Seg>) -> Option<String> {
-        let items: Vec<&RawValue> = serde_json::from_str(text).ok()?;
-        let mut new = Vec::with_capacity(items.len());
-        for (i, item) in items.iter().enumerate() {
-            path.push(Seg::Index(i));
-            new.push(self.value(item, path));
-            path.pop();
-        }
-        new.iter().any(Option::is_some).then(|| {
-            let parts: Vec<&str> = items.iter().zip(&new).map(|(m, n)| n.as_deref().unwrap_or(m.get())).collect();
-            format!("[{}]", parts.join(","))
-        })
-    }
-
-    /// `text` with every pattern's matches masked, if any matched.
-    fn text(&self, text: &str) -> Option<String> {
+    /// `text` with every pattern's matches masked, if any was.
+    fn mask_patterns(&self, text: &str) -> Option<String> {
         let mut out = Cow::Borrowed(text);
         for rule in &self.rules {
             if let Rule::Pattern(re) = rule {
-                if let Cow::Owned(s) = re.replace_all(&out, MASK) {
-                    out = Cow::Owned(s);
+                if let Some(new) = mask_matches(re, &out) {
+                    out = Cow::Owned(new);
                 }
             }
         }
@@ -193,8 +158,30 @@ impl Redactor {
     }
 }
 
-fn mask_json() -> String {
-    format!("\"{MASK}\"")
+/// `text` with the matches of `re` masked, if any was. A match that overlaps
+/// a [`MASK`] already in `text` (or, when empty, touches one) is left alone,
+/// so that masking twice changes nothing.
+fn mask_matches(re: &regex::Regex, text: &str) -> Option<String> {
+    let masks: Vec<(usize, usize)> = text.match_indices(MASK).map(|(at, m)| (at, at + m.len())).collect();
+    let mut near = masks.iter().peekable();
+    let (mut out, mut copied, mut changed) = (String::new(), 0, false);
+    for m in re.find_iter(text) {
+        while near.next_if(|(_, end)| *end < m.start()).is_some() {}
+        let touches = near
+            .clone()
+            .take_while(|(start, _)| *start <= m.end())
+            .any(|(start, end)| m.is_empty() || (*start < m.end() && *end > m.start()));
+        if !touches {
+            out.push_str(&text[copied..m.start()]);
+            out.push_str(MASK);
+            copied = m.end();
+            changed = true;
+        }
+    }
+    changed.then(|| {
+        out.push_str(&text[copied..]);
+        out
+    })
 }
 
 /// Whether a member's name says its value is a secret: after dropping case
@@ -205,69 +192,6 @@ pub fn looks_secret(name: &str) -> bool {
     const ENDINGS: [&str; 8] = ["token", "key", "secret", "password", "passwd", "credential", "credentials", "pwd"];
     const ANYWHERE: [&str; 4] = ["secret", "password", "authorization", "cookie"];
     ENDINGS.iter().any(|e| n.ends_with(e)) || ANYWHERE.iter().any(|a| n.contains(a))
-}
-
-/// The values of an `env` or `headers` member masked: a `{name, value}` list
-/// keeps the names, a map keeps its keys.
-fn mask_values(member: &RawValue) -> Option<String> {
-    let text = member.get();
-    if text.starts_with('[') {
-        let items: Vec<&RawValue> = serde_json::from_str(text).ok()?;
-        let parts: Vec<String> = items
-            .iter()
-            .map(|item| match serde_json::from_str::<Members>(item.get()) {
-                Ok(Members(m)) => {
-                    let fields: Vec<String> = m
-                        .iter()
-                        .map(|(k, v)| {
-                            let key = serde_json::to_string(k).expect("strings always serialise");
-                            if k == "value" {
-                                format!("{key}:{}", mask_json())
-                            } else {
-                                format!("{key}:{}", v.get())
-                            }
-                        })
-                        .collect();
-                    format!("{{{}}}", fields.join(","))
-                }
-                Err(_) => item.get().to_owned(),
-            })
-            .collect();
-        let new = format!("[{}]", parts.join(","));
-        (new != text).then_some(new)
-    } else if text.starts_with('{') {
-        let Members(m) = serde_json::from_str(text).ok()?;
-        let fields: Vec<String> = m
-            .iter()
-            .map(|(k, _)| format!("{}:{}", serde_json::to_string(k).expect("strings always serialise"), mask_json()))
-            .collect();
-        Some(format!("{{{}}}", fields.join(",")))
-    } else {
-        None
-    }
-}
-
-/// An object's members in the order they were written, values unparsed.
-struct Members<'a>(Vec<(String, &'a RawValue)>);
-
-impl<'de: 'a, 'a> serde::Deserialize<'de> for Members<'a> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Members<'de>;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a JSON object")
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-                let mut members = Vec::new();
-                while let Some(entry) = map.next_entry::<String, &'de RawValue>()? {
-                    members.push(entry);
-                }
-                Ok(Members(members))
-            }
-        }
-        d.deserialize_map(V)
-    }
 }
 
 #[cfg(test)]

@@ -69,6 +69,7 @@ pub fn run(opts: &WrapOptions) -> Result<i32, SpawnError> {
         mode: "wrap".into(),
         started_at,
     });
+    recorder.wait_until_recording();
     let (tx, rx) = mpsc::channel();
 
     let agent_in = File::from(OwnedFd::from(child.stdin.take().expect("agent stdin was piped")));
@@ -150,7 +151,7 @@ pub fn run(opts: &WrapOptions) -> Result<i32, SpawnError> {
     // the client sees end-of-file on our stdout now.
     handoff.close();
     release(&[&client_stdout]);
-    recorder.part(|| matches!(rx.try_recv(), Ok(Event::Signal(_))));
+    recorder.part();
     Ok(outcome.exit_code)
 }
 

@@ -2,7 +2,7 @@
 //! parting from it when the run ends.
 //!
 //! The recorder holds none of the client's stdio: its stdin is the handoff
-//! pipe, its stdout a status pipe (one byte once its trace is open) and its
+//! pipe, its stdout a status pipe (one byte once its trace exists) and its
 //! stderr a log pipe whose lines the relay passes on to its own stderr while
 //! it runs. So once acp-tee exits, the client sees end-of-file on all three
 //! streams, however long the recorder still needs to store the run.
@@ -25,11 +25,13 @@ const PIPE_BYTES: libc::c_int = 1 << 20;
 /// [`acp_tee_shared::Direction::ALL`] order.
 pub const DATA_FDS: [i32; 3] = [3, 4, 5];
 
-/// How long the relay waits, when the run is over, for the recorder to say
-/// it opened its trace (so that a store that cannot be opened is warned about
-/// on our stderr even in a run shorter than that). It never waits for the
-/// recorder to store the run.
-pub const READY_WAIT: Duration = Duration::from_secs(3);
+/// How long a run waits, at most, before forwarding anything, for its
+/// recorder to have created the trace in the store (a new store, a store
+/// another process holds locked): so that no one reading the store right
+/// after the run can miss a trace that was forwarded, and so that a store
+/// that cannot be opened is warned about on our stderr (the recorder warns
+/// before it answers). The relay never waits for the run to be stored.
+pub const RECORDING_READY_WAIT: Duration = Duration::from_secs(2);
 
 /// Three pipes (read end, write end), close-on-exec, enlarged like the
 /// handoff pipe.
@@ -56,7 +58,7 @@ fn pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
 pub struct Recorder {
     /// Where the relay hands its chunks (or messages) to.
     pub handoff: Arc<HandoffWriter>,
-    /// The recorder's stdout: [`crate::handoff::READY`] once its trace is open.
+    /// The recorder's stdout: one byte once its trace exists.
     status: Option<File>,
     /// Passes the recorder's warnings on to our stderr.
     log: Option<Arc<LogRelay>>,
@@ -126,21 +128,24 @@ impl Recorder {
         }
     }
 
-    /// Parts from the recorder once the run is over and the handoff closed:
-    /// waits up to [`READY_WAIT`] (less if `interrupted` says so, polled
-    /// every few milliseconds) for it to have opened its trace, then passes
-    /// on the warnings it wrote so far. The recorder goes on storing the
-    /// run on its own; what it warns about from now on is not shown (the
-    /// trace's missing count says what was lost).
-    pub fn part(&mut self, interrupted: impl Fn() -> bool) {
-        if let Some(status) = self.status.take() {
-            let deadline = Instant::now() + READY_WAIT;
-            while Instant::now() < deadline && !interrupted() {
-                if readable(&status, Duration::from_millis(20)) {
-                    break;
-                }
-            }
+    /// Waits, at most [`RECORDING_READY_WAIT`], until the recorder says its
+    /// trace exists in the store (or that it cannot be made): one byte on
+    /// its stdout, written after it read the run's start. Call after
+    /// [`HandoffWriter::start`].
+    pub fn wait_until_recording(&mut self) {
+        let Some(status) = self.status.take() else { return };
+        if !readable(&status, RECORDING_READY_WAIT) {
+            tracing::debug!("the recorder did not say within {RECORDING_READY_WAIT:?} that the trace exists; going on");
         }
+        // Closing our end is all that is left to do: the byte (or end-of-file
+        // of a recorder that died) needs no reading.
+    }
+
+    /// Parts from the recorder once the run is over and the handoff closed:
+    /// passes on the warnings it wrote so far and stops doing so. The
+    /// recorder goes on storing the run on its own; what it warns about from
+    /// now on is not shown (the trace's missing count says what was lost).
+    pub fn part(&mut self) {
         if let Some(log) = self.log.take() {
             log.stop();
         }

@@ -17,6 +17,42 @@ pub fn generate_token() -> std::io::Result<String> {
     Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
 
+/// The fewest characters a token given with `--token` may have (a
+/// generated one has 32 hex digits).
+pub const MIN_TOKEN_CHARS: usize = 16;
+
+/// Why a token given with `--token` is refused.
+#[derive(Debug, thiserror::Error)]
+pub enum WeakToken {
+    /// Too short (empty included).
+    #[error("--token must be at least {MIN_TOKEN_CHARS} characters (this one has {0}); pass a longer one, or leave --token out to have one generated")]
+    Short(usize),
+    /// Holds a control character, which no header or cookie can carry.
+    #[error("--token must not contain control characters (tabs, newlines, ...); pass another one, or leave --token out to have one generated")]
+    Control,
+}
+
+/// Checks a token given with `--token`.
+pub fn check_token(token: &str) -> Result<(), WeakToken> {
+    let chars = token.chars().count();
+    if chars < MIN_TOKEN_CHARS {
+        return Err(WeakToken::Short(chars));
+    }
+    if token.chars().any(char::is_control) {
+        return Err(WeakToken::Control);
+    }
+    Ok(())
+}
+
+/// `token=TOKEN` encoded for a URL's query (`&`, `+`, `%`, `#`, spaces ...
+/// escaped), as the query is read back.
+pub fn token_query(token: &str) -> String {
+    form_urlencoded::Serializer::new(String::new()).append_pair("token", token).finish()
+}
+
+/// Characters of a token escaped in the cookie (all but letters and digits).
+const COOKIE_ESCAPED: &percent_encoding::AsciiSet = percent_encoding::NON_ALPHANUMERIC;
+
 /// Compares in time that depends on the lengths only, not on where the
 /// first difference is.
 pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
@@ -26,17 +62,25 @@ pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 fn presented(req: &Request) -> Vec<String> {
     let mut found = Vec::new();
     if let Some(q) = req.uri().query() {
-        found.extend(q.split('&').filter_map(|kv| kv.strip_prefix("token=")).map(str::to_owned));
+        // Decoded as forms are (`%XX`, `+` for a space): the printed URL
+        // and any other correct encoding of the token get in.
+        found.extend(form_urlencoded::parse(q.as_bytes()).filter(|(k, _)| k == "token").map(|(_, v)| v.into_owned()));
     }
     let headers = req.headers();
-    if let Some(bearer) =
-        headers.get(AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer "))
+    // The header's bytes as UTF-8: a token may hold any printable character.
+    if let Some(bearer) = headers
+        .get(AUTHORIZATION)
+        .and_then(|v| v.as_bytes().strip_prefix(b"Bearer "))
+        .and_then(|b| std::str::from_utf8(b).ok())
     {
         found.push(bearer.to_owned());
     }
     for cookies in headers.get_all(COOKIE).iter().filter_map(|v| v.to_str().ok()) {
         found.extend(
-            cookies.split(';').filter_map(|c| c.trim().strip_prefix(&format!("{COOKIE_NAME}="))).map(str::to_owned),
+            cookies
+                .split(';')
+                .filter_map(|c| c.trim().strip_prefix(&format!("{COOKIE_NAME}=")))
+                .map(|v| percent_encoding::percent_decode_str(v).decode_utf8_lossy().into_owned()),
         );
     }
     found
@@ -51,7 +95,8 @@ pub async fn require_token(State(state): State<AppState>, req: Request, next: Ne
         return AppError::Unauthorized.into_response();
     }
     let mut resp = next.run(req).await;
-    let cookie = format!("{COOKIE_NAME}={token}; Path=/; HttpOnly; SameSite=Strict");
+    let value = percent_encoding::utf8_percent_encode(&token, COOKIE_ESCAPED);
+    let cookie = format!("{COOKIE_NAME}={value}; Path=/; HttpOnly; SameSite=Strict");
     if let Ok(v) = cookie.parse() {
         resp.headers_mut().append(SET_COOKIE, v);
     }
@@ -61,6 +106,19 @@ pub async fn require_token(State(state): State<AppState>, req: Request, next: Ne
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn weak_tokens_are_refused_and_others_encoded() {
+        assert!(matches!(check_token(""), Err(WeakToken::Short(0))));
+        assert!(matches!(check_token("ééééééééééééééé"), Err(WeakToken::Short(15))));
+        assert!(matches!(check_token("a-long-token\nwith-a-newline"), Err(WeakToken::Control)));
+        check_token(&generate_token().unwrap()).unwrap();
+        check_token("a+b&c=d%41 #x and more").unwrap();
+        assert_eq!(token_query("a+b&c=d%41 #x"), "token=a%2Bb%26c%3Dd%2541+%23x");
+        let query = token_query("a+b&c=d%41 #x");
+        let back: Vec<_> = form_urlencoded::parse(query.as_bytes()).collect();
+        assert_eq!(back, [("token".into(), "a+b&c=d%41 #x".into())]);
+    }
 
     #[test]
     fn tokens() {

@@ -1,22 +1,42 @@
 //! Store connections for async handlers: a small pool, queries run on
-//! tokio's blocking threads.
+//! tokio's blocking threads, scans and exports kept from crowding out the rest.
 
 use crate::store::{Store, StoreError};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use tokio::sync::Semaphore;
+use std::time::Duration;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 /// Queries running at once at most: also the most connections (each with its
-/// own page cache) and blocking threads the store ever takes, however many
-/// clients and live streams there are.
+/// own page cache) and blocking threads the store ever takes for queries,
+/// however many clients and live streams there are.
 const CONCURRENT_QUERIES: usize = 8;
+
+/// Of those, queries that may scan a trace (searches and other filtered
+/// pages) take at most this many at once, so the rest (the trace list,
+/// unfiltered pages, a frame, stats, live streams) always find a free slot.
+const CONCURRENT_SCANS: usize = 4;
+
+/// A query still running after this long is stopped (SQLite's progress
+/// handler interrupts it) and answered 503: no client holds a slot longer.
+pub const QUERY_TIME_LIMIT: Duration = Duration::from_secs(20);
+
+/// Exports that run at once at most. An export does not take a query slot:
+/// it has a connection and a blocking thread of its own, reads in short
+/// steps (no read transaction lasts while it waits for the client) and is
+/// stopped when its client reads nothing for [`super::routes::EXPORT_STALL`].
+/// Beyond this many, exports are refused (503), not queued.
+pub const MAX_EXPORTS: usize = 16;
 
 /// Shared access to one store file.
 #[derive(Clone)]
 pub struct Db {
     path: PathBuf,
     idle: Arc<Mutex<Vec<Store>>>,
-    permits: Arc<Semaphore>,
+    queries: Arc<Semaphore>,
+    scans: Arc<Semaphore>,
+    exports: Arc<Semaphore>,
+    time_limit: Duration,
 }
 
 impl Db {
@@ -30,8 +50,18 @@ impl Db {
         Db {
             path: path.to_owned(),
             idle: Arc::new(Mutex::new(vec![first])),
-            permits: Arc::new(Semaphore::new(CONCURRENT_QUERIES)),
+            queries: Arc::new(Semaphore::new(CONCURRENT_QUERIES)),
+            scans: Arc::new(Semaphore::new(CONCURRENT_SCANS)),
+            exports: Arc::new(Semaphore::new(MAX_EXPORTS)),
+            time_limit: QUERY_TIME_LIMIT,
         }
+    }
+
+    /// The same store with queries stopped after `limit` instead of
+    /// [`QUERY_TIME_LIMIT`].
+    pub fn with_time_limit(mut self, limit: Duration) -> Db {
+        self.time_limit = limit;
+        self
     }
 
     fn take(&self) -> Result<Store, StoreError> {
@@ -49,16 +79,50 @@ impl Db {
         }
     }
 
-    /// Runs `query` on a connection on a blocking thread.
+    /// Runs `query` on a connection on a blocking thread, within the time limit.
     pub async fn run<T: Send + 'static>(
         &self,
         query: impl FnOnce(&Store) -> Result<T, StoreError> + Send + 'static,
     ) -> Result<T, StoreError> {
-        let _permit = self.permits.acquire().await.expect("the semaphore is never closed");
+        let _slot = self.queries.acquire().await.expect("the semaphore is never closed");
+        self.on_blocking_thread(Some(self.time_limit), query).await
+    }
+
+    /// [`Db::run`] for a query that may scan a whole trace: it waits for one
+    /// of the few slots scans may have.
+    pub async fn run_scan<T: Send + 'static>(
+        &self,
+        query: impl FnOnce(&Store) -> Result<T, StoreError> + Send + 'static,
+    ) -> Result<T, StoreError> {
+        let _scan = self.scans.acquire().await.expect("the semaphore is never closed");
+        self.run(query).await
+    }
+
+    /// A place for one export, or `None` when [`MAX_EXPORTS`] run already.
+    pub fn export_slot(&self) -> Option<OwnedSemaphorePermit> {
+        self.exports.clone().try_acquire_owned().ok()
+    }
+
+    /// Runs `export` on a connection and a blocking thread of its own, with
+    /// no query slot and no time limit (the caller holds an export slot).
+    pub async fn run_export<T: Send + 'static>(
+        &self,
+        export: impl FnOnce(&Store) -> Result<T, StoreError> + Send + 'static,
+    ) -> Result<T, StoreError> {
+        self.on_blocking_thread(None, export).await
+    }
+
+    async fn on_blocking_thread<T: Send + 'static>(
+        &self,
+        limit: Option<Duration>,
+        work: impl FnOnce(&Store) -> Result<T, StoreError> + Send + 'static,
+    ) -> Result<T, StoreError> {
         let db = self.clone();
         tokio::task::spawn_blocking(move || {
             let store = db.take()?;
-            let result = query(&store);
+            store.interrupt_after(limit);
+            let result = work(&store);
+            store.interrupt_after(None);
             db.give_back(store);
             result
         })

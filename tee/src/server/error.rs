@@ -15,6 +15,8 @@ pub enum AppError {
     NotFound(String),
     /// 401: the token is missing or wrong.
     Unauthorized,
+    /// 503: the server will not do it now (too many exports, a query out of time).
+    Unavailable(String),
     /// 500: the store failed.
     Internal(String),
 }
@@ -23,6 +25,10 @@ impl From<StoreError> for AppError {
     fn from(e: StoreError) -> Self {
         match e {
             StoreError::NoSuchTrace(_) | StoreError::NoTraces => AppError::NotFound(e.to_string()),
+            StoreError::Search(_) => AppError::BadRequest(e.to_string()),
+            _ if e.is_interrupted() => AppError::Unavailable(
+                "the query took too long and was stopped; search for rarer words or add a filter".to_owned(),
+            ),
             other => {
                 tracing::error!("serve: {other}");
                 AppError::Internal(other.to_string())
@@ -39,6 +45,7 @@ impl IntoResponse for AppError {
             AppError::Unauthorized => {
                 (StatusCode::UNAUTHORIZED, "a token is required: open the URL acp-tee serve printed".to_owned())
             }
+            AppError::Unavailable(m) => (StatusCode::SERVICE_UNAVAILABLE, m),
             AppError::Internal(m) => (StatusCode::INTERNAL_SERVER_ERROR, m),
         };
         (status, Json(ApiError { error })).into_response()

@@ -49,6 +49,11 @@ pub fn index_behind_recorders(path: &Path, alive: std::sync::Weak<()>) {
         // Below the request handlers and the browser the user is looking at.
         crate::recorder::lower_priority();
         let Ok(mut store) = Store::open_existing(&path) else { return };
+        if store.is_read_only() {
+            // Searches scan what is not indexed; a read-only store stays so.
+            tracing::debug!("{} is read-only here: not indexing it for search", path.display());
+            return;
+        }
         while alive.upgrade().is_some() {
             let indexed = store.index_for_search(2000).unwrap_or(0);
             // Short pauses while catching up leave the write lock to

@@ -2,26 +2,29 @@
 //!
 //! `/api/...` is a read-only JSON API over the store's typed queries (routes
 //! listed in `shared/src/api.rs`), plus a Server-Sent Events stream per trace.
-//! Everything else is the built viewer app from `dist/` (an `index.html`
-//! fallback for its client-side routes), or a page saying how to build it.
+//! Everything else is the viewer app built into the binary ([`assets`]), or
+//! from `--dist DIR` during development (an `index.html` fallback for its
+//! client-side routes), or a page saying how to get it.
 //!
 //! Architecture Invariant: handlers only read; every value from a request is a
 //! bound SQL parameter; errors are JSON `{"error"}` with 400/401/404.
 
+mod assets;
 mod auth;
 mod db;
 mod error;
 mod live;
 mod routes;
 
-pub use auth::{constant_time_eq, generate_token};
-pub use db::Db;
+pub use auth::{check_token, constant_time_eq, generate_token, MIN_TOKEN_CHARS};
+pub use db::{Db, MAX_EXPORTS, QUERY_TIME_LIMIT};
 pub use error::AppError;
+pub use routes::EXPORT_STALL;
 
 use anyhow::Context;
 use axum::http::StatusCode;
 use axum::response::{Html, IntoResponse};
-use axum::routing::get;
+use axum::routing::{any, get};
 use axum::Router;
 use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
@@ -41,7 +44,8 @@ pub struct AppState {
 
 impl AppState {
     /// State over the store `db`; `token` is required on every request when
-    /// set; `dist` is the built viewer (its `index.html` must exist to be served).
+    /// set; `dist` is a built viewer to serve instead of the one built into
+    /// the binary (its `index.html` must exist to be served).
     pub fn new(db: Db, db_path: &Path, token: Option<String>, dist: Option<PathBuf>) -> Self {
         let changes = live::watch_store(db_path);
         let alive = std::sync::Arc::new(());
@@ -52,10 +56,11 @@ impl AppState {
 
 const NOT_BUILT: &str = "<!doctype html><meta charset=utf-8><title>acp-tee</title>
 <body style=\"font-family:sans-serif;max-width:40em;margin:4em auto\">
-<h1>The acp-tee viewer app is not built</h1>
-<p>The API works (try <a href=\"/api/traces\">/api/traces</a>), but there is no built app to show.
-Build it from the repository with <code>scripts/build-viewer</code> (or <code>trunk build</code>),
-then reload, or pass <code>--dist DIR</code>.</p>";
+<h1>This acp-tee has no viewer app</h1>
+<p>The API works (try <a href=\"/api/traces\">/api/traces</a>), but this binary was built without
+the viewer: trunk or the wasm32 target were missing when it was compiled. Install them
+(<code>scripts/install-tools viewer</code> in the repository) and build acp-tee again, or pass
+<code>--dist DIR</code> with a viewer built by <code>scripts/build-viewer</code>.</p>";
 
 /// The whole application: API routes, token check, static app.
 pub fn app(state: AppState) -> Router {
@@ -67,13 +72,22 @@ pub fn app(state: AppState) -> Router {
         .route("/traces/{id}/stats", get(routes::stats))
         .route("/traces/{id}/live", get(routes::live))
         .route("/traces/{id}/export", get(routes::export_trace))
-        .fallback(|| async { AppError::NotFound("no such API route".into()) });
-    let router = Router::new().nest("/api", api);
+        .fallback(api_not_found);
+    // `/api` and `/api/` themselves are no route of the nested router.
+    let router = Router::new().nest("/api", api).route("/api/", any(api_not_found));
     let router = match &state.dist {
         Some(dist) => router.fallback_service(ServeDir::new(dist).fallback(ServeFile::new(dist.join("index.html")))),
+        None if assets::present() => router.fallback(assets::serve),
         None => router.fallback(|| async { (StatusCode::SERVICE_UNAVAILABLE, Html(NOT_BUILT)).into_response() }),
     };
     router.layer(axum::middleware::from_fn_with_state(state.clone(), auth::require_token)).with_state(state)
+}
+
+/// Any path under `/api` that is not a route: a JSON 404, never the app.
+async fn api_not_found() -> AppError {
+    AppError::NotFound(
+        "no such API route; the routes are listed in the README (`GET /api/traces` lists the traces)".into(),
+    )
 }
 
 /// What `acp-tee serve` was asked to do.
@@ -89,20 +103,10 @@ pub struct ServeOptions {
     pub token: Option<String>,
     /// Open a browser on the URL.
     pub open: bool,
-    /// The built viewer app.
-    pub dist: PathBuf,
+    /// A built viewer app to serve instead of the one built into acp-tee.
+    pub dist: Option<PathBuf>,
     /// Path (under the URL) to open, e.g. `/traces/3`.
     pub open_path: String,
-}
-
-/// The `dist/` next to the source tree acp-tee was built from, else `./dist`.
-pub fn default_dist() -> PathBuf {
-    let built = Path::new(env!("CARGO_MANIFEST_DIR")).join("../dist");
-    if built.join("index.html").is_file() {
-        built
-    } else {
-        PathBuf::from("dist")
-    }
 }
 
 /// Serves until Ctrl-C.
@@ -112,26 +116,35 @@ pub fn run(opts: ServeOptions) -> anyhow::Result<()> {
 }
 
 async fn serve(opts: ServeOptions) -> anyhow::Result<()> {
+    if let Some(t) = &opts.token {
+        auth::check_token(t)?;
+    }
     let db = Db::open(&opts.db)?;
     let token = match (opts.token.clone(), opts.bind.is_loopback()) {
         (Some(t), _) => Some(t),
         (None, true) => None,
         (None, false) => Some(generate_token().context("cannot generate an access token")?),
     };
-    if !opts.dist.join("index.html").is_file() {
-        tracing::warn!(
-            "no built viewer in {}; serving the API only (build it with scripts/build-viewer)",
-            opts.dist.display()
-        );
+    match &opts.dist {
+        Some(dist) if !dist.join("index.html").is_file() => anyhow::bail!(
+            "no index.html in {}: build the viewer there with scripts/build-viewer, or leave out --dist to \
+             serve the app built into acp-tee",
+            dist.display()
+        ),
+        None if !assets::present() => {
+            tracing::warn!("this acp-tee was built without the viewer app; serving the API only")
+        }
+        _ => {}
     }
-    let state = AppState::new(db, &opts.db, token.clone(), Some(opts.dist.clone()));
+    let state = AppState::new(db, &opts.db, token.clone(), opts.dist.clone());
     let addr = SocketAddr::new(opts.bind, opts.port);
     let listener =
         tokio::net::TcpListener::bind(addr).await.with_context(|| format!("cannot listen on {addr}; pass --port"))?;
     let local = listener.local_addr()?;
     let mut url = format!("http://{local}{}", opts.open_path);
     if let Some(t) = &token {
-        url.push_str(&format!("?token={t}"));
+        url.push('?');
+        url.push_str(&auth::token_query(t));
     }
     // stdout is free in this mode; scripts read the URL from it.
     println!("acp-tee: serving {} at {url}", opts.db.display());

@@ -16,6 +16,9 @@ use axum::Json;
 use bytes::Bytes;
 use serde::Deserialize;
 use std::io::Write;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
 use tokio::sync::mpsc;
 
 fn path<T>(p: Result<Path<T>, PathRejection>) -> Result<T, AppError> {
@@ -66,7 +69,24 @@ pub async fn frames(
 ) -> Result<Json<FramePage>, AppError> {
     let (id, q) = (path(id)?, query(q)?);
     validate(&q)?;
-    Ok(Json(st.db.run(move |s| s.frame_page(id, &q)).await?))
+    if filtered(&q) {
+        Ok(Json(st.db.run_scan(move |s| s.frame_page(id, &q)).await?))
+    } else {
+        Ok(Json(st.db.run(move |s| s.frame_page(id, &q)).await?))
+    }
+}
+
+/// True when a page of `q` may have to scan the trace (any filter), so it
+/// waits for a scan slot.
+fn filtered(q: &FrameQuery) -> bool {
+    let FrameQuery { after: _, offset: _, limit: _, dir, kind, method, session, errors, min_latency_ms, q } = q;
+    dir.is_some()
+        || kind.is_some()
+        || method.is_some()
+        || session.is_some()
+        || errors.is_some()
+        || min_latency_ms.is_some()
+        || q.is_some()
 }
 
 /// `GET /api/traces/{id}/frames/{seq}`
@@ -119,17 +139,28 @@ pub struct ExportQuery {
     redact: Option<bool>,
 }
 
+/// How long an export waits for its client to take the next chunk before
+/// it stops (and the download fails): a client that reads nothing holds an
+/// export's thread and connection no longer than this.
+pub const EXPORT_STALL: Duration = Duration::from_secs(30);
+
+/// Bytes an export gathers before it sends them as a body chunk.
+const EXPORT_CHUNK: usize = 64 * 1024;
+
 /// Buffers writes and sends them as body chunks; blocks when the client is
-/// slower than the store (the channel is small), so memory stays flat.
+/// slower than the store (the channel is small), so memory stays flat, for
+/// at most `stall` a chunk.
 struct ChannelWriter {
     tx: mpsc::Sender<Result<Bytes, std::io::Error>>,
     buf: Vec<u8>,
+    runtime: tokio::runtime::Handle,
+    stall: Duration,
 }
 
 impl Write for ChannelWriter {
     fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
         self.buf.extend_from_slice(data);
-        if self.buf.len() >= 64 * 1024 {
+        if self.buf.len() >= EXPORT_CHUNK {
             self.flush()?;
         }
         Ok(data.len())
@@ -140,12 +171,38 @@ impl Write for ChannelWriter {
             return Ok(());
         }
         let chunk = Bytes::from(std::mem::take(&mut self.buf));
-        self.tx.blocking_send(Ok(chunk)).map_err(|_| std::io::Error::other("the client went away"))
+        let sent = self.runtime.block_on(tokio::time::timeout(self.stall, self.tx.send(Ok(chunk))));
+        match sent {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(_)) => Err(std::io::Error::other("the client went away")),
+            Err(_) => Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                format!("the client read nothing for {} s", self.stall.as_secs_f64()),
+            )),
+        }
     }
 }
 
+/// The body of a download written by another thread: the chunks it sends,
+/// and then, unless it said it finished (`done`), an error, so the
+/// connection is cut instead of ended (a chunked body then lacks its last
+/// chunk and clients report the download as failed).
+fn download_body(rx: mpsc::Receiver<Result<Bytes, std::io::Error>>, done: Arc<AtomicBool>) -> Body {
+    let chunks = futures_util::stream::unfold(Some((rx, done)), |state| async move {
+        let (mut rx, done) = state?;
+        match rx.recv().await {
+            Some(chunk) => Some((chunk, Some((rx, done)))),
+            None if done.load(Ordering::Acquire) => None,
+            None => Some((Err(std::io::Error::other("the export stopped before its end")), None)),
+        }
+    });
+    Body::from_stream(chunks)
+}
+
 /// `GET /api/traces/{id}/export?format=json|ndjson|jsons|perfetto&redact=false`:
-/// secrets are masked unless `redact=false`.
+/// secrets are masked unless `redact=false`. At most [`super::db::MAX_EXPORTS`]
+/// run at once (503 beyond); an export that fails half-way (a read error,
+/// a client that stopped reading for [`EXPORT_STALL`]) cuts the connection.
 pub async fn export_trace(
     State(st): State<AppState>,
     id: Result<Path<i64>, PathRejection>,
@@ -157,15 +214,25 @@ pub async fn export_trace(
     let redactor =
         if q.redact == Some(false) { Redactor::without_defaults(Vec::new()) } else { Redactor::new(Vec::new()) };
     let opts = ExportOptions { format, redactor, progress: indicatif::ProgressBar::hidden() };
+    let slot = st.db.export_slot().ok_or_else(|| {
+        AppError::Unavailable(format!(
+            "{} exports are running, as many as this server runs at once; try again when one has finished",
+            super::db::MAX_EXPORTS
+        ))
+    })?;
     st.db.run(move |s| s.trace(id)).await?;
     let (tx, rx) = mpsc::channel(4);
-    let db = st.db.clone();
+    let done = Arc::new(AtomicBool::new(false));
+    let finished = done.clone();
+    let (db, runtime, stall) = (st.db.clone(), tokio::runtime::Handle::current(), EXPORT_STALL);
     tokio::spawn(async move {
         let result = db
-            .run(move |s| {
-                let mut out = ChannelWriter { tx, buf: Vec::new() };
-                if let Err(e) = export::export(s, TraceSelection::Id(id), &opts, &mut out) {
-                    tracing::warn!("serve: export of trace {id} stopped: {e}");
+            .run_export(move |s| {
+                let _slot = slot;
+                let mut out = ChannelWriter { tx, buf: Vec::new(), runtime, stall };
+                match export::export(s, TraceSelection::Id(id), &opts, &mut out) {
+                    Ok(_) => finished.store(true, Ordering::Release),
+                    Err(e) => tracing::warn!("serve: export of trace {id} stopped: {e}"),
                 }
                 Ok(())
             })
@@ -174,13 +241,50 @@ pub async fn export_trace(
             tracing::warn!("serve: export of trace {id}: {e}");
         }
     });
-    let body = Body::from_stream(tokio_stream::wrappers::ReceiverStream::new(rx));
     Ok((
         [
             (CONTENT_TYPE, mime.to_owned()),
             (CONTENT_DISPOSITION, format!("attachment; filename=\"acp-tee-trace-{id}.{ext}\"")),
         ],
-        body,
+        download_body(rx, done),
     )
         .into_response())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn an_export_whose_client_reads_nothing_stops_after_the_stall_time() {
+        let (tx, _rx) = mpsc::channel(4);
+        let (runtime, stall) = (tokio::runtime::Handle::current(), Duration::from_millis(200));
+        let started = std::time::Instant::now();
+        let result = tokio::task::spawn_blocking(move || {
+            let mut out = ChannelWriter { tx, buf: Vec::new(), runtime, stall };
+            // Four chunks fill the channel; the fifth waits for a reader.
+            (0..5).try_for_each(|_| out.write_all(&vec![b'x'; EXPORT_CHUNK]))
+        })
+        .await
+        .unwrap();
+        let err = result.unwrap_err();
+        assert_eq!(err.kind(), std::io::ErrorKind::TimedOut, "{err}");
+        assert!(started.elapsed() >= stall && started.elapsed() < stall * 10, "{:?}", started.elapsed());
+    }
+
+    #[tokio::test]
+    async fn a_download_that_did_not_finish_ends_in_an_error() {
+        use http_body_util::BodyExt;
+        for finished in [true, false] {
+            let (tx, rx) = mpsc::channel(4);
+            tx.send(Ok(Bytes::from_static(b"part"))).await.unwrap();
+            drop(tx);
+            let mut body = download_body(rx, Arc::new(AtomicBool::new(finished)));
+            let first = body.frame().await.unwrap().unwrap().into_data().unwrap();
+            assert_eq!(&first[..], b"part");
+            let end = body.frame().await;
+            assert_eq!(end.is_none(), finished, "{end:?}");
+            assert_eq!(end.is_some_and(|e| e.is_err()), !finished);
+        }
+    }
 }

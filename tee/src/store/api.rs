@@ -5,7 +5,8 @@
 //! written into queries as literals.
 
 use super::queries::{parse_name, trace_from_row, TRACE_COLUMNS};
-use super::{frame_id, frame_id_bounds, Store, StoreError};
+use super::search::{self, Search};
+use super::{frame_id, frame_id_bounds, Store, StoreError, SHOWN};
 use acp_tee_shared::api::{FrameDetail, FramePage, FrameQuery, FrameSummary, MethodStats, TraceStats, TraceSummary};
 use acp_tee_shared::{Direction, FrameKind};
 use base64::Engine;
@@ -17,8 +18,9 @@ use rusqlite::{params, params_from_iter, Connection, OptionalExtension, Row};
 /// raw bytes come along (column 14) and the preview is made from them.
 const SUMMARY_COLUMNS: &str = "f.seq, f.t_ns, f.dir, f.kind, f.rpc_id, f.method, f.session_id, f.reply_to_seq,
      f.latency_ns, length(f.raw), f.preview, f.protocol, f.mcp_method,
-     CASE WHEN f.kind IN ('request', 'batch') THEN
-       (SELECT r.seq FROM frames r WHERE r.trace_id = f.trace_id AND r.reply_to_seq = f.seq LIMIT 1)
+     CASE WHEN f.kind IN ('request', 'batch') THEN coalesce(
+       (SELECT r.seq FROM frames r WHERE r.trace_id = f.trace_id AND r.reply_to_seq = f.seq LIMIT 1),
+       (SELECT b.batch_seq FROM batch_replies b WHERE b.trace_id = f.trace_id AND b.request_seq = f.seq))
      END,
      CASE WHEN f.preview IS NULL AND length(f.raw) < 4096 THEN f.raw END";
 
@@ -49,14 +51,16 @@ fn summary_from_row(row: &Row<'_>) -> rusqlite::Result<FrameSummary> {
 }
 
 /// A trace's fields, its recorder, where it was imported from and the time
-/// of its last frame (the highest rowid in its range), for [`summary_of_trace`].
+/// of its last frame (the highest rowid in its range), for [`summary_of_trace`],
+/// of the traces readers are shown (callers add `AND ...`).
 fn summary_select() -> String {
     let bits = super::SEQ_BITS;
     format!(
         "SELECT {TRACE_COLUMNS}, recorder_pid, imported_from,
                 (SELECT f.t_ns FROM frames f WHERE f.id > (t.id << {bits}) AND f.id < ((t.id + 1) << {bits})
-                 ORDER BY f.id DESC LIMIT 1)
-         FROM traces t"
+                 ORDER BY f.id DESC LIMIT 1),
+                relay_pid, client_pid
+         FROM traces t WHERE {SHOWN}"
     )
 }
 
@@ -64,7 +68,19 @@ fn summary_of_trace(row: &Row<'_>) -> rusqlite::Result<TraceSummary> {
     let meta = trace_from_row(row)?;
     let pid: Option<i64> = row.get(13)?;
     let live = meta.ended_at.is_none() && pid.is_some_and(process_exists);
-    Ok(TraceSummary { meta, live, last_t_ns: row.get::<_, Option<i64>>(15)?.unwrap_or(0), imported_from: row.get(14)? })
+    // The run is over, or about to be, when its relay or the client that
+    // started it is gone (a client's end closes the relay's input).
+    let gone = |col: usize| -> rusqlite::Result<bool> {
+        Ok(row.get::<_, Option<i64>>(col)?.is_some_and(|pid| !process_exists(pid)))
+    };
+    let finishing = live && (gone(16)? || gone(17)?);
+    Ok(TraceSummary {
+        meta,
+        live,
+        finishing,
+        last_t_ns: row.get::<_, Option<i64>>(15)?.unwrap_or(0),
+        imported_from: row.get(14)?,
+    })
 }
 
 /// Whether process `pid` is still running. A zombie is not: its process has
@@ -84,54 +100,30 @@ pub(super) fn process_exists(pid: i64) -> bool {
     unsafe { libc::kill(pid, 0) == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM) }
 }
 
-/// Turns the words of a search box into an FTS5 query that needs them all:
-/// each word becomes a quoted phrase, so no FTS5 syntax is ever interpreted.
-pub fn fts_query(words: &str) -> Option<String> {
-    let phrases: Vec<String> = words.split_whitespace().map(|w| format!("\"{}\"", w.replace('"', "\"\""))).collect();
-    (!phrases.is_empty()).then(|| phrases.join(" "))
-}
-
-/// `acp_contains(raw, word)`, the SQL function the search scan calls: true
-/// when `raw` holds `word` (given in lower case), ASCII letters compared
-/// without case, as `instr(lower(CAST(raw AS TEXT)), word) > 0` would say
-/// (SQLite's `lower` folds ASCII only), at memchr's speed instead of
-/// SQLite's character by character. Registered on every connection.
-pub(super) fn register_contains(conn: &rusqlite::Connection) -> rusqlite::Result<()> {
+/// Registers the SQL functions queries call on `conn`: `acp_match` (the
+/// search scan, see [`super::search`]) and `acp_errors` (error responses
+/// in a frame).
+pub(super) fn register_functions(conn: &Connection) -> rusqlite::Result<()> {
     use rusqlite::functions::FunctionFlags;
+    super::search::register_match(conn)?;
     let flags = FunctionFlags::SQLITE_UTF8 | FunctionFlags::SQLITE_DETERMINISTIC | FunctionFlags::SQLITE_INNOCUOUS;
-    conn.create_scalar_function("acp_contains", 2, flags, |ctx| {
-        // The word's searcher is built once per statement (SQLite keeps it
-        // with the bound parameter), not once per row.
-        let finder = ctx.get_or_create_aux(1, |word| match word {
-            ValueRef::Blob(b) | ValueRef::Text(b) => Ok(Some(memchr::memmem::Finder::new(b).into_owned())),
-            _ => Ok::<_, rusqlite::Error>(None),
-        })?;
-        let (ValueRef::Blob(hay) | ValueRef::Text(hay)) = ctx.get_raw(0) else { return Ok(false) };
-        Ok(finder.as_ref().as_ref().is_some_and(|f| contains_ascii_nocase(hay, f)))
+    conn.create_scalar_function("acp_errors", 1, flags, |ctx| {
+        let (ValueRef::Blob(raw) | ValueRef::Text(raw)) = ctx.get_raw(0) else { return Ok(0i64) };
+        Ok(crate::frame::classify_with(raw, false).error_count() as i64)
     })
 }
 
-/// True when `hay` holds `word`'s finder's needle, ASCII letters of `hay`
-/// compared in lower case.
-fn contains_ascii_nocase(hay: &[u8], word: &memchr::memmem::Finder<'_>) -> bool {
-    thread_local! {
-        static LOWER: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
-    }
-    LOWER.with_borrow_mut(|lower| {
-        lower.clear();
-        lower.extend(hay.iter().map(u8::to_ascii_lowercase));
-        word.find(lower).is_some()
-    })
+/// True when `q` searches (its `q` has a word, even one that matches nothing).
+fn searching(q: &FrameQuery) -> bool {
+    q.q.as_deref().is_some_and(|t| !t.trim().is_empty())
 }
 
-/// The lowercase words the scan of unindexed frames looks for: the search
-/// words with at least one letter or digit. FTS5 ignores a word of
-/// punctuation alone (an empty phrase) beside others, and matches nothing
-/// when there are only such words: then this is `None`.
-fn scan_words(words: &str) -> Option<Vec<String>> {
-    let kept: Vec<String> =
-        words.split_whitespace().filter(|w| w.chars().any(char::is_alphanumeric)).map(str::to_lowercase).collect();
-    (!kept.is_empty()).then_some(kept)
+/// What a frame query needs to know of the store besides its parameters.
+struct Extra {
+    /// The search, read once.
+    search: Option<Search>,
+    /// The trace has batches, so "errors only" must look into them.
+    batches: bool,
 }
 
 /// A frame query's filters as SQL: the frames `f` (joined to the method's
@@ -146,7 +138,7 @@ struct Filters {
 
 /// The SQL for the frames of trace `trace_id` after seq `after` (0: from the
 /// first) that match `q`'s filters (not its limit or offset).
-fn filters(trace_id: i64, q: &FrameQuery, after: i64) -> Filters {
+fn filters(trace_id: i64, q: &FrameQuery, after: i64, extra: &Extra) -> Filters {
     let (lo, hi) = (frame_id(trace_id, after.max(0)), frame_id_bounds(trace_id).1);
     let mut args = Vec::new();
     let (from, mut sql, order) = match &q.method {
@@ -181,7 +173,8 @@ fn filters(trace_id: i64, q: &FrameQuery, after: i64) -> Filters {
     // The trace_id column is named as well only where it leads an index
     // that serves the filter (latency, errors), and never inside a method's
     // spans: elsewhere it would tempt the planner off the rowid ranges.
-    if q.method.is_none() && (q.min_latency_ms.is_some() || errors_only(q)) {
+    let errors_by_index = errors_only(q) && !(q.errors == Some(true) && extra.batches);
+    if q.method.is_none() && (q.min_latency_ms.is_some() || errors_by_index) {
         sql.push_str(" AND f.trace_id = ?");
         args.push(Value::Integer(trace_id));
     }
@@ -194,7 +187,13 @@ fn filters(trace_id: i64, q: &FrameQuery, after: i64) -> Filters {
         sql.push_str(&format!(" AND f.kind = '{}'", kind.as_str()));
     }
     if q.errors == Some(true) {
-        sql.push_str(&format!(" AND f.kind = '{}'", FrameKind::Error.as_str()));
+        let (error, batch) = (FrameKind::Error.as_str(), FrameKind::Batch.as_str());
+        if extra.batches {
+            // A batch holding an error response is one of the errors too.
+            sql.push_str(&format!(" AND (f.kind = '{error}' OR (f.kind = '{batch}' AND acp_errors(f.raw) > 0))"));
+        } else {
+            sql.push_str(&format!(" AND f.kind = '{error}'"));
+        }
     }
     let mut add = |clause: &str, v: Value| {
         sql.push_str(" AND ");
@@ -207,24 +206,20 @@ fn filters(trace_id: i64, q: &FrameQuery, after: i64) -> Filters {
     if let Some(ms) = q.min_latency_ms {
         add("f.latency_ns >= ?", Value::Integer((ms * 1e6) as i64));
     }
-    if let Some(fts) = q.q.as_deref().and_then(fts_query) {
+    match extra.search.as_ref().and_then(|s| Some((s.fts_query()?, s.scan_arg()))) {
         // Indexed frames through FTS5; frames beyond the index (recorded
-        // while recorders were busy) by scanning for every word.
-        let words = scan_words(q.q.as_deref().unwrap_or_default());
-        let scan = match &words {
-            Some(words) => vec!["acp_contains(f.raw, ?)"; words.len()].join(" AND "),
-            // Only punctuation: FTS5 matches nothing, so neither does the scan.
-            None => "0".to_owned(),
-        };
-        let words = words.unwrap_or_default();
-        sql.push_str(&format!(
-            " AND (f.id IN (SELECT rowid FROM frames_fts WHERE frames_fts MATCH ?)
-                   OR (f.seq > coalesce((SELECT indexed_seq FROM search_progress WHERE trace_id = ?), 0)
-                       AND {scan}))"
-        ));
-        args.push(Value::Text(fts));
-        args.push(Value::Integer(trace_id));
-        args.extend(words.into_iter().map(Value::Text));
+        // while recorders were busy) by cutting them into words the same way.
+        Some((fts, scan)) => {
+            sql.push_str(
+                " AND (f.id IN (SELECT rowid FROM frames_fts WHERE frames_fts MATCH ?)
+                       OR (f.seq > coalesce((SELECT indexed_seq FROM search_progress WHERE trace_id = ?), 0)
+                           AND acp_match(f.raw, ?)))",
+            );
+            args.extend([Value::Text(fts), Value::Integer(trace_id), Value::Text(scan)]);
+        }
+        // Words without letters or digits only: nothing matches.
+        None if searching(q) => sql.push_str(" AND 0"),
+        None => {}
     }
     Filters { from, where_sql: sql, args, order }
 }
@@ -236,10 +231,13 @@ fn errors_only(q: &FrameQuery) -> bool {
 
 /// How many frames of trace `trace_id` match `q`, from the per-kind counts,
 /// when `q` filters on direction and kind alone; `None` otherwise.
-fn count_by_kind(conn: &Connection, trace_id: i64, q: &FrameQuery) -> Result<Option<i64>, StoreError> {
-    let FrameQuery { after: _, offset: _, limit: _, dir, kind, method, session, errors, min_latency_ms, q } = q;
-    let searching = q.as_deref().and_then(fts_query).is_some();
-    if method.is_some() || session.is_some() || min_latency_ms.is_some() || searching {
+fn count_by_kind(conn: &Connection, trace_id: i64, q: &FrameQuery, extra: &Extra) -> Result<Option<i64>, StoreError> {
+    let FrameQuery { after: _, offset: _, limit: _, dir, kind, method, session, errors, min_latency_ms, q: _ } = q;
+    if method.is_some() || session.is_some() || min_latency_ms.is_some() || searching(q) {
+        return Ok(None);
+    }
+    // Which batches hold an error response is not counted anywhere.
+    if *errors == Some(true) && extra.batches {
         return Ok(None);
     }
     let kind = match (*kind, *errors == Some(true)) {
@@ -270,10 +268,9 @@ fn count_by_method(conn: &Connection, trace_id: i64, q: &FrameQuery) -> Result<O
 
 /// The method `q` filters on, when it filters on nothing else.
 fn method_alone(q: &FrameQuery) -> Option<&str> {
-    let FrameQuery { after: _, offset: _, limit: _, dir, kind, method, session, errors, min_latency_ms, q } = q;
-    let searching = q.as_deref().and_then(fts_query).is_some();
+    let FrameQuery { after: _, offset: _, limit: _, dir, kind, method, session, errors, min_latency_ms, q: _ } = q;
     let others = dir.is_some() || kind.is_some() || session.is_some() || *errors == Some(true);
-    let (Some(method), false, None, false) = (method, others, min_latency_ms, searching) else { return None };
+    let (Some(method), false, None, false) = (method, others, min_latency_ms, searching(q)) else { return None };
     Some(method)
 }
 
@@ -298,15 +295,23 @@ fn seq_before_method_offset(conn: &Connection, trace_id: i64, method: &str, offs
     Ok((1 << super::SEQ_BITS) - 1)
 }
 
+/// The highest seq trace `trace_id` has stored (0 for none): one seek.
+fn last_seq(conn: &Connection, trace_id: i64) -> Result<i64, StoreError> {
+    let (lo, hi) = frame_id_bounds(trace_id);
+    let last: Option<i64> =
+        conn.query_row("SELECT max(id) FROM frames WHERE id > ?1 AND id < ?2", params![lo, hi], |r| r.get(0))?;
+    Ok(last.map_or(0, |id| id - lo))
+}
+
 fn has_filters(q: &FrameQuery) -> bool {
-    let FrameQuery { after: _, offset: _, limit: _, dir, kind, method, session, errors, min_latency_ms, q } = q;
+    let FrameQuery { after: _, offset: _, limit: _, dir, kind, method, session, errors, min_latency_ms, q: _ } = q;
     dir.is_some()
         || kind.is_some()
         || method.is_some()
         || session.is_some()
         || *errors == Some(true)
         || min_latency_ms.is_some()
-        || q.as_deref().and_then(fts_query).is_some()
+        || searching(q)
 }
 
 impl Store {
@@ -320,7 +325,7 @@ impl Store {
     /// One trace with its live state. A trace without an end whose recorder
     /// process is gone was cut off (both acp-tee processes killed): not live.
     pub fn trace_summary(&self, id: i64) -> Result<TraceSummary, StoreError> {
-        let sql = format!("{} WHERE t.id = ?1", summary_select());
+        let sql = format!("{} AND t.id = ?1", summary_select());
         self.conn.query_row(&sql, params![id], summary_of_trace).optional()?.ok_or(StoreError::NoSuchTrace(id))
     }
 
@@ -329,9 +334,13 @@ impl Store {
     pub fn frame_page(&self, trace_id: i64, q: &FrameQuery) -> Result<FramePage, StoreError> {
         let meta = self.trace(trace_id)?;
         let limit = q.limit.unwrap_or(200);
+        let extra = Extra {
+            search: q.q.as_deref().filter(|_| searching(q)).map(|t| search::parse(&self.conn, t)).transpose()?,
+            batches: q.errors == Some(true) && self.has_batches(trace_id)?,
+        };
         let known_total = if !has_filters(q) {
             Some(meta.frame_count)
-        } else if let Some(n) = count_by_kind(&self.conn, trace_id, q)? {
+        } else if let Some(n) = count_by_kind(&self.conn, trace_id, q, &extra)? {
             Some(n)
         } else {
             count_by_method(&self.conn, trace_id, q)?
@@ -339,8 +348,11 @@ impl Store {
         let (mut after, mut offset) = (q.after, q.offset.unwrap_or(0));
         // Unfiltered and without gaps, the frame at offset n has seq n + 1: a
         // seek instead of stepping over n rows, so deep pages of a huge trace
-        // cost what the first does.
-        if !has_filters(q) && meta.missing_frames == 0 && after.is_none() {
+        // cost what the first does. The trace has no gap when its last seq is
+        // its count of frames stored; `missing_frames` cannot tell (frames
+        // may be missing at the end only, a live trace counts its missing
+        // frames when it ends, and older imports took a file's word for it).
+        if !has_filters(q) && after.is_none() && last_seq(&self.conn, trace_id)? == meta.frame_count {
             after = Some(offset);
             offset = 0;
         }
@@ -350,7 +362,7 @@ impl Store {
             after = Some(seq_before_method_offset(&self.conn, trace_id, method, offset)?);
             offset = 0;
         }
-        let Filters { from, where_sql, mut args, order } = filters(trace_id, q, after.unwrap_or(0));
+        let Filters { from, where_sql, mut args, order } = filters(trace_id, q, after.unwrap_or(0), &extra);
         args.push(Value::Integer(limit + 1));
         args.push(Value::Integer(offset));
         let page_sql =
@@ -371,7 +383,7 @@ impl Store {
                 offset + frames.len() as i64
             }
             None => {
-                let Filters { from, where_sql, args, .. } = filters(trace_id, q, 0);
+                let Filters { from, where_sql, args, .. } = filters(trace_id, q, 0, &extra);
                 self.conn.query_row(
                     &format!("SELECT count(*) FROM {from} WHERE {where_sql}"),
                     params_from_iter(args.iter()),
@@ -380,6 +392,15 @@ impl Store {
             }
         };
         Ok(FramePage { frames, total, has_more })
+    }
+
+    /// True when trace `trace_id` has a frame that is a batch.
+    fn has_batches(&self, trace_id: i64) -> Result<bool, StoreError> {
+        let n: i64 = self
+            .conn
+            .prepare_cached("SELECT coalesce(sum(count), 0) FROM kind_counts WHERE trace_id = ?1 AND kind = ?2")?
+            .query_row(params![trace_id, FrameKind::Batch.as_str()], |r| r.get(0))?;
+        Ok(n > 0)
     }
 
     /// How many frames trace `trace_id` has stored so far.
@@ -479,6 +500,21 @@ impl Store {
         Ok(TraceStats { methods, slowest, per_direction })
     }
 
+    /// Stops any statement of this connection still running `limit` from now
+    /// (SQLite's progress handler: the statement fails as interrupted, see
+    /// [`StoreError::is_interrupted`]); `None` lifts the limit.
+    pub fn interrupt_after(&self, limit: Option<std::time::Duration>) {
+        /// Virtual machine steps between looks at the clock.
+        const STEPS: std::ffi::c_int = 10_000;
+        match limit {
+            Some(limit) => {
+                let deadline = std::time::Instant::now() + limit;
+                self.conn.progress_handler(STEPS, Some(move || std::time::Instant::now() > deadline));
+            }
+            None => self.conn.progress_handler(0, None::<fn() -> bool>),
+        }
+    }
+
     /// SQLite's `data_version`: it changes when another connection commits,
     /// which is how the server notices new frames without reading old ones.
     pub fn data_version(&self) -> Result<i64, StoreError> {
@@ -492,33 +528,115 @@ mod tests {
 
     use crate::store::test_start;
 
+    /// No search, no batches.
+    const NO_EXTRA: Extra = Extra { search: None, batches: false };
+
     #[test]
-    fn the_scan_function_answers_as_sqlite_lower_and_instr_do() {
+    fn the_scan_answers_as_the_index_does() {
+        // Every text, indexed in a table of its own, and searched for every
+        // word both ways.
         let store = Store::in_memory().unwrap();
-        let hays: [&[u8]; 8] = [
+        let long_accented = format!("é {} alpha beta gamma {} beta", "word ".repeat(40), "x ".repeat(20));
+        let long_plain = format!("{} alpha beta gamma delta", "a-b ".repeat(30));
+        let texts: [&[u8]; 14] = [
+            long_accented.as_bytes(),
+            long_plain.as_bytes(),
             b"{\"text\":\"Purple ELEPHANTS\"}",
-            b"plain",
-            "Émile écrit À PARIS".as_bytes(),
+            b"token7 token70 xtoken7y",
+            "Émile écrit À PARIS, ÜNÏ ünï uni".as_bytes(),
             b"bad \xff\xfe UTF-8 Zebra",
             b"",
             b"ab\x00cd ZEBRA",
-            b"zebr",
-            b"[1,2,3]",
+            b"this OR that; an error for s%d and 5%",
+            b"session/prompt then prompt session",
+            "ＦＵＬＬ width ﬁ ligature straße STRASSE".as_bytes(),
+            "日本語のテキスト 中文".as_bytes(),
+            b"a_b snake_case camelCase x-y",
+            b"\\u00fcn \\n newline",
         ];
-        let words = ["elephants", "purple elephants", "zebra", "émile", "à paris", "paris", "cd", "\"", "z"];
-        for hay in hays {
-            for word in words {
-                let (ours, sqlites): (bool, bool) = store
-                    .conn
-                    .query_row(
-                        "SELECT acp_contains(?1, ?2), instr(lower(CAST(?1 AS TEXT)), ?2) > 0",
-                        params![hay, word],
-                        |r| Ok((r.get(0)?, r.get(1)?)),
-                    )
-                    .unwrap();
-                assert_eq!(ours, sqlites, "{:?} in {:?}", word, String::from_utf8_lossy(hay));
-            }
+        store
+            .conn
+            .execute_batch("CREATE VIRTUAL TABLE t USING fts5 (text, content = '', tokenize = 'unicode61')")
+            .unwrap();
+        for (i, text) in texts.iter().enumerate() {
+            store
+                .conn
+                .execute(
+                    "INSERT INTO t (rowid, text) VALUES (?1, ?2)",
+                    params![i as i64, String::from_utf8_lossy(text)],
+                )
+                .unwrap();
         }
+        let words = [
+            "elephants",
+            "purple elephants",
+            "zebra",
+            "émile",
+            "emile",
+            "à paris",
+            "paris",
+            "cd",
+            "ab",
+            "token7",
+            "or",
+            "OR",
+            "s%",
+            "5%",
+            "ünï",
+            "UNI",
+            "session/prompt",
+            "prompt/session",
+            "full",
+            "ＦＵＬＬ",
+            "ﬁ",
+            "fi",
+            "straße",
+            "strasse",
+            "日本語のテキスト",
+            "中文",
+            "a_b",
+            "snake",
+            "camelcase",
+            "x-y",
+            "u00fcn",
+            "n",
+            "\"purple",
+            "purple\"",
+            "ZEBRA ab",
+            "e\u{301}mile",
+            "alpha/beta/gamma",
+            "gamma/alpha",
+            "beta/gamma/delta",
+            "word/word/word/alpha",
+            "b/a/b",
+            "x/x/x/x/beta",
+        ];
+        let mut compared = 0;
+        for word in words {
+            let search = search::parse(&store.conn, word).unwrap();
+            let Some(fts) = search.fts_query() else { continue };
+            let indexed: Vec<i64> = store
+                .conn
+                .prepare("SELECT rowid FROM t WHERE t MATCH ?1 ORDER BY rowid")
+                .unwrap()
+                .query_map(params![fts], |r| r.get(0))
+                .unwrap()
+                .collect::<Result<_, _>>()
+                .unwrap();
+            let scanned: Vec<i64> = (0..texts.len() as i64)
+                .filter(|&i| {
+                    store
+                        .conn
+                        .query_row("SELECT acp_match(?1, ?2)", params![texts[i as usize], search.scan_arg()], |r| {
+                            r.get(0)
+                        })
+                        .unwrap()
+                })
+                .collect();
+            assert_eq!(scanned, indexed, "{word:?}");
+            compared += 1;
+        }
+        assert_eq!(compared, words.len());
     }
 
     #[test]
@@ -711,7 +829,7 @@ mod tests {
                             .filter(|f| errors.is_none() || f.kind == FrameKind::Error)
                             .map(|f| f.seq)
                             .collect();
-                        let counted = count_by_kind(&store.conn, id, &q).unwrap();
+                        let counted = count_by_kind(&store.conn, id, &q, &NO_EXTRA).unwrap();
                         assert_eq!(counted, Some(want.len() as i64), "{q:?}");
                         let page = store.frame_page(id, &q).unwrap();
                         assert_eq!(page.total, want.len() as i64, "{q:?}");
@@ -724,7 +842,7 @@ mod tests {
         assert_eq!(checked, 2 * 4 * 8 * 2);
         // Other filters are counted from the frames.
         let q = FrameQuery { errors: Some(true), method: Some("m".into()), ..FrameQuery::default() };
-        assert_eq!(count_by_kind(&store.conn, ids[0], &q).unwrap(), None);
+        assert_eq!(count_by_kind(&store.conn, ids[0], &q, &NO_EXTRA).unwrap(), None);
         assert_eq!(store.frame_page(ids[0], &q).unwrap().total, 5);
         let stats = store.trace_stats(ids[1]).unwrap();
         assert_eq!(stats.per_direction, [120, 120, 40]);
@@ -804,7 +922,7 @@ mod tests {
 
     /// The query plan of the page query for `q` on trace `trace_id`.
     fn plan(store: &Store, trace_id: i64, q: &FrameQuery) -> String {
-        let Filters { from, where_sql, args, order } = filters(trace_id, q, 0);
+        let Filters { from, where_sql, args, order } = filters(trace_id, q, 0, &NO_EXTRA);
         let sql = format!("EXPLAIN QUERY PLAN SELECT {SUMMARY_COLUMNS} FROM {from} WHERE {where_sql} ORDER BY {order}");
         let rows: Vec<String> = store
             .conn
@@ -832,12 +950,5 @@ mod tests {
         }
         let plan = plan(&FrameQuery { kind: Some(FrameKind::Notification), ..FrameQuery::default() });
         assert!(!plan.contains("frames_errors"), "{plan}");
-    }
-
-    #[test]
-    fn search_words_never_become_fts_syntax() {
-        assert_eq!(fts_query("hello  world").as_deref(), Some("\"hello\" \"world\""));
-        assert_eq!(fts_query("a\"b OR c*").as_deref(), Some("\"a\"\"b\" \"OR\" \"c*\""));
-        assert_eq!(fts_query("   "), None);
     }
 }

@@ -59,12 +59,34 @@ pub enum StoreError {
     /// A number the store cannot key a frame by.
     #[error("cannot store a frame with {0}")]
     OutOfRange(String),
+    /// A search text that cannot be searched for.
+    #[error(transparent)]
+    Search(#[from] super::search::SearchError),
     /// Any other SQLite failure.
     #[error("trace store: {0}")]
     Sqlite(#[from] rusqlite::Error),
 }
 
 impl StoreError {
+    /// True when SQLite said the store cannot be written here (a read-only
+    /// file, directory or mount).
+    pub fn is_read_only(&self) -> bool {
+        let sqlite = match self {
+            StoreError::Open { source, .. } | StoreError::Sqlite(source) => Some(source),
+            StoreError::Migrate { source: super::migrations::MigrationError::Sqlite(source), .. } => Some(source),
+            _ => None,
+        };
+        matches!(
+            sqlite.and_then(|e| e.sqlite_error_code()),
+            Some(rusqlite::ErrorCode::ReadOnly | rusqlite::ErrorCode::CannotOpen)
+        )
+    }
+
+    /// True when a statement was stopped by [`super::Store::interrupt_after`]'s limit.
+    pub fn is_interrupted(&self) -> bool {
+        matches!(self, StoreError::Sqlite(e) if e.sqlite_error_code() == Some(rusqlite::ErrorCode::OperationInterrupted))
+    }
+
     /// True when SQLite said the store is busy or locked by another connection.
     pub fn is_busy(&self) -> bool {
         let sqlite = match self {

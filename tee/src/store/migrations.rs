@@ -12,6 +12,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../../migrations/0005_frames_keyed_by_rowid.sql"),
     include_str!("../../../migrations/0006_kind_counts.sql"),
     include_str!("../../../migrations/0007_method_spans.sql"),
+    include_str!("../../../migrations/0008_batch_replies.sql"),
 ];
 
 /// The schema version this build writes.
@@ -40,6 +41,17 @@ pub fn apply(conn: &mut Connection) -> Result<i64, MigrationError> {
     Ok(found)
 }
 
+/// Checks that a store this process cannot write to has the schema this
+/// build reads (it cannot be migrated).
+pub fn check(conn: &Connection) -> Result<(), MigrationError> {
+    let found: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+    match found.cmp(&SCHEMA_VERSION) {
+        std::cmp::Ordering::Equal => Ok(()),
+        std::cmp::Ordering::Greater => Err(MigrationError::TooNew { found, known: SCHEMA_VERSION }),
+        std::cmp::Ordering::Less => Err(MigrationError::ReadOnlyOld { found, known: SCHEMA_VERSION }),
+    }
+}
+
 /// Why the schema could not be brought up to date.
 #[derive(Debug, thiserror::Error)]
 pub enum MigrationError {
@@ -49,6 +61,17 @@ pub enum MigrationError {
         /// The version in the file.
         found: i64,
         /// The newest version this build knows.
+        known: i64,
+    },
+    /// The store is older than this build and cannot be written to.
+    #[error(
+        "the store has schema version {found}, older than this acp-tee's ({known}), and is read-only here; \
+         open it once with write access (any acp-tee command) to bring it up to date"
+    )]
+    ReadOnlyOld {
+        /// The version in the file.
+        found: i64,
+        /// The version this build reads.
         known: i64,
     },
     /// SQLite refused.

@@ -12,6 +12,7 @@ mod import;
 mod insert;
 pub mod migrations;
 mod queries;
+pub mod search;
 mod spans;
 pub mod stats;
 
@@ -57,6 +58,17 @@ pub(crate) fn test_start() -> TraceStart {
 /// A frame's rowid is `trace_id << SEQ_BITS | seq` (migration 5).
 const SEQ_BITS: u32 = 40;
 
+/// The largest seq a frame can have: `2^SEQ_BITS - 1`.
+pub const MAX_SEQ: i64 = (1 << SEQ_BITS) - 1;
+
+/// SQL over a `traces` row that is true for the traces readers are shown:
+/// all but those an import is still writing. An import sets `recorder_pid`
+/// to its own process while it writes a trace and clears it once the whole
+/// file is in (recorded traces never have `imported_from`), so a trace an
+/// import has not finished is never listed, served, exported or indexed
+/// (see `import.rs`).
+pub(crate) const SHOWN: &str = "(imported_from IS NULL OR recorder_pid IS NULL)";
+
 /// The rowid of frame `seq` of trace `trace_id` (a seq past the range gives
 /// a rowid past the trace's, never another trace's frame as long as callers
 /// also compare seq or stay below the trace's bound).
@@ -78,6 +90,27 @@ pub fn default_path() -> Result<PathBuf, StoreError> {
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/share")))
         .ok_or(StoreError::NoDefaultPath)?;
     Ok(data_home.join("acp-tee").join("traces.db"))
+}
+
+/// How a store is opened.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Access {
+    /// To record and read (migrated when older).
+    ReadWrite,
+    /// To read only, through the shared memory file a writer made.
+    ReadOnly,
+    /// To read only, a file nothing writes to: no lock, no log, no shared
+    /// memory file (SQLite's `immutable`), for a directory this process
+    /// cannot create them in.
+    Immutable,
+}
+
+/// The `file:` URI of `path` opened immutable.
+fn immutable_uri(path: &Path) -> String {
+    use percent_encoding::{AsciiSet, NON_ALPHANUMERIC};
+    use std::os::unix::ffi::OsStrExt;
+    const PATH: &AsciiSet = &NON_ALPHANUMERIC.remove(b'/').remove(b'-').remove(b'_').remove(b'.').remove(b'~');
+    format!("file:{}?immutable=1", percent_encoding::percent_encode(path.as_os_str().as_bytes(), PATH))
 }
 
 /// One frame ready to be stored.
@@ -118,6 +151,22 @@ pub struct NewFrame {
     pub sender: Option<String>,
     /// Imports from a multi-component source: the receiving component's name.
     pub receiver: Option<String>,
+    /// For a batch: each of its messages, in order (their methods and
+    /// latencies go into the per-method stats); empty for other frames.
+    pub batch: Vec<BatchMessage>,
+}
+
+/// One message of a batch frame, as the per-method stats count it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BatchMessage {
+    /// Request, notification, response, error or invalid.
+    pub kind: FrameKind,
+    /// Its method (for a response, its request's, once paired).
+    pub method: Option<String>,
+    /// For a paired response: the `seq` of its request.
+    pub reply_to_seq: Option<i64>,
+    /// For a paired response: nanoseconds since the request.
+    pub latency_ns: Option<i64>,
 }
 
 /// An open store.
@@ -150,15 +199,48 @@ impl Store {
             .mode(0o600)
             .open(path)
             .map_err(|source| StoreError::Io { path: path.to_owned(), source })?;
-        Self::open_with(path, OpenFlags::SQLITE_OPEN_READ_WRITE)
+        Self::open_with(path, Access::ReadWrite)
     }
 
     /// Opens an existing store; a missing file is an error, not a new store.
+    ///
+    /// A store this process may not write (a read-only file or directory,
+    /// a read-only mount) is opened read-only: readers work, nothing is
+    /// written (see [`Access`]).
     pub fn open_existing(path: &Path) -> Result<Store, StoreError> {
         if !path.exists() {
             return Err(StoreError::Missing { path: path.to_owned() });
         }
-        Self::open_with(path, OpenFlags::SQLITE_OPEN_READ_WRITE)
+        match Self::open_with(path, Access::ReadWrite) {
+            Err(e) if e.is_read_only() => match Self::open_read_only(path) {
+                // Not even readable: the first error says why.
+                Err(again) if again.is_read_only() => Err(e),
+                other => other,
+            },
+            other => other,
+        }
+    }
+
+    /// Opens a store that cannot be written to: through SQLite's shared
+    /// memory file when it exists (a recorder that can write is at work, and
+    /// its commits are seen), else as an immutable file (nothing can be
+    /// writing to it, as a writer would have made that file).
+    fn open_read_only(path: &Path) -> Result<Store, StoreError> {
+        match Self::open_with(path, Access::ReadOnly) {
+            Err(e) if e.is_read_only() => {
+                let mut log = path.as_os_str().to_owned();
+                log.push("-wal");
+                if Path::new(&log).exists() {
+                    tracing::warn!(
+                        "{} cannot be read without write access to its directory; \
+                         the frames in it are left out",
+                        Path::new(&log).display()
+                    );
+                }
+                Self::open_with(path, Access::Immutable)
+            }
+            other => other,
+        }
     }
 
     /// Opens the store, retrying while another process holds it in a way
@@ -166,11 +248,11 @@ impl Store {
     /// while this connection switches the journal mode or migrates: SQLite
     /// returns SQLITE_BUSY rather than deadlock). This happens when a store is
     /// created and opened by two processes at the same moment.
-    fn open_with(path: &Path, flags: OpenFlags) -> Result<Store, StoreError> {
+    fn open_with(path: &Path, access: Access) -> Result<Store, StoreError> {
         let deadline = std::time::Instant::now() + BUSY_TIMEOUT;
         let mut pause = Duration::from_millis(5);
         loop {
-            match Self::open_once(path, flags) {
+            match Self::open_once(path, access) {
                 Err(e) if e.is_busy() && std::time::Instant::now() < deadline => {
                     std::thread::sleep(pause);
                     pause = (pause * 2).min(Duration::from_millis(200));
@@ -180,21 +262,35 @@ impl Store {
         }
     }
 
-    fn open_once(path: &Path, flags: OpenFlags) -> Result<Store, StoreError> {
+    fn open_once(path: &Path, access: Access) -> Result<Store, StoreError> {
         let wrap = |source| StoreError::Open { path: path.to_owned(), source };
-        let flags = flags | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-        let mut conn = Connection::open_with_flags(path, flags).map_err(wrap)?;
+        let flags = OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let mut conn = match access {
+            Access::ReadWrite => Connection::open_with_flags(path, flags | OpenFlags::SQLITE_OPEN_READ_WRITE),
+            Access::ReadOnly => Connection::open_with_flags(path, flags | OpenFlags::SQLITE_OPEN_READ_ONLY),
+            Access::Immutable => Connection::open_with_flags(
+                immutable_uri(path),
+                flags | OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_URI,
+            ),
+        }
+        .map_err(wrap)?;
         conn.busy_timeout(BUSY_TIMEOUT).map_err(wrap)?;
-        api::register_contains(&conn).map_err(wrap)?;
         let mode: String = conn.query_row("PRAGMA journal_mode", [], |r| r.get(0)).map_err(wrap)?;
-        if !mode.eq_ignore_ascii_case("wal") {
+        if access == Access::ReadWrite && !mode.eq_ignore_ascii_case("wal") {
             conn.pragma_update(None, "journal_mode", "WAL").map_err(wrap)?;
         }
         conn.pragma_update(None, "synchronous", "NORMAL").map_err(wrap)?;
         conn.pragma_update(None, "foreign_keys", "ON").map_err(wrap)?;
-        migrations::apply(&mut conn).map_err(|source| StoreError::Migrate { path: path.to_owned(), source })?;
+        let migrated = match access {
+            Access::ReadWrite => migrations::apply(&mut conn).map(|_| ()),
+            Access::ReadOnly | Access::Immutable => migrations::check(&conn),
+        };
+        migrated.map_err(|source| StoreError::Migrate { path: path.to_owned(), source })?;
+        api::register_functions(&conn).map_err(wrap)?;
         let store = Store { inserts: Inserts::default(), conn, path: path.to_owned() };
-        // A store that cannot be written to (read-only file) is still readable.
+        if store.is_read_only() {
+            return Ok(store);
+        }
         if let Err(e) = store.end_abandoned_traces() {
             tracing::debug!("cannot mark abandoned traces in {}: {e}", path.display());
         }
@@ -204,9 +300,14 @@ impl Store {
     /// An in-memory store, for tests.
     pub fn in_memory() -> Result<Store, StoreError> {
         let mut conn = Connection::open_in_memory()?;
-        api::register_contains(&conn)?;
+        api::register_functions(&conn)?;
         migrations::apply(&mut conn).map_err(|source| StoreError::Migrate { path: ":memory:".into(), source })?;
         Ok(Store { inserts: Inserts::default(), conn, path: PathBuf::from(":memory:") })
+    }
+
+    /// True when this connection cannot write (see [`Store::open_existing`]).
+    pub fn is_read_only(&self) -> bool {
+        self.conn.is_readonly(rusqlite::MAIN_DB).unwrap_or(true)
     }
 
     /// The file this store lives in.
@@ -234,12 +335,34 @@ impl Store {
 
     /// Adds a trace for a run that is starting; returns its id.
     pub fn create_trace(&self, start: &TraceStart, recorder_pid: u32) -> Result<i64, StoreError> {
+        self.create_relayed_trace(start, recorder_pid, None, None)
+    }
+
+    /// [`Store::create_trace`], naming the process that relays the run and
+    /// the client that started it too (so readers can tell a trace still
+    /// recorded from one whose run is over while its recorder is finishing).
+    pub fn create_relayed_trace(
+        &self,
+        start: &TraceStart,
+        recorder_pid: u32,
+        relay_pid: Option<u32>,
+        client_pid: Option<u32>,
+    ) -> Result<i64, StoreError> {
         let command = serde_json::to_string(&start.command).expect("strings always serialise");
         self.write(|conn| {
             conn.execute(
-                "INSERT INTO traces (name, command, cwd, mode, started_at, recorder_pid)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                params![start.name, command, start.cwd, start.mode, start.started_at, recorder_pid],
+                "INSERT INTO traces (name, command, cwd, mode, started_at, recorder_pid, relay_pid, client_pid)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                params![
+                    start.name,
+                    command,
+                    start.cwd,
+                    start.mode,
+                    start.started_at,
+                    recorder_pid,
+                    relay_pid,
+                    client_pid
+                ],
             )?;
             Ok(conn.last_insert_rowid())
         })
@@ -279,10 +402,10 @@ impl Store {
         let mut count = 0;
         {
             let traces: Vec<(i64, i64)> = tx
-                .prepare_cached(
+                .prepare_cached(&format!(
                     "SELECT t.id, coalesce(p.indexed_seq, 0) FROM traces t
-                     LEFT JOIN search_progress p ON p.trace_id = t.id ORDER BY t.id",
-                )?
+                     LEFT JOIN search_progress p ON p.trace_id = t.id WHERE {SHOWN} ORDER BY t.id"
+                ))?
                 .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
                 .collect::<Result<_, _>>()?;
             let mut rows =
@@ -317,16 +440,20 @@ impl Store {
 
     /// Ends every trace that has no end while its recorder process is gone
     /// (acp-tee and its recorder were both killed): the end is the time of its
-    /// last frame, the reason says it was cut off. Returns how many.
+    /// last frame, the reason says it was cut off. Returns how many. Imports
+    /// are left alone: one whose process died is removed by the next import
+    /// (`import.rs`).
     pub fn end_abandoned_traces(&self) -> Result<usize, StoreError> {
         let open: Vec<(i64, String, Option<i64>)> = self
             .conn
-            .prepare("SELECT id, started_at, recorder_pid FROM traces WHERE ended_at IS NULL")?
+            .prepare(
+                "SELECT id, started_at, recorder_pid FROM traces WHERE ended_at IS NULL AND imported_from IS NULL",
+            )?
             .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
             .collect::<Result<_, _>>()?;
         let mut ended = 0;
         for (id, started_at, pid) in open {
-            // Traces that never had a recorder (imports) are not ours to end.
+            // Traces that never had a recorder are not ours to end.
             if pid.is_none_or(api::process_exists) {
                 continue;
             }
@@ -405,18 +532,36 @@ impl Store {
     }
 }
 
+/// Notes which requests the responses inside batch frames answer
+/// (`batch_replies`, migration 8); batches are rare, so this costs a frame
+/// that is no batch one comparison.
+fn add_batch_replies(conn: &Connection, trace_id: i64, frames: &[NewFrame]) -> Result<(), StoreError> {
+    for f in frames.iter().filter(|f| !f.batch.is_empty()) {
+        let mut insert = conn.prepare_cached(
+            "INSERT OR REPLACE INTO batch_replies (trace_id, request_seq, batch_seq, latency_ns) VALUES (?1, ?2, ?3, ?4)",
+        )?;
+        for m in &f.batch {
+            if let (Some(request_seq), Some(latency_ns)) = (m.reply_to_seq, m.latency_ns) {
+                insert.execute(params![trace_id, request_seq, f.seq, latency_ns])?;
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Inserts `frames` of trace `trace_id` and adds them to the trace's counts,
 /// inside the caller's transaction.
 fn insert_rows(conn: &Connection, inserts: &mut Inserts, trace_id: i64, frames: &[NewFrame]) -> Result<(), StoreError> {
     if !(0..1 << (63 - SEQ_BITS)).contains(&trace_id) {
         return Err(StoreError::OutOfRange(format!("trace id {trace_id}")));
     }
-    if let Some(f) = frames.iter().find(|f| !(1..1 << SEQ_BITS).contains(&f.seq)) {
+    if let Some(f) = frames.iter().find(|f| !(1..=MAX_SEQ).contains(&f.seq)) {
         return Err(StoreError::OutOfRange(format!("seq {} (frames are numbered 1 to 2^40 - 1)", f.seq)));
     }
     inserts.run(conn, trace_id, frames)?;
     stats::BatchStats::of(frames).add_to(conn, trace_id)?;
     spans::add(conn, trace_id, frames)?;
+    add_batch_replies(conn, trace_id, frames)?;
     let errors: i64 = frames.iter().map(|f| f.errors).sum();
     conn.prepare_cached(
         "UPDATE traces SET frame_count = frame_count + ?1, error_count = error_count + ?2 WHERE id = ?3",
@@ -492,6 +637,7 @@ mod tests {
             preview: some(i % 2 == 1, format!("p{i}")),
             sender: some(i % 9 == 0, "a".into()),
             receiver: some(i % 9 == 0, "b".into()),
+            batch: Vec::new(),
         }
     }
 
@@ -547,6 +693,37 @@ mod tests {
         let trace = store.trace(id).unwrap();
         assert_eq!(trace.frame_count, frames.len() as i64);
         assert_eq!(trace.error_count, frames.iter().map(|f| f.errors).sum::<i64>());
+    }
+
+    #[test]
+    fn reading_every_frame_holds_no_read_transaction_while_the_caller_works() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.db");
+        let mut store = Store::create_or_open(&path).unwrap();
+        let id = store.create_trace(&test_start(), 1).unwrap();
+        let mut frames: Vec<NewFrame> = (1..=1000).map(varied_frame).collect();
+        // Frames of a step's size in bytes on their own, among small ones.
+        for f in frames.iter_mut().filter(|f| f.seq % 97 == 0) {
+            f.raw = vec![b'x'; queries::STEP_BYTES + 1];
+        }
+        store.insert_frames(id, &frames).unwrap();
+        let other = Store::open_existing(&path).unwrap();
+        let mut seqs = Vec::new();
+        store
+            .for_each_frame::<StoreError>(id, |f| {
+                assert_eq!(f.raw, frames[seqs.len()].raw);
+                seqs.push(f.seq);
+                if seqs.len() % 300 == 0 {
+                    // Another connection writes and folds the whole log
+                    // into the file: no reader holds an older snapshot.
+                    other.create_trace(&test_start(), 1)?;
+                    let busy: i64 = other.conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| r.get(0))?;
+                    assert_eq!(busy, 0, "a read transaction was open at frame {}", f.seq);
+                }
+                Ok(())
+            })
+            .unwrap();
+        assert_eq!(seqs, (1..=1000).collect::<Vec<_>>());
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! Reading traces and frames back.
 
-use super::{Store, StoreError};
+use super::{Store, StoreError, SHOWN};
 use acp_tee_shared::{Direction, FrameKind, TraceMeta};
 use rusqlite::{params, OptionalExtension, Row};
 
@@ -71,68 +71,115 @@ pub(super) fn parse_name<T: std::str::FromStr<Err = acp_tee_shared::UnknownName>
     text.parse().map_err(|e| rusqlite::Error::FromSqlConversionFailure(idx, rusqlite::types::Type::Text, Box::new(e)))
 }
 
-fn frame_from_row(row: &Row<'_>) -> rusqlite::Result<StoredFrame> {
+/// The frame in `row`'s columns from `at` on, in [`Store::read_step`]'s order.
+fn frame_from_row(row: &Row<'_>, at: usize) -> rusqlite::Result<StoredFrame> {
     Ok(StoredFrame {
-        seq: row.get(0)?,
-        t_ns: row.get(1)?,
-        dir: parse_name(2, row.get(2)?)?,
-        kind: parse_name(3, row.get(3)?)?,
-        rpc_id: row.get(4)?,
-        method: row.get(5)?,
-        session_id: row.get(6)?,
-        reply_to_seq: row.get(7)?,
-        latency_ns: row.get(8)?,
-        raw: row.get(9)?,
-        envelope: row.get(10)?,
-        mcp: row.get::<_, String>(11)? == "mcp",
-        mcp_method: row.get(12)?,
-        sender: row.get(13)?,
-        receiver: row.get(14)?,
+        seq: row.get(at)?,
+        t_ns: row.get(at + 1)?,
+        dir: parse_name(at + 2, row.get(at + 2)?)?,
+        kind: parse_name(at + 3, row.get(at + 3)?)?,
+        rpc_id: row.get(at + 4)?,
+        method: row.get(at + 5)?,
+        session_id: row.get(at + 6)?,
+        reply_to_seq: row.get(at + 7)?,
+        latency_ns: row.get(at + 8)?,
+        raw: row.get(at + 9)?,
+        envelope: row.get(at + 10)?,
+        mcp: row.get::<_, String>(at + 11)? == "mcp",
+        mcp_method: row.get(at + 12)?,
+        sender: row.get(at + 13)?,
+        receiver: row.get(at + 14)?,
     })
 }
 
+/// Frames [`Store::for_each_frame`] reads per step at most.
+pub const STEP_FRAMES: usize = 256;
+
+/// Bytes (stored and envelope) after which a step of
+/// [`Store::for_each_frame`] ends, even before [`STEP_FRAMES`] frames.
+pub const STEP_BYTES: usize = 4 << 20;
+
 impl Store {
-    /// Every trace, newest first.
+    /// Every trace, newest first (not those an import is still writing).
     pub fn list_traces(&self) -> Result<Vec<TraceMeta>, StoreError> {
-        let sql = format!("SELECT {TRACE_COLUMNS} FROM traces ORDER BY id DESC");
+        let sql = format!("SELECT {TRACE_COLUMNS} FROM traces WHERE {SHOWN} ORDER BY id DESC");
         let mut stmt = self.conn.prepare(&sql)?;
         let traces = stmt.query_map([], trace_from_row)?.collect::<Result<_, _>>()?;
         Ok(traces)
     }
 
-    /// The trace with id `id`.
+    /// The trace with id `id` (none while an import is still writing it).
     pub fn trace(&self, id: i64) -> Result<TraceMeta, StoreError> {
-        let sql = format!("SELECT {TRACE_COLUMNS} FROM traces WHERE id = ?1");
+        let sql = format!("SELECT {TRACE_COLUMNS} FROM traces WHERE id = ?1 AND {SHOWN}");
         self.conn.query_row(&sql, params![id], trace_from_row).optional()?.ok_or(StoreError::NoSuchTrace(id))
     }
 
     /// The id of the newest trace.
     pub fn latest_trace_id(&self) -> Result<i64, StoreError> {
         self.conn
-            .query_row("SELECT max(id) FROM traces", [], |r| r.get::<_, Option<i64>>(0))?
+            .query_row(&format!("SELECT max(id) FROM traces WHERE {SHOWN}"), [], |r| r.get::<_, Option<i64>>(0))?
             .ok_or(StoreError::NoTraces)
     }
 
-    /// Calls `each` with every frame of trace `trace_id` in `seq` order,
-    /// reading one row at a time so memory stays flat however long the trace.
+    /// The seqs of the requests that responses inside batch frame
+    /// `batch_seq` of trace `trace_id` answer, in order.
+    pub fn batch_replies(&self, trace_id: i64, batch_seq: i64) -> Result<Vec<i64>, StoreError> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT request_seq FROM batch_replies WHERE trace_id = ?1 AND batch_seq = ?2 ORDER BY request_seq",
+        )?;
+        let seqs = stmt.query_map(params![trace_id, batch_seq], |r| r.get(0))?.collect::<Result<_, _>>()?;
+        Ok(seqs)
+    }
+
+    /// Calls `each` with every frame of trace `trace_id` in `seq` order (the
+    /// frames stored when it starts), reading in steps of at most
+    /// [`STEP_FRAMES`] frames or [`STEP_BYTES`] bytes: memory stays flat
+    /// however long the trace, and no read transaction lasts while `each`
+    /// works or waits (a slow reader of an export neither holds the store
+    /// nor keeps its log from being reset).
     pub fn for_each_frame<E: From<StoreError>>(
         &self,
         trace_id: i64,
         mut each: impl FnMut(StoredFrame) -> Result<(), E>,
     ) -> Result<(), E> {
-        let mut stmt = self
-            .conn
-            .prepare(
-                "SELECT seq, t_ns, dir, kind, rpc_id, method, session_id, reply_to_seq, latency_ns, raw,
-                        envelope, protocol, mcp_method, sender, receiver
-                 FROM frames WHERE id > ?1 AND id < ?2 ORDER BY id",
-            )
-            .map_err(StoreError::from)?;
         let (lo, hi) = super::frame_id_bounds(trace_id);
-        let mut rows = stmt.query(params![lo, hi]).map_err(StoreError::from)?;
-        while let Some(row) = rows.next().map_err(StoreError::from)? {
-            each(frame_from_row(row).map_err(StoreError::from)?)?;
+        let last: Option<i64> = self
+            .conn
+            .query_row("SELECT max(id) FROM frames WHERE id > ?1 AND id < ?2", params![lo, hi], |r| r.get(0))
+            .map_err(StoreError::from)?;
+        let Some(last) = last else { return Ok(()) };
+        let mut after = lo;
+        let mut step = Vec::new();
+        while after < last {
+            after = self.read_step(after, last, &mut step)?;
+            for frame in step.drain(..) {
+                each(frame)?;
+            }
         }
         Ok(())
+    }
+
+    /// Reads the frames with rowids in `after + 1 ..= last` into `step`, up
+    /// to a step's worth; returns the last rowid read (`last` when none is
+    /// left). The statement is reset before this returns.
+    fn read_step(&self, after: i64, last: i64, step: &mut Vec<StoredFrame>) -> Result<i64, StoreError> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT id, seq, t_ns, dir, kind, rpc_id, method, session_id, reply_to_seq, latency_ns, raw,
+                    envelope, protocol, mcp_method, sender, receiver
+             FROM frames WHERE id > ?1 AND id <= ?2 ORDER BY id LIMIT ?3",
+        )?;
+        let mut rows = stmt.query(params![after, last, STEP_FRAMES as i64])?;
+        let (mut read_to, mut bytes, mut count) = (after, 0, 0);
+        while let Some(row) = rows.next()? {
+            read_to = row.get(0)?;
+            let frame = frame_from_row(row, 1)?;
+            bytes += frame.raw.len() + frame.envelope.as_ref().map_or(0, Vec::len);
+            count += 1;
+            step.push(frame);
+            if bytes >= STEP_BYTES {
+                return Ok(read_to);
+            }
+        }
+        Ok(if count < STEP_FRAMES { last } else { read_to })
     }
 }

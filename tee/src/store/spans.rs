@@ -81,6 +81,7 @@ mod tests {
             preview: None,
             sender: None,
             receiver: None,
+            batch: Vec::new(),
         }
     }
 

@@ -22,13 +22,15 @@ pub fn bucket_of(ns: i64) -> i64 {
     e * SUB + sub
 }
 
-/// The latencies a bucket holds: `lo..hi`, nanoseconds.
+/// The latencies a bucket holds: `lo..hi`, nanoseconds; the top bucket's
+/// `hi` is `i64::MAX` (which it holds too), as 2^63 is not an `i64`.
 pub fn bucket_bounds(bucket: i64) -> (i64, i64) {
     if bucket < SUB {
         return (bucket, bucket + 1);
     }
     let (e, sub) = (bucket / SUB, bucket % SUB);
-    ((SUB + sub) << (e - 4), (SUB + sub + 1) << (e - 4))
+    let at = |n: i64| i64::try_from(i128::from(n) << (e - 4)).unwrap_or(i64::MAX);
+    (at(SUB + sub), at(SUB + sub + 1))
 }
 
 #[derive(Default)]
@@ -52,37 +54,48 @@ pub struct BatchStats {
 }
 
 impl BatchStats {
-    /// Sums up `frames`.
+    /// Sums up `frames` (the messages of batches each on its own).
     pub fn of(frames: &[NewFrame]) -> BatchStats {
         let mut s = BatchStats::default();
         let mut last = 0;
         for f in frames {
             s.kinds[f.dir as usize][f.kind as usize] += 1;
-            let Some(method) = &f.method else { continue };
-            // The last frame's method first, then the others; the method is
-            // cloned once per batch, not per frame.
-            if s.methods.get(last).is_none_or(|(name, _)| name != method) {
-                last = match s.methods.iter().position(|(name, _)| name == method) {
-                    Some(i) => i,
-                    None => {
-                        s.methods.push((method.clone(), MethodAgg::default()));
-                        s.methods.len() - 1
-                    }
-                };
+            if let Some(method) = &f.method {
+                s.add_message(&mut last, method, f.kind, f.latency_ns);
             }
-            let m = &mut s.methods[last].1;
-            match f.kind {
-                FrameKind::Request | FrameKind::Notification => m.count += 1,
-                FrameKind::Error => m.errors += 1,
-                _ => {}
-            }
-            if let Some(ns) = f.latency_ns {
-                m.answered += 1;
-                m.max_ns = Some(m.max_ns.map_or(ns, |x| x.max(ns)));
-                *m.buckets.entry(bucket_of(ns)).or_default() += 1;
+            for m in &f.batch {
+                if let Some(method) = &m.method {
+                    s.add_message(&mut last, method, m.kind, m.latency_ns);
+                }
             }
         }
         s
+    }
+
+    /// Counts one message of `method`; `last` is the index of the method
+    /// counted last, looked at first (consecutive messages mostly share
+    /// one, and the method is cloned once per batch, not per message).
+    fn add_message(&mut self, last: &mut usize, method: &str, kind: FrameKind, latency_ns: Option<i64>) {
+        if self.methods.get(*last).is_none_or(|(name, _)| name != method) {
+            *last = match self.methods.iter().position(|(name, _)| name == method) {
+                Some(i) => i,
+                None => {
+                    self.methods.push((method.to_owned(), MethodAgg::default()));
+                    self.methods.len() - 1
+                }
+            };
+        }
+        let m = &mut self.methods[*last].1;
+        match kind {
+            FrameKind::Request | FrameKind::Notification => m.count += 1,
+            FrameKind::Error => m.errors += 1,
+            _ => {}
+        }
+        if let Some(ns) = latency_ns {
+            m.answered += 1;
+            m.max_ns = Some(m.max_ns.map_or(ns, |x| x.max(ns)));
+            *m.buckets.entry(bucket_of(ns)).or_default() += 1;
+        }
     }
 
     /// Adds these aggregates to trace `trace_id`'s, inside the caller's transaction on `tx`.
@@ -153,7 +166,12 @@ pub fn fill_from_buckets(m: &mut MethodStats, buckets: &[(i64, i64)]) {
     let first = octave(bucket_bounds(buckets[0].0).0);
     let last = octave(bucket_bounds(buckets[buckets.len() - 1].0).0);
     m.histogram = (first..=last)
-        .map(|e| HistogramBucket { lo_ns: if e == 0 { 0 } else { 1 << e }, hi_ns: 1 << (e + 1), count: 0 })
+        .map(|e| HistogramBucket {
+            lo_ns: if e == 0 { 0 } else { 1 << e },
+            // The top bar, from 2^62, ends at the largest i64.
+            hi_ns: 1i64.checked_shl(e as u32 + 1).filter(|hi| *hi > 0).unwrap_or(i64::MAX),
+            count: 0,
+        })
         .collect();
     for &(b, n) in buckets {
         m.histogram[(octave(bucket_bounds(b).0) - first) as usize].count += n;
@@ -226,5 +244,23 @@ mod tests {
         let mut one = method(7);
         fill_from_buckets(&mut one, &[(7, 1)]);
         assert_eq!((one.p50_ns, one.p99_ns), (Some(7), Some(7)));
+    }
+
+    #[test]
+    fn the_largest_latencies_have_bounds_that_do_not_overflow() {
+        for max in [1i64 << 62, (1 << 62) + 12345, i64::MAX - 1, i64::MAX] {
+            let buckets = [(bucket_of(1000), 1), (bucket_of(max), 2)];
+            let (lo, hi) = bucket_bounds(bucket_of(max));
+            assert!(lo <= max && max <= hi && lo < hi, "{max}: {lo}..{hi}");
+            let mut m = method(max);
+            fill_from_buckets(&mut m, &buckets);
+            let last = m.histogram.last().unwrap();
+            assert!(last.lo_ns == 1 << 62 && last.hi_ns == i64::MAX, "{last:?}");
+            assert!(m.histogram.iter().all(|b| b.lo_ns < b.hi_ns), "{:?}", m.histogram);
+            assert!(m.histogram.windows(2).all(|w| w[0].hi_ns == w[1].lo_ns));
+            assert_eq!(m.histogram.iter().map(|b| b.count).sum::<i64>(), 3);
+            assert_eq!(m.p99_ns, Some(max));
+            assert!(m.p50_ns.is_some_and(|p| (1 << 62) <= p && p <= max), "{:?}", m.p50_ns);
+        }
     }
 }

@@ -149,11 +149,18 @@ pub fn peer(name: &str) -> String {
         .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
         .map(|dir| dir.join(name))
         .find(|p| p.is_file());
+    // What scripts/install-tools calls the tool that provides `name`.
+    let tool = match name {
+        "agent-client-protocol-conductor" => "conductor",
+        "agent-client-protocol-trace-viewer" => "trace-viewer",
+        "chromedriver" => "chromium",
+        other => other,
+    };
     match found {
         Some(p) => p.display().to_string(),
         None => panic!(
-            "`{name}` is not on PATH; install the real peers with scripts/install-tools \
-             (elizacp 12.0.0, yopo 11.0.0, agent-client-protocol-conductor 5.0.0)"
+            "`{name}` is not on PATH: this test runs it for real; install it with \
+             `scripts/install-tools {tool}` (or every tool the tests use: `scripts/install-tools tests`)"
         ),
     }
 }
@@ -258,6 +265,14 @@ pub fn pid_from_file(dir: &Path, name: &str) -> u32 {
         assert!(Instant::now() < deadline, "{} was never written", path.display());
         std::thread::sleep(Duration::from_millis(5));
     }
+}
+
+/// Resumes a process stopped with SIGSTOP, if it is still there (the kernel
+/// resumes a stopped recorder itself once its relay exits: its process
+/// group is then orphaned).
+pub fn resume(pid: u32) {
+    // SAFETY: kill(2) on a pid the test started.
+    unsafe { libc::kill(pid as i32, libc::SIGCONT) };
 }
 
 /// Kills `pid` (SIGKILL) if it is still there; for clean-up after a test.
