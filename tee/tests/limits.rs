@@ -63,3 +63,76 @@ fn the_stores_log_stays_under_256_mib_while_a_burst_is_stored() {
     assert_eq!(trace.missing_frames, 0);
     assert!(peak < 256 << 20, "the log grew to {} MiB", peak >> 20);
 }
+
+#[test]
+fn a_stopped_recorder_stalls_forwarding_after_about_a_mib_and_loses_nothing() {
+    use std::io::Read;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    let store = TempStore::new();
+    let lines = 200_000;
+    let input: Vec<u8> = (0..lines)
+        .flat_map(|i| {
+            format!("{{\"jsonrpc\":\"2.0\",\"id\":{i},\"method\":\"m\",\"params\":{{\"pad\":\"{:040}\"}}}}\n", i)
+                .into_bytes()
+        })
+        .collect();
+    let mut cmd = tee(&store.db, &["cat"]);
+    cmd.stdout(Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    // The first line alone, so the trace exists and the recorder is caught up.
+    let first = input.iter().position(|&b| b == b'\n').unwrap() + 1;
+    stdin.write_all(&input[..first]).unwrap();
+    let mut echo = vec![0u8; first];
+    stdout.read_exact(&mut echo).unwrap();
+    store.wait_for_frames(2);
+    let recorder = recorder_of(child.id());
+    kill(recorder, libc::SIGSTOP);
+    let received = Arc::new(AtomicUsize::new(0));
+    let reader = {
+        let received = received.clone();
+        std::thread::spawn(move || {
+            let mut out = echo;
+            let mut buf = vec![0u8; 1 << 16];
+            loop {
+                match stdout.read(&mut buf) {
+                    Ok(0) | Err(_) => return out,
+                    Ok(n) => {
+                        out.extend_from_slice(&buf[..n]);
+                        received.fetch_add(n, Ordering::Relaxed);
+                    }
+                }
+            }
+        })
+    };
+    let rest = input[first..].to_vec();
+    let feeder = std::thread::spawn(move || {
+        let _ = stdin.write_all(&rest);
+    });
+    // Forwarding goes on until the pipes to the stopped recorder are full,
+    // then waits: nothing crosses unrecorded.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut last = (usize::MAX, Instant::now());
+    let stalled_at = loop {
+        let now = received.load(Ordering::Relaxed);
+        if now != last.0 {
+            last = (now, Instant::now());
+        } else if last.1.elapsed() > Duration::from_secs(2) {
+            break now;
+        }
+        assert!(Instant::now() < deadline, "forwarding never stalled");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    resume(recorder);
+    feeder.join().unwrap();
+    let out = reader.join().unwrap();
+    child.wait().unwrap();
+    eprintln!("with the recorder stopped, {stalled_at} bytes were forwarded to the client");
+    assert!(stalled_at >= 1 << 20, "forwarding stopped after {stalled_at} bytes");
+    assert!(stalled_at < input.len() / 2, "forwarding did not wait for the stopped recorder");
+    assert!(out == input, "the echo differs");
+    let trace = store.only_trace();
+    assert_eq!((trace.frame_count, trace.missing_frames), (2 * lines as i64, 0));
+}

@@ -10,7 +10,8 @@
 //! is ended nothing more is forwarded.
 //!
 //! Architecture Invariant: nothing in the relay waits on a database write; the
-//! only way the recorder can slow forwarding is a full handoff pipe.
+//! only way the recorder can slow forwarding is a full handoff or data pipe
+//! (its spool is full, or the recorder process does not run).
 
 mod agent;
 mod pump;
