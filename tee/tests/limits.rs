@@ -136,3 +136,45 @@ fn a_stopped_recorder_stalls_forwarding_after_about_a_mib_and_loses_nothing() {
     let trace = store.only_trace();
     assert_eq!((trace.frame_count, trace.missing_frames), (2 * lines as i64, 0));
 }
+
+/// The most resident memory `pid` had (`VmHWM`), in bytes, while it lives.
+fn peak_rss(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    line.split_whitespace().nth(1)?.parse::<u64>().ok().map(|kb| kb << 10)
+}
+
+#[test]
+fn the_recorders_memory_stays_under_64_mib_for_requests_nobody_answers() {
+    let store = TempStore::new();
+    // 300,000 requests echoed by `cat`: 600,000 frames, every one a request
+    // nobody answers, so the pairer holds its limit of 100,000 and forgets
+    // the oldest; plus bursts for the spool and the queue.
+    let lines = 300_000;
+    let input: Vec<u8> = (0..lines)
+        .flat_map(|i| {
+            format!("{{\"jsonrpc\":\"2.0\",\"id\":{i},\"method\":\"burst/item\",\"params\":{{\"n\":{i}}}}}\n")
+                .into_bytes()
+        })
+        .collect();
+    let mut cmd = tee(&store.db, &["cat"]);
+    let mut child = cmd.spawn().unwrap();
+    let recorder = recorder_of(child.id());
+    let mut stdin = child.stdin.take().unwrap();
+    let feeder = std::thread::spawn(move || {
+        stdin.write_all(&input).unwrap();
+    });
+    let started = Instant::now();
+    let mut peak = 0;
+    while let Some(rss) = peak_rss(recorder).filter(|_| process_alive(recorder)) {
+        peak = peak.max(rss);
+        assert!(started.elapsed() < Duration::from_secs(600), "the recorder did not finish in 10 minutes");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    feeder.join().unwrap();
+    child.wait().unwrap();
+    let trace = store.only_trace();
+    eprintln!("{} frames; the recorder's peak RSS was {} MiB", trace.frame_count, peak >> 20);
+    assert_eq!((trace.frame_count, trace.missing_frames), (2 * lines, 0));
+    assert!(peak < 64 << 20, "the recorder's peak RSS was {} MiB", peak >> 20);
+}

@@ -38,11 +38,12 @@ use std::os::fd::FromRawFd;
 use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
-/// Bytes of frames the recorder holds between framer and store writer at
-/// most. The batch the writer is storing is out of the queue, so up to twice
-/// this is in flight: with 8 MiB, the recorder's peak RSS reached 57-60 MiB
-/// for 1 MiB messages (the target is 64); with 4 MiB it is about 46, and
-/// 300-byte frames are stored as fast (4 MiB holds two full batches of them).
+/// Bytes of frames (their memory, as [`Weighted`] counts it) the recorder
+/// holds between framer and store writer at most. The batch the writer is
+/// storing is out of the queue, so up to twice this is in flight: with 8 MiB,
+/// the recorder's peak RSS reached 57-60 MiB for 1 MiB messages (the target
+/// is 64); with 4 MiB it is about 46, and 100-byte frames are stored as fast
+/// (4 MiB holds about 8,000 of them: two full batches).
 pub const QUEUE_BYTES: usize = 4 << 20;
 
 /// Bytes read from the pipe that wait for the framer in memory, at most;

@@ -31,9 +31,29 @@ const INDEX_CHUNK: i64 = 2000;
 const LOCKED_PAUSE: Duration = Duration::from_millis(100);
 
 impl Weighted for NewFrame {
+    /// The memory a frame holds: the struct, its bytes and strings, and what
+    /// the allocator adds to each (small frames are mostly the struct: a
+    /// 100-byte message holds about 500 bytes).
     fn weight(&self) -> usize {
-        // The bytes plus a rough allowance for the parsed fields and the row.
-        self.raw.len() + 128
+        const PER_ALLOCATION: usize = 24;
+        let text = |t: &Option<String>| t.as_ref().map_or(0, |t| t.len() + PER_ALLOCATION);
+        std::mem::size_of::<NewFrame>()
+            + self.raw.len()
+            + PER_ALLOCATION
+            + self.envelope.as_ref().map_or(0, |e| e.len() + PER_ALLOCATION)
+            + [
+                &self.rpc_id,
+                &self.method,
+                &self.session_id,
+                &self.mcp_method,
+                &self.preview,
+                &self.sender,
+                &self.receiver,
+            ]
+            .into_iter()
+            .map(text)
+            .sum::<usize>()
+            + self.batch.len() * 128
     }
 }
 
