@@ -69,7 +69,10 @@ fn main() {
             let mut writer = StoreWriter::open(&path, &start);
             let cpu0 = thread_cpu();
             writer.drain(&queue, || {});
-            writer.finish(&TraceEnd { exit_code: Some(0), exit_signal: None, end_reason: "done".into() });
+            writer.finish(
+                &TraceEnd { exit_code: Some(0), exit_signal: None, end_reason: "done".into() },
+                &acp_tee::bench::now_rfc3339(),
+            );
             (writer.written(), thread_cpu() - cpu0)
         })
     };

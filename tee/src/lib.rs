@@ -54,5 +54,6 @@ pub use store::{Reader, Store, StoreError, StoredFrame};
 /// what recording costs per frame without the processes around it.
 #[doc(hidden)]
 pub mod bench {
+    pub use crate::clock::now_rfc3339;
     pub use crate::recorder::{ByteQueue, StoreWriter, QUEUE_BYTES};
 }

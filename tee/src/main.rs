@@ -34,6 +34,9 @@ fn main() {
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_env_filter(EnvFilter::try_from_env("ACP_TEE_LOG").unwrap_or_else(|_| EnvFilter::new("warn")))
+        // A log line that cannot be written (stderr closed or full) is
+        // dropped: never a panic, never a second attempt on stderr.
+        .log_internal_errors(false)
         .event_format(Plain)
         .init();
     let code = acp_tee::main(std::env::args_os().collect());

@@ -22,25 +22,6 @@ fn burst(lines: usize) -> Vec<u8> {
         .collect()
 }
 
-/// The acp-tee recorder process started by `parent`.
-fn recorder_of(parent: u32) -> u32 {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-            let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else { continue };
-            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { continue };
-            let after_comm = stat.rsplit(')').next().unwrap_or_default();
-            let ppid: u32 = after_comm.split_whitespace().nth(1).and_then(|p| p.parse().ok()).unwrap_or(0);
-            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-            if ppid == parent && cmdline.windows(10).any(|w| w == b"__recorder") {
-                return pid;
-            }
-        }
-        assert!(Instant::now() < deadline, "no recorder process under {parent}");
-        std::thread::sleep(Duration::from_millis(5));
-    }
-}
-
 fn integrity_ok(store: &TempStore) {
     let conn = rusqlite::Connection::open(&store.db).unwrap();
     let result: String = conn.query_row("PRAGMA integrity_check", [], |r| r.get(0)).unwrap();
@@ -129,10 +110,14 @@ fn kill_9_of_both_processes_mid_burst_leaves_a_clean_store_and_a_cut_off_trace()
 #[test]
 fn a_store_out_of_space_still_forwards_everything_and_counts_what_is_missing() {
     let store = TempStore::new();
-    // 120 frames of 64 KiB each way, into a store whose files may not grow
+    // 400 frames of 64 KiB each way, into a store whose files may not grow
     // past 2 MiB (RLIMIT_FSIZE; SQLite then gets EFBIG, as on a full disk).
+    // That is more than the recorder can hold back (spool, queue, pipes:
+    // about 24 MiB), so the store fails while acp-tee still runs: a failure
+    // after acp-tee exited has no stderr to go to, only the trace's count.
+    let frames = 400;
     let line = |i: usize| format!("{{\"id\":{i},\"method\":\"big\",\"params\":\"{}\"}}\n", "x".repeat(64 * 1024));
-    let input: Vec<u8> = (0..120).flat_map(|i| line(i).into_bytes()).collect();
+    let input: Vec<u8> = (0..frames).flat_map(|i| line(i).into_bytes()).collect();
     // `cat` ends on EOF by itself; a long grace keeps a slow machine (the
     // relay waits on a recorder whose spool cannot grow) from stopping it.
     let mut cmd = tee_command(&store.db, &["--grace", "60s"], &["cat"]);
@@ -154,7 +139,7 @@ fn a_store_out_of_space_still_forwards_everything_and_counts_what_is_missing() {
     assert!(stderr.contains("not recording to"), "{stderr}");
     let trace = store.only_trace();
     assert!(trace.missing_frames > 0, "nothing counted as missing");
-    assert_eq!(trace.frame_count + trace.missing_frames, 240, "stored + missing = every frame");
+    assert_eq!(trace.frame_count + trace.missing_frames, 2 * frames as i64, "stored + missing = every frame");
     integrity_ok(&store);
     eprintln!("out of space: {} frames stored, {} missing", trace.frame_count, trace.missing_frames);
 }
@@ -304,4 +289,43 @@ fn no_process_is_left_behind() {
         assert!(wait_gone(pid), "agent {pid} left running (kill: {kill_it})");
         let _ = Command::new("true").status();
     }
+}
+
+#[test]
+fn a_stderr_that_cannot_be_written_changes_nothing_even_with_the_store_out_of_space() {
+    let store = TempStore::new();
+    let lines = 10_000;
+    let input: Vec<u8> = (0..lines)
+        .flat_map(|i| format!("{{\"id\":{i},\"method\":\"big\",\"params\":\"{}\"}}\n", "x".repeat(1000)).into_bytes())
+        .collect();
+    let mut cmd = tee_command(&store.db, &["--grace", "60s"], &["cat"]);
+    // Every warning fails to be written (ENOSPC), and the store runs out of space.
+    cmd.stderr(std::fs::File::options().write(true).open("/dev/full").unwrap());
+    // SAFETY: setrlimit is async-signal-safe; it runs in the child before exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            let limit = libc::rlimit { rlim_cur: 2 << 20, rlim_max: 2 << 20 };
+            if libc::setrlimit(libc::RLIMIT_FSIZE, &limit) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let mut child = cmd.spawn().unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let feeder = {
+        let input = input.clone();
+        std::thread::spawn(move || {
+            let _ = stdin.write_all(&input);
+        })
+    };
+    let stdout = read_to_end_on_thread(child.stdout.take().unwrap());
+    let status = wait_within(&mut child, Duration::from_secs(90));
+    feeder.join().unwrap();
+    assert_eq!(status.and_then(|s| s.code()), Some(0), "acp-tee hung or failed");
+    let (out, _) = stdout.recv_timeout(Duration::from_secs(10)).unwrap();
+    assert!(out == input, "forwarded bytes changed");
+    let trace = store.only_trace();
+    assert!(trace.missing_frames > 0, "nothing counted as missing");
+    assert_eq!(trace.frame_count + trace.missing_frames, 2 * lines, "stored + missing = every frame");
 }

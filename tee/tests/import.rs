@@ -414,16 +414,17 @@ fn a_recording_waits_out_a_write_lock_held_past_the_busy_timeout() {
     assert_eq!(output, input);
     assert!(started.elapsed() < Duration::from_secs(30), "forwarding waited for the lock");
     assert!(store.open().list_traces().unwrap().is_empty());
-    holder.join().unwrap();
+    // acp-tee exits when the run ends; the recorder, on its own, waits.
     let out = child.wait_with_output().unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
+    assert!(started.elapsed() < Duration::from_secs(30), "acp-tee waited for the lock");
+    // The recorder meets the busy timeout (and warns) only after acp-tee
+    // exited: nothing on acp-tee's stderr, and nothing is reported lost.
+    assert_eq!(stderr(&out), "");
+    holder.join().unwrap();
     let trace = store.only_trace();
     assert_eq!((trace.frame_count, trace.missing_frames), (400, 0));
     assert_eq!(store.stream(trace.id, acp_tee_shared::Direction::ClientToAgent), input);
-    // One warning says why storing waits; nothing is reported lost.
-    let err = stderr(&out);
-    let wait = format!("warning: {} is locked by another process; waiting for it", store.db.display());
-    assert_eq!((err.matches(&wait).count(), err.lines().count()), (1, 1), "{err}");
 }
 
 #[test]

@@ -7,6 +7,7 @@ use acp_tee_shared::{Direction, FrameKind};
 use common::*;
 use std::io::Write;
 use std::process::Stdio;
+use std::time::{Duration, Instant};
 
 #[test]
 fn client_eof_stops_an_agent_that_never_exits() {
@@ -187,4 +188,169 @@ fn a_missing_agent_is_one_clear_error_and_records_nothing() {
     assert_eq!(out.status.code(), Some(126));
     assert!(String::from_utf8_lossy(&out.stderr).contains("permission denied"));
     assert!(!store.db.exists());
+}
+
+/// The pipe behind one of our child-facing descriptors (`pipe:[inode]`).
+fn own_fd_target(fd: &impl std::os::fd::AsRawFd) -> String {
+    fd_target(std::process::id(), fd.as_raw_fd()).expect("our own descriptor")
+}
+
+#[test]
+fn no_byte_reaches_the_client_after_the_trace_ended() {
+    let store = TempStore::new();
+    // The agent exits while something it started keeps writing to its stdout.
+    let agent = sh("echo first; (while :; do echo tick; sleep 0.01; done) & echo $! > bg; exit 5");
+    let mut cmd = tee_command(&store.db, &["--grace", "200ms"], &as_strs(&agent));
+    cmd.current_dir(store.dir.path());
+    let mut child = cmd.spawn().unwrap();
+    let _stdin = child.stdin.take().unwrap();
+    assert_eq!(read_exact_from(&mut child, 6), b"first\n");
+    // A recorder that is slow to finish (here: stopped) must not make the
+    // relay go on forwarding after the run ended.
+    let recorder = recorder_of(child.id());
+    store.wait_for_frames(1);
+    kill(recorder, libc::SIGSTOP);
+    let stdout = read_to_end_on_thread(child.stdout.take().unwrap());
+    let eof = stdout.recv_timeout(Duration::from_secs(15));
+    resume(recorder);
+    let status = wait_within(&mut child, Duration::from_secs(60));
+    kill_if_alive(pid_from_file(store.dir.path(), "bg"));
+    let (received, _) = eof.expect("the client never got end-of-file while the recorder was stopped");
+    assert_eq!(status.and_then(|s| s.code()), Some(5));
+    let trace = store.only_trace();
+    let stored = store.stream(trace.id, Direction::AgentToClient);
+    let mut got = b"first\n".to_vec();
+    got.extend(received);
+    assert!(
+        stored.starts_with(&got),
+        "the client got {} bytes, the trace holds {}: bytes reached it unrecorded",
+        got.len(),
+        stored.len()
+    );
+    assert_eq!(trace.missing_frames, 0);
+}
+
+#[test]
+fn the_recorder_holds_none_of_the_clients_stdio() {
+    let store = TempStore::new();
+    let mut child = tee_command(&store.db, &[], &["cat"]).spawn().unwrap();
+    let recorder = recorder_of(child.id());
+    let client = [
+        own_fd_target(child.stdin.as_ref().unwrap()),
+        own_fd_target(child.stdout.as_ref().unwrap()),
+        own_fd_target(child.stderr.as_ref().unwrap()),
+    ];
+    for fd in 0..3 {
+        let target = fd_target(recorder, fd).unwrap_or_default();
+        assert!(!client.contains(&target), "the recorder's fd {fd} is the client's {target}");
+    }
+    // And once acp-tee is killed, the client's stderr ends although the
+    // recorder is still there (here: stopped, as if busy catching up).
+    let stderr = read_to_end_on_thread(child.stderr.take().unwrap());
+    kill(recorder, libc::SIGSTOP);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let eof = stderr.recv_timeout(Duration::from_secs(5));
+    resume(recorder);
+    assert!(eof.is_ok(), "the client's stderr stayed open after acp-tee was killed");
+    store.only_trace();
+}
+
+#[test]
+fn acp_tee_exits_when_the_run_ends_and_the_trace_ends_then_too() {
+    let store = TempStore::new();
+    let spawned = Instant::now();
+    let mut child = tee_command(&store.db, &[], &["cat"]).spawn().unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let ping = |id: u32| format!("{{\"id\":{id},\"method\":\"ping\"}}\n").into_bytes();
+    stdin.write_all(&ping(1)).unwrap();
+    assert_eq!(read_exact_from(&mut child, ping(1).len()), ping(1));
+    store.wait_for_frames(2);
+    let recorder = recorder_of(child.id());
+    // Storage falls behind (here: stops); the run itself ends now.
+    kill(recorder, libc::SIGSTOP);
+    stdin.write_all(&ping(2)).unwrap();
+    assert_eq!(read_exact_from(&mut child, ping(2).len()), ping(2));
+    drop(stdin);
+    let status = wait_within(&mut child, Duration::from_secs(15));
+    let exited = spawned.elapsed();
+    std::thread::sleep(Duration::from_millis(1500));
+    resume(recorder);
+    assert_eq!(status.and_then(|s| s.code()), Some(0), "acp-tee waited for storage to catch up");
+    let trace = store.only_trace();
+    assert_eq!(trace.frame_count, 4);
+    let at = |s: &str| chrono::DateTime::parse_from_rfc3339(s).unwrap();
+    let duration = (at(trace.ended_at.as_deref().unwrap()) - at(&trace.started_at)).to_std().unwrap();
+    assert!(duration <= exited, "the trace ends {duration:?} after its start, acp-tee exited after {exited:?}");
+}
+
+#[test]
+fn the_clients_close_is_noticed_when_the_agent_stopped_reading() {
+    let store = TempStore::new();
+    // The agent never reads: the client's 1.1 MB fill its stdin pipe and
+    // the relay blocks writing into it.
+    let mut child = tee_command(&store.db, &["--grace", "500ms"], &["tail", "-f", "/dev/null"]).spawn().unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let line = format!("{{\"method\":\"x\",\"params\":\"{}\"}}\n", "y".repeat(1000));
+    let input = line.repeat(1100);
+    let feeder = std::thread::spawn(move || {
+        stdin.write_all(input.as_bytes()).unwrap();
+    });
+    feeder.join().unwrap();
+    let status = wait_within(&mut child, Duration::from_secs(20));
+    assert_eq!(status.and_then(|s| s.code()), Some(0), "no SIGTERM after --grace: acp-tee still running");
+    let trace = store.only_trace();
+    assert_eq!(trace.exit_signal, Some(libc::SIGTERM));
+    assert_eq!(trace.missing_frames, 0);
+}
+
+#[test]
+fn what_the_agent_started_does_not_outlive_the_run() {
+    let store = TempStore::new();
+    let agent = sh("sleep 1000 >/dev/null 2>&1 & echo $! > bg; echo x; exit 0");
+    let mut cmd = tee_command(&store.db, &[], &as_strs(&agent));
+    cmd.current_dir(store.dir.path());
+    let mut child = cmd.spawn().unwrap();
+    let _stdin = child.stdin.take().unwrap();
+    let status = wait_within(&mut child, Duration::from_secs(20));
+    let bg = pid_from_file(store.dir.path(), "bg");
+    let gone = wait_gone(bg);
+    kill_if_alive(bg);
+    assert_eq!(status.and_then(|s| s.code()), Some(0));
+    assert!(gone, "the agent's background process {bg} outlived acp-tee");
+}
+
+#[test]
+fn what_the_agent_started_does_not_outlive_a_killed_acp_tee() {
+    let store = TempStore::new();
+    // Like `sh -c 'elizacp acp; true'`: the agent is a shell, the real agent its child.
+    let agent = sh("sh -c 'echo $$ > inner; exec sleep 1000'; true");
+    let mut cmd = tee_command(&store.db, &[], &as_strs(&agent));
+    cmd.current_dir(store.dir.path());
+    let mut child = cmd.spawn().unwrap();
+    let inner = pid_from_file(store.dir.path(), "inner");
+    store.wait_for_frames(0);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let gone = wait_gone(inner);
+    kill_if_alive(inner);
+    assert!(gone, "the agent's child {inner} outlived a SIGKILLed acp-tee");
+    store.only_trace();
+}
+
+#[test]
+fn a_client_that_never_reads_is_not_blamed_on_the_agent() {
+    let store = TempStore::new();
+    // 4 MB of output nobody reads; the agent blocks writing until it is stopped.
+    let agent = sh("exec head -c 4000000 /dev/zero");
+    let mut child = tee_command(&store.db, &["--grace", "200ms"], &as_strs(&agent)).spawn().unwrap();
+    let _stdout = child.stdout.take().unwrap();
+    let stderr = read_to_end_on_thread(child.stderr.take().unwrap());
+    drop(child.stdin.take());
+    let status = wait_within(&mut child, Duration::from_secs(30));
+    assert_eq!(status.and_then(|s| s.code()), Some(0));
+    let (stderr, _) = stderr.recv_timeout(Duration::from_secs(10)).unwrap();
+    let stderr = String::from_utf8_lossy(&stderr);
+    assert!(!stderr.contains("something it started"), "{stderr}");
+    assert!(stderr.contains("the client is not reading"), "{stderr}");
 }

@@ -26,11 +26,12 @@ use router::Logical;
 pub use router::Router;
 
 use crate::model::{Mode, TraceEnd, TraceStart};
-use crate::relay::{dup_fd, recorder_process};
+use crate::relay::dup_fd;
+use crate::relay::recorder_process::Recorder;
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 /// What `acp-tee proxy` was asked to do.
@@ -48,7 +49,8 @@ pub struct ProxyOptions {
 pub fn run(opts: &ProxyOptions) -> i32 {
     let t0 = Instant::now();
     let started_at = crate::clock::now_rfc3339();
-    let (recorder, handoff) = recorder_process::start(&opts.db, t0, opts.redact.as_deref());
+    let recorder = Recorder::start(&opts.db, t0, opts.redact.as_deref(), None);
+    let handoff = recorder.handoff.clone();
     handoff.start(&TraceStart {
         name: opts.name.clone(),
         command: std::env::args().collect(),
@@ -57,9 +59,9 @@ pub fn run(opts: &ProxyOptions) -> i32 {
         started_at,
     });
     let mut recorder = recorder;
-    recorder_process::wait_until_recording(recorder.as_mut());
-    let handoff = Arc::new(handoff);
-    stop_cleanly_on_signals(handoff.clone());
+    recorder.wait_until_recording();
+    let recorder = Arc::new(Mutex::new(recorder));
+    stop_cleanly_on_signals(recorder.clone());
 
     let mut input = BufReader::with_capacity(1 << 20, dup_fd(0));
     let mut output = dup_fd(1);
@@ -100,25 +102,28 @@ pub fn run(opts: &ProxyOptions) -> i32 {
     handoff.close();
     // The recorder stores the rest and ends the trace on its own (its own
     // process group); the conductor need not wait for it, and readers see
-    // the trace as finishing until it is done.
-    drop(recorder);
+    // the trace as finishing until it is done. What it warned about so far
+    // reaches our stderr.
+    recorder.lock().unwrap_or_else(|e| e.into_inner()).part();
     0
 }
 
 /// The conductor stops its components with SIGTERM after closing their
 /// input; finish the trace as a clean end rather than a crash.
-fn stop_cleanly_on_signals(handoff: Arc<crate::handoff::HandoffWriter>) {
+fn stop_cleanly_on_signals(recorder: Arc<Mutex<Recorder>>) {
     let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]) else {
         return;
     };
     let _ = std::thread::Builder::new().name("signals".into()).spawn(move || {
         if let Some(sig) = signals.forever().next() {
+            let handoff = recorder.lock().unwrap_or_else(|e| e.into_inner()).handoff.clone();
             handoff.end(&TraceEnd {
                 exit_code: Some(0),
                 exit_signal: None,
                 end_reason: format!("stopped by signal {sig}"),
             });
             handoff.close();
+            recorder.lock().unwrap_or_else(|e| e.into_inner()).part();
             std::process::exit(0);
         }
     });

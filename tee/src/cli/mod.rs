@@ -315,6 +315,9 @@ struct RecorderArgs {
     /// agent→client, agent stderr)
     #[arg(long = "data-fds", value_delimiter = ',')]
     data_fds: Vec<i32>,
+    /// The agent's process group, killed if the relay vanishes mid-run
+    #[arg(long = "agent-group")]
+    agent_group: Option<u32>,
 }
 
 /// Parses `3s`, `500ms`, `2m` or a bare number of seconds.
@@ -434,7 +437,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             ignore_terminal_signals();
             let redactor = a.redact.then(|| Redactor::new(a.redact_rule));
             let data = crate::recorder::data_pipes_from(&a.data_fds);
-            crate::recorder::run(&a.db, std::io::stdin().lock(), data, redactor);
+            crate::recorder::run(&a.db, std::io::stdin().lock(), data, redactor, a.agent_group);
             Ok(0)
         }
     }

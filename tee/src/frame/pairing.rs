@@ -2,7 +2,9 @@
 
 use super::classify::Classified;
 use acp_tee_shared::{Direction, FrameKind};
-use std::collections::{HashMap, VecDeque};
+use hashlink::LinkedHashMap;
+use std::collections::HashSet;
+use std::sync::Arc;
 
 /// Requests waiting for a response that a pairer keeps at most; past that,
 /// the oldest is forgotten (its response, should it come, stays unpaired).
@@ -11,13 +13,18 @@ pub const MAX_PENDING: usize = 100_000;
 
 type Key = (Direction, String);
 
+/// Distinct methods and session ids a pairer shares among its pending
+/// requests at most; past that, each request keeps its own copy.
+const MAX_SHARED_TEXTS: usize = 10_000;
+
 /// A request still waiting for its response.
 #[derive(Debug, Clone)]
 struct Pending {
     seq: i64,
     t_ns: i64,
-    method: Option<String>,
-    session_id: Option<String>,
+    /// Shared with the other requests of the same method ([`Pairer::share`]).
+    method: Option<Arc<str>>,
+    session_id: Option<Arc<str>>,
 }
 
 /// What pairing found out about a response frame.
@@ -37,13 +44,15 @@ pub struct Pairing {
 /// and `"é"` are one id, `1` and `"1"` are two).
 ///
 /// At most [`MAX_PENDING`] requests wait; the oldest is forgotten first.
+/// They wait in one map in the order they came (a request reusing a pending
+/// id replaces it and becomes the newest), so each costs one entry, with its
+/// method and session shared among the requests that have the same: about
+/// 150 bytes for a short id, 15 MB at the limit.
 #[derive(Debug)]
 pub struct Pairer {
-    pending: HashMap<Key, Pending>,
-    /// The pending requests' keys with their seq, oldest first. It also holds
-    /// keys already answered or reused (stale: their seq no longer matches),
-    /// dropped when they reach the front or at a compaction.
-    order: VecDeque<(i64, Key)>,
+    pending: LinkedHashMap<Key, Pending>,
+    /// The methods and session ids pending requests share.
+    shared: HashSet<Arc<str>>,
     limit: usize,
     forgotten: u64,
 }
@@ -63,7 +72,7 @@ impl Pairer {
 
     /// A pairer that keeps at most `limit` pending requests.
     pub fn with_limit(limit: usize) -> Self {
-        Pairer { pending: HashMap::new(), order: VecDeque::new(), limit: limit.max(1), forgotten: 0 }
+        Pairer { pending: LinkedHashMap::new(), shared: HashSet::new(), limit: limit.max(1), forgotten: 0 }
     }
 
     /// How many requests wait for a response.
@@ -72,27 +81,28 @@ impl Pairer {
         self.pending.len()
     }
 
-    fn remember(&mut self, key: Key, request: Pending) {
-        self.order.push_back((request.seq, key.clone()));
-        self.pending.insert(key, request);
-        if self.pending.len() > self.limit {
-            self.forget_oldest();
+    /// `text` as one allocation shared by every pending request that has it
+    /// (up to [`MAX_SHARED_TEXTS`] distinct ones; the set is emptied when
+    /// nothing waits).
+    fn share(&mut self, text: &Option<String>) -> Option<Arc<str>> {
+        let text = text.as_deref()?;
+        if let Some(shared) = self.shared.get(text) {
+            return Some(shared.clone());
         }
-        if self.order.len() > 2 * self.pending.len() + 1024 {
-            let pending = &self.pending;
-            self.order.retain(|(seq, key)| pending.get(key).is_some_and(|p| p.seq == *seq));
+        let shared: Arc<str> = Arc::from(text);
+        if self.shared.len() < MAX_SHARED_TEXTS {
+            self.shared.insert(shared.clone());
         }
+        Some(shared)
     }
 
-    fn forget_oldest(&mut self) {
-        while let Some((seq, key)) = self.order.pop_front() {
-            if self.pending.get(&key).is_some_and(|p| p.seq == seq) {
-                self.pending.remove(&key);
-                self.forgotten += 1;
-                if self.forgotten == 1 {
-                    tracing::debug!("more than {} requests wait for a response; forgetting the oldest", self.limit);
-                }
-                return;
+    fn remember(&mut self, key: Key, request: Pending) {
+        self.pending.insert(key, request);
+        if self.pending.len() > self.limit {
+            self.pending.pop_front();
+            self.forgotten += 1;
+            if self.forgotten == 1 {
+                tracing::debug!("more than {} requests wait for a response; forgetting the oldest", self.limit);
             }
         }
     }
@@ -125,8 +135,8 @@ impl Pairer {
         };
         match msg.frame_kind() {
             FrameKind::Request => {
-                let pending = Pending { seq, t_ns, method: msg.method.clone(), session_id: msg.session_id.clone() };
-                self.remember((dir, id), pending);
+                let (method, session_id) = (self.share(&msg.method), self.share(&msg.session_id));
+                self.remember((dir, id), Pending { seq, t_ns, method, session_id });
                 Pairing::default()
             }
             FrameKind::Response | FrameKind::Error => {
@@ -136,11 +146,15 @@ impl Pairer {
                 let Some(req) = self.pending.remove(&(request_dir, id)) else {
                     return Pairing::default();
                 };
+                if self.pending.is_empty() {
+                    // Nothing waits: what was shared is shared no more.
+                    self.shared.clear();
+                }
                 if msg.method.is_none() {
-                    msg.method = req.method;
+                    msg.method = req.method.as_deref().map(str::to_owned);
                 }
                 if msg.session_id.is_none() {
-                    msg.session_id = req.session_id;
+                    msg.session_id = req.session_id.as_deref().map(str::to_owned);
                 }
                 Pairing { reply_to_seq: Some(req.seq), latency_ns: Some(t_ns - req.t_ns) }
             }
@@ -218,15 +232,21 @@ mod tests {
         // Request 1 was forgotten; 2, 3 and 4 still pair.
         assert_eq!(observe(&mut p, AgentToClient, r#"{"id":1,"result":{}}"#.into()).reply_to_seq, None);
         assert_eq!(observe(&mut p, AgentToClient, r#"{"id":2,"result":{}}"#.into()).reply_to_seq, Some(2));
-        // One request never answered, then many answered ones: the order
-        // queue does not keep the answered ones.
+        // One request never answered, then many answered ones: nothing of
+        // the answered ones is kept.
         for id in 100..20_100 {
             observe(&mut p, ClientToAgent, format!(r#"{{"id":{id},"method":"m"}}"#));
             observe(&mut p, AgentToClient, format!(r#"{{"id":{id},"result":{{}}}}"#));
         }
         assert_eq!(p.pending(), 2);
-        assert!(p.order.len() <= 2 * p.pending() + 1025, "order queue holds {}", p.order.len());
-        assert_eq!(observe(&mut p, AgentToClient, r#"{"id":3,"result":{}}"#.into()).reply_to_seq, Some(3));
+        // A reused id replaces its request and becomes the newest.
+        observe(&mut p, ClientToAgent, r#"{"id":3,"method":"again"}"#.into());
+        observe(&mut p, ClientToAgent, r#"{"id":5,"method":"m"}"#.into());
+        observe(&mut p, ClientToAgent, r#"{"id":6,"method":"m"}"#.into());
+        assert_eq!(p.pending(), 3);
+        assert_eq!(observe(&mut p, AgentToClient, r#"{"id":4,"result":{}}"#.into()).reply_to_seq, None);
+        // Frame 40,007 is the request that reused id 3 (6 frames, then 40,000).
+        assert_eq!(observe(&mut p, AgentToClient, r#"{"id":3,"result":{}}"#.into()).reply_to_seq, Some(40_007));
     }
 
     #[test]

@@ -41,7 +41,8 @@ const TAG_START: u8 = b'S';
 /// A chunk whose bytes follow the header.
 pub const TAG_CHUNK: u8 = b'C';
 const TAG_EOF: u8 = b'E';
-const TAG_END: u8 = b'X';
+/// The run is over (how it ended follows).
+pub const TAG_END: u8 = b'X';
 const TAG_FRAME: u8 = b'F';
 /// A chunk whose bytes wait in the data pipe of its direction.
 pub const TAG_CHUNK_REF: u8 = b'R';
@@ -135,7 +136,7 @@ mod tests {
         writer.start(&start);
         let mut buf = vec![0u8; HEADER_LEN + 5];
         buf[HEADER_LEN..].copy_from_slice(b"ab\ncd");
-        writer.chunk(Direction::AgentToClient, &mut buf);
+        assert!(writer.chunk(Direction::AgentToClient, &mut buf));
         writer.eof(Direction::ClientToAgent);
         let end = TraceEnd { exit_code: Some(3), exit_signal: None, end_reason: "agent exited".into() };
         writer.end(&end);

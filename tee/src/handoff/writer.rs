@@ -77,10 +77,18 @@ impl HandoffWriter {
 
     /// Hands off a chunk of `len` bytes read from `dir` that was already
     /// duplicated into `dir`'s data pipe.
-    pub fn chunk_ref(&self, dir: Direction, len: usize) {
+    ///
+    /// False once the writer was closed (the run ended): the chunk was not
+    /// recorded, and the caller must not forward it.
+    #[must_use = "a chunk not handed off must not be forwarded"]
+    pub fn chunk_ref(&self, dir: Direction, len: usize) -> bool {
         let mut inner = self.lock();
+        if inner.closed {
+            return false;
+        }
         let t_ns = self.now_ns();
         inner.write(&encode_header(TAG_CHUNK_REF, dir_code(dir), t_ns, len));
+        true
     }
 
     /// Nanoseconds since the run started.
@@ -97,14 +105,22 @@ impl HandoffWriter {
     /// Hands off a chunk read from `dir`. `buf` holds [`HEADER_LEN`] bytes of
     /// room followed by the chunk; the header is written into that room so the
     /// whole message goes out in one `write`.
-    pub fn chunk(&self, dir: Direction, buf: &mut [u8]) {
+    ///
+    /// False once the writer was closed (the run ended): the chunk was not
+    /// recorded, and the caller must not forward it.
+    #[must_use = "a chunk not handed off must not be forwarded"]
+    pub fn chunk(&self, dir: Direction, buf: &mut [u8]) -> bool {
         let len = buf.len() - HEADER_LEN;
         let mut inner = self.lock();
+        if inner.closed {
+            return false;
+        }
         // The timestamp is taken under the lock so that the recorder's order
         // (sequence numbers) and the timestamps always agree.
         let t_ns = self.now_ns();
         buf[..HEADER_LEN].copy_from_slice(&encode_header(TAG_CHUNK, dir_code(dir), t_ns, len));
         inner.write(buf);
+        true
     }
 
     /// Hands off one logical message going `dir` with the envelope it travelled
@@ -141,7 +157,8 @@ impl HandoffWriter {
         self.lock().lost_chunks
     }
 
-    /// Closes the pipe, so the recorder sees end-of-file.
+    /// Closes the pipe, so the recorder sees end-of-file. The run is over:
+    /// from now on nothing is handed off, so nothing may be forwarded.
     pub fn close(&self) {
         let mut inner = self.lock();
         inner.out = None;

@@ -11,8 +11,13 @@
 //! commits batch after batch. So once the log is [`RESTART_PAGES`] long and
 //! this thread has copied it, it tells the writer, which then checkpoints
 //! the few batches committed since (cheap: the rest is copied and synced)
-//! and its next transaction restarts the log. The writer's automatic
-//! checkpoint stays on as a backstop bound in case this thread falls behind.
+//! and its next transaction restarts the log. Until the writer did, this
+//! thread starts no pass: a pass of ours would make the writer's checkpoint
+//! find the log busy and the restart wait, while the log grows.
+//!
+//! Should the log still grow past [`LOG_LIMIT_BYTES`] (this thread starved
+//! of CPU, a reader holding an old snapshot), the writer stops this thread's
+//! passes and truncates the log itself, waiting for the pass in progress.
 
 use crate::store::Store;
 #[cfg(test)]
@@ -29,12 +34,20 @@ pub const CHECKPOINT_EVERY: usize = 16 << 20;
 /// start over (64 MiB).
 pub const RESTART_PAGES: i64 = 16384;
 
+/// The log file's size from which the writer truncates it itself, before
+/// its next transaction: the log stays under 256 MiB but for the one batch
+/// committed last (a batch holds at most 4 MiB of frames, unless a single
+/// frame is larger).
+pub const LOG_LIMIT_BYTES: u64 = 224 << 20;
+
 #[derive(Default)]
 struct Wanted {
     /// A checkpoint is due.
     due: bool,
     /// The writer is done: stop.
     closed: bool,
+    /// The thread is in a pass (or deciding whether to run one).
+    running: bool,
 }
 
 /// The checkpoint thread of one recorder.
@@ -65,7 +78,14 @@ impl Checkpointer {
                 .spawn(move || {
                     super::lower_priority();
                     while next(&wanted) {
-                        fold(&store, &restart, RESTART_PAGES);
+                        // The writer is about to restart the log (or
+                        // truncating it): a pass now would only be in its way.
+                        if !restart.load(Ordering::Relaxed) {
+                            fold(&store, &restart, RESTART_PAGES);
+                        }
+                        let (lock, cond) = &*wanted;
+                        lock.lock().unwrap_or_else(|p| p.into_inner()).running = false;
+                        cond.notify_all();
                     }
                 })
                 .map_err(|e| tracing::debug!("no checkpoint thread: {e}"))
@@ -80,18 +100,33 @@ impl Checkpointer {
     pub fn nudge(&self) {
         let (lock, cond) = &*self.wanted;
         lock.lock().unwrap_or_else(|p| p.into_inner()).due = true;
-        cond.notify_one();
+        cond.notify_all();
     }
 
-    /// True once after this thread copied a log of [`RESTART_PAGES`] or
-    /// more: the writer should checkpoint the rest before its next batch.
+    /// True after this thread copied a log of [`RESTART_PAGES`] or more,
+    /// until [`Checkpointer::restarted`]: the writer should checkpoint the
+    /// rest before its next batch. Meanwhile this thread starts no pass.
     pub fn restart_due(&self) -> bool {
-        self.restart.swap(false, Ordering::Relaxed)
+        self.restart.load(Ordering::Relaxed)
     }
 
-    /// Asks again after a [`Checkpointer::restart_due`] the writer could not act on.
-    pub fn rearm(&self) {
+    /// Stops this thread from starting passes (the writer is about to
+    /// checkpoint the log itself), until [`Checkpointer::restarted`], and
+    /// waits for the pass in progress, if any, to end: SQLite refuses a
+    /// second checkpoint while one runs, without waiting.
+    pub fn hold(&self) {
         self.restart.store(true, Ordering::Relaxed);
+        let (lock, cond) = &*self.wanted;
+        let mut w = lock.lock().unwrap_or_else(|p| p.into_inner());
+        while w.running {
+            w = cond.wait(w).unwrap_or_else(|p| p.into_inner());
+        }
+    }
+
+    /// The writer checkpointed the whole log: its next transaction restarts
+    /// it, and this thread may run passes again.
+    pub fn restarted(&self) {
+        self.restart.store(false, Ordering::Relaxed);
     }
 
     /// Stops the thread, after the checkpoint it is running, if any.
@@ -102,7 +137,7 @@ impl Checkpointer {
     fn close(&mut self) {
         let (lock, cond) = &*self.wanted;
         lock.lock().unwrap_or_else(|p| p.into_inner()).closed = true;
-        cond.notify_one();
+        cond.notify_all();
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
@@ -157,6 +192,7 @@ fn next(wanted: &(Mutex<Wanted>, Condvar)) -> bool {
         }
         if w.due {
             w.due = false;
+            w.running = true;
             return true;
         }
         w = cond.wait(w).unwrap_or_else(|p| p.into_inner());
@@ -224,6 +260,10 @@ mod tests {
         for _ in 0..3 {
             c.nudge();
         }
+        assert!(!c.restart_due());
+        c.hold();
+        assert!(c.restart_due());
+        c.restarted();
         assert!(!c.restart_due());
         c.stop();
         assert!(Checkpointer::start(&dir.path().join("missing.db")).is_none());

@@ -26,7 +26,7 @@ pub use spool::Spool;
 pub use writer::StoreWriter;
 
 use crate::frame::Framer;
-use crate::handoff::{decode_header, read_full, HandoffReader, Message, HEADER_LEN, TAG_CHUNK, TAG_CHUNK_REF};
+use crate::handoff::{decode_header, read_full, HandoffReader, Message, HEADER_LEN, TAG_CHUNK, TAG_CHUNK_REF, TAG_END};
 use crate::model::TraceEnd;
 use crate::model::RELAY_KILLED;
 use crate::proc::lower_priority;
@@ -35,13 +35,14 @@ use std::fs::File;
 use std::io::Read;
 use std::os::fd::FromRawFd;
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
-/// Bytes of frames the recorder holds between framer and store writer at
-/// most. The batch the writer is storing is out of the queue, so up to twice
-/// this is in flight: with 8 MiB, the recorder's peak RSS reached 57-60 MiB
-/// for 1 MiB messages (the target is 64); with 4 MiB it is about 46, and
-/// 300-byte frames are stored as fast (4 MiB holds two full batches of them).
+/// Bytes of frames (their memory, as [`Weighted`] counts it) the recorder
+/// holds between framer and store writer at most. The batch the writer is
+/// storing is out of the queue, so up to twice this is in flight: with 8 MiB,
+/// the recorder's peak RSS reached 57-60 MiB for 1 MiB messages (the target
+/// is 64); with 4 MiB it is about 46, and 100-byte frames are stored as fast
+/// (4 MiB holds about 8,000 of them: two full batches).
 pub const QUEUE_BYTES: usize = 4 << 20;
 
 /// Bytes read from the pipe that wait for the framer in memory, at most;
@@ -69,6 +70,10 @@ pub struct RecorderSummary {
 /// Returns `None` when the relay went away before announcing a run (nothing
 /// is recorded).
 ///
+/// When the relay vanishes without ending the run (it was killed), the
+/// process group `agent_group` (the agent and what it started) is killed:
+/// nothing else is left to stop it.
+///
 /// The calling thread only moves the pipes' bytes into the [`Spool`]; a
 /// framer thread and a store-writer thread, both at a lower priority, turn
 /// them into stored frames.
@@ -77,20 +82,32 @@ pub fn run(
     input: impl Read,
     mut data: [Option<File>; 3],
     redactor: Option<Redactor>,
+    agent_group: Option<u32>,
 ) -> Option<RecorderSummary> {
     let dir = db.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new(".")).to_owned();
     let spool = Spool::new(dir, SPOOL_MEMORY_BYTES, SPOOL_FILE_BYTES);
+    let input_ended = Arc::new(OnceLock::new());
     let recording = {
-        let (db, spool) = (db.to_owned(), spool.clone());
+        let (db, spool, input_ended) = (db.to_owned(), spool.clone(), input_ended.clone());
         std::thread::Builder::new()
             .name("framer".into())
-            .spawn(move || record(&db, &spool, redactor))
+            .spawn(move || record(&db, &spool, redactor, &input_ended))
             .expect("cannot start the framer thread")
     };
-    if let Err(e) = intake(input, &mut data, &spool) {
-        // A message cut short: the relay died while blocked writing it, so
-        // its bytes were never forwarded either.
-        tracing::debug!("recorder: handoff ended: {e}");
+    let ended = match intake(input, &mut data, &spool) {
+        Ok(ended) => ended,
+        Err(e) => {
+            // A message cut short: the relay died while blocked writing it, so
+            // its bytes were never forwarded either.
+            tracing::debug!("recorder: handoff ended: {e}");
+            false
+        }
+    };
+    let _ = input_ended.set(crate::clock::now_rfc3339());
+    if !ended {
+        if let Some(pgid) = agent_group {
+            kill_group(pgid);
+        }
     }
     spool.close();
     let summary = recording.join().expect("the framer thread panicked");
@@ -98,6 +115,16 @@ pub fn run(
         tracing::debug!("recorder: the backlog reached {} bytes in the spool file", spool.file_peak());
     }
     summary
+}
+
+/// Kills process group `pgid` (the agent of a relay that was killed: its
+/// parent-death signal reached the agent alone, not what it started).
+fn kill_group(pgid: u32) {
+    let Ok(pgid) = libc::pid_t::try_from(pgid) else { return };
+    if pgid > 1 {
+        // SAFETY: kill has no memory-safety preconditions.
+        unsafe { libc::kill(-pgid, libc::SIGKILL) };
+    }
 }
 
 /// The data pipes passed on descriptors `fds` (none when empty).
@@ -113,17 +140,20 @@ pub fn data_pipes_from(fds: &[i32]) -> [Option<File>; 3] {
 
 /// Moves handoff messages from `input` into `spool` until end-of-file, each
 /// whole, with the bytes of chunk references fetched from their data pipe,
-/// so that the spool holds plain handoff messages.
-fn intake(input: impl Read, data: &mut [Option<File>; 3], spool: &Spool) -> std::io::Result<()> {
+/// so that the spool holds plain handoff messages. True when the run's end
+/// message came (the relay ended the run rather than vanished).
+fn intake(input: impl Read, data: &mut [Option<File>; 3], spool: &Spool) -> std::io::Result<bool> {
     let mut input = std::io::BufReader::with_capacity(256 * 1024, input);
+    let mut ended = false;
     loop {
         let mut header = [0u8; HEADER_LEN];
         match read_full(&mut input, &mut header)? {
-            0 => return Ok(()),
+            0 => return Ok(ended),
             HEADER_LEN => {}
             got => return Err(cut_short(format!("a header ({got} of {HEADER_LEN} bytes)"))),
         }
         let (tag, dir, _, len) = decode_header(&header);
+        ended |= tag == TAG_END;
         let mut message = Vec::with_capacity(HEADER_LEN + len);
         message.extend_from_slice(&header);
         message.resize(HEADER_LEN + len, 0);
@@ -148,8 +178,15 @@ fn cut_short(what: String) -> std::io::Error {
 }
 
 /// Frames, classifies and stores the handoff messages read from `input`,
-/// which start with the run's start message.
-fn record(db: &Path, spool: &Arc<Spool>, redactor: Option<Redactor>) -> Option<RecorderSummary> {
+/// which start with the run's start message. The trace ends when the relay's
+/// end message says (its time), or, when the relay vanished, at
+/// `input_ended`: when the handoff's end-of-file was read.
+fn record(
+    db: &Path,
+    spool: &Arc<Spool>,
+    redactor: Option<Redactor>,
+    input_ended: &OnceLock<String>,
+) -> Option<RecorderSummary> {
     lower_priority();
     let mut reader = HandoffReader::new(spool.reader());
     let start = match reader.read_message() {
@@ -183,7 +220,12 @@ fn record(db: &Path, spool: &Arc<Spool>, redactor: Option<Redactor>) -> Option<R
             .name("store-writer".into())
             .spawn(move || {
                 lower_priority();
-                writer.drain(&queue, || spool.wait_out_burst());
+                let drained = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    writer.drain(&queue, || spool.wait_out_burst())
+                }));
+                if drained.is_err() {
+                    writer.count_the_rest_missing(&queue);
+                }
                 writer
             })
             .expect("cannot start the store writer thread")
@@ -192,6 +234,7 @@ fn record(db: &Path, spool: &Arc<Spool>, redactor: Option<Redactor>) -> Option<R
     let mut framer = Framer::with_redactor(redactor);
     let mut last_t = 0;
     let mut end = None;
+    let mut ended_at = None;
     loop {
         // The trace exists already (the viewer lists it); its frames wait
         // while a burst is coming in.
@@ -211,6 +254,7 @@ fn record(db: &Path, spool: &Arc<Spool>, redactor: Option<Redactor>) -> Option<R
             }
             Ok(Some(Message::End { t_ns, end: e })) => {
                 last_t = t_ns;
+                ended_at = Some(time_after(&start.started_at, t_ns));
                 end = Some(e);
                 break;
             }
@@ -231,7 +275,8 @@ fn record(db: &Path, spool: &Arc<Spool>, redactor: Option<Redactor>) -> Option<R
     let mut writer = writer_thread.join().expect("the store writer thread panicked");
     let end =
         end.unwrap_or_else(|| TraceEnd { exit_code: None, exit_signal: None, end_reason: RELAY_KILLED.to_owned() });
-    writer.finish(&end);
+    let ended_at = ended_at.or_else(|| input_ended.get().cloned()).unwrap_or_else(crate::clock::now_rfc3339);
+    writer.finish(&end, &ended_at);
     Some(RecorderSummary { trace_id: writer.trace_id(), written: writer.written(), missing: writer.missing() })
 }
 
@@ -247,5 +292,16 @@ fn say_recording() {
             libc::dup2(null, 1);
             libc::close(null);
         }
+    }
+}
+
+/// The wall-clock time `t_ns` nanoseconds after `started_at` (RFC 3339).
+fn time_after(started_at: &str, t_ns: u64) -> String {
+    match chrono::DateTime::parse_from_rfc3339(started_at) {
+        Ok(start) => {
+            let t = start + chrono::Duration::nanoseconds(i64::try_from(t_ns).unwrap_or(i64::MAX));
+            crate::clock::rfc3339(t.with_timezone(&chrono::Utc))
+        }
+        Err(_) => crate::clock::now_rfc3339(),
     }
 }

@@ -1,6 +1,6 @@
 //! The thread that owns the store connection and commits frames in batches.
 
-use super::checkpointer::{Checkpointer, CHECKPOINT_EVERY};
+use super::checkpointer::{Checkpointer, CHECKPOINT_EVERY, LOG_LIMIT_BYTES, RESTART_PAGES};
 use super::queue::{ByteQueue, Popped, Weighted};
 use crate::model::{NewFrame, TraceEnd, TraceStart};
 use crate::store::{Store, StoreError};
@@ -31,9 +31,29 @@ const INDEX_CHUNK: i64 = 2000;
 const LOCKED_PAUSE: Duration = Duration::from_millis(100);
 
 impl Weighted for NewFrame {
+    /// The memory a frame holds: the struct, its bytes and strings, and what
+    /// the allocator adds to each (small frames are mostly the struct: a
+    /// 100-byte message holds about 500 bytes).
     fn weight(&self) -> usize {
-        // The bytes plus a rough allowance for the parsed fields and the row.
-        self.raw.len() + 128
+        const PER_ALLOCATION: usize = 24;
+        let text = |t: &Option<String>| t.as_ref().map_or(0, |t| t.len() + PER_ALLOCATION);
+        std::mem::size_of::<NewFrame>()
+            + self.raw.len()
+            + PER_ALLOCATION
+            + self.envelope.as_ref().map_or(0, |e| e.len() + PER_ALLOCATION)
+            + [
+                &self.rpc_id,
+                &self.method,
+                &self.session_id,
+                &self.mcp_method,
+                &self.preview,
+                &self.sender,
+                &self.receiver,
+            ]
+            .into_iter()
+            .map(text)
+            .sum::<usize>()
+            + self.batch.len() * 128
     }
 }
 
@@ -45,9 +65,15 @@ pub struct StoreWriter {
     checkpointer: Option<Checkpointer>,
     /// Bytes committed since the checkpointer was last asked to run.
     unfolded: usize,
+    /// The store's write-ahead log file.
+    log_path: std::path::PathBuf,
+    /// The log file's size from which the writer truncates it itself.
+    log_limit: u64,
     display_path: String,
     written: u64,
     missing: u64,
+    /// Frames of the batch being written, until they are counted.
+    in_flight: u64,
     warned: bool,
     /// Said once that the store stays locked.
     warned_locked: bool,
@@ -61,9 +87,12 @@ impl StoreWriter {
             target: None,
             checkpointer: None,
             unfolded: 0,
+            log_path: log_path(path),
+            log_limit: LOG_LIMIT_BYTES,
             display_path: path.display().to_string(),
             written: 0,
             missing: 0,
+            in_flight: 0,
             warned: false,
             warned_locked: false,
         };
@@ -172,7 +201,28 @@ impl StoreWriter {
         }
     }
 
+    /// After a panic in [`StoreWriter::drain`] (a bug): counts the batch it
+    /// was writing and everything still to come as missing, so the framer
+    /// is never left blocked on a full queue and the count stays true.
+    pub fn count_the_rest_missing(&mut self, queue: &ByteQueue<NewFrame>) {
+        self.missing += std::mem::take(&mut self.in_flight);
+        self.warn("the store writer failed");
+        loop {
+            let batch = queue.pop_batch(MAX_BATCH);
+            if batch.is_empty() {
+                return;
+            }
+            self.missing += batch.len() as u64;
+        }
+    }
+
     fn write(&mut self, batch: &[NewFrame]) {
+        self.in_flight = batch.len() as u64;
+        self.insert(batch);
+        self.in_flight = 0;
+    }
+
+    fn insert(&mut self, batch: &[NewFrame]) {
         let Some((mut store, trace_id)) = self.target.take() else {
             self.missing += batch.len() as u64;
             return;
@@ -181,9 +231,10 @@ impl StoreWriter {
             // Copy the batches committed since the checkpointer's pass, so
             // that this transaction starts the log over.
             match store.checkpoint_passive() {
-                Ok(Some(_)) => {}
-                // The checkpointer is in a pass: try again next batch.
-                Ok(None) => c.rearm(),
+                Ok(Some((log, copied))) if copied == log => c.restarted(),
+                // The checkpointer's last pass is still running: try again
+                // next batch (it starts no other meanwhile).
+                Ok(_) => {}
                 Err(e) => tracing::debug!("checkpoint: {e}"),
             }
         }
@@ -199,6 +250,7 @@ impl StoreWriter {
                         c.nudge();
                     }
                 }
+                self.keep_the_log_bounded();
             }
             Err(e) => {
                 self.missing += batch.len() as u64;
@@ -208,17 +260,46 @@ impl StoreWriter {
         }
     }
 
-    /// Records how the run ended and how many frames are missing. Frames
-    /// not yet in the search index are indexed by `acp-tee serve` or the next
-    /// recorder's idle time; searches scan them meanwhile.
-    pub fn finish(&mut self, end: &TraceEnd) {
+    /// Truncates the log when its file reached the limit: the checkpointer
+    /// fell behind or could not finish (it is held meanwhile; the truncation
+    /// waits for its pass, and for readers, up to the busy timeout). Should
+    /// that fail (a reader keeps an old snapshot), the next attempt waits
+    /// until the log grew by another [`RESTART_PAGES`]' worth.
+    fn keep_the_log_bounded(&mut self) {
+        let Some((store, _)) = self.target.as_ref() else { return };
+        let size = std::fs::metadata(&self.log_path).map_or(0, |m| m.len());
+        if size < self.log_limit {
+            return;
+        }
+        if let Some(c) = &self.checkpointer {
+            c.hold();
+        }
+        let truncated = store.checkpoint_truncate();
+        if let Some(c) = &self.checkpointer {
+            c.restarted();
+        }
+        match truncated {
+            Ok(true) => self.log_limit = LOG_LIMIT_BYTES,
+            Ok(false) => self.log_limit = size + (RESTART_PAGES as u64) * 4096,
+            Err(e) => {
+                tracing::debug!("checkpoint: {e}");
+                self.log_limit = size + (RESTART_PAGES as u64) * 4096;
+            }
+        }
+    }
+
+    /// Records how the run ended, when (`ended_at`, RFC 3339: the run's end,
+    /// not the moment storing caught up) and how many frames are missing.
+    /// Frames not yet in the search index are indexed by `acp-tee serve` or
+    /// the next recorder's idle time; searches scan them meanwhile.
+    pub fn finish(&mut self, end: &TraceEnd, ended_at: &str) {
         if let Some(c) = self.checkpointer.take() {
             c.stop();
         }
-        self.record_end(end);
+        self.record_end(end, ended_at);
     }
 
-    fn record_end(&mut self, end: &TraceEnd) {
+    fn record_end(&mut self, end: &TraceEnd, ended_at: &str) {
         let missing = self.missing;
         let Some((store, trace_id)) = self.target.take() else { return };
         if missing > 0 {
@@ -226,8 +307,7 @@ impl StoreWriter {
             // room the last update needs.
             let _ = store.checkpoint();
         }
-        let ended_at = crate::clock::now_rfc3339();
-        let ended = self.while_locked(|| store.finish_trace(trace_id, end, missing, &ended_at));
+        let ended = self.while_locked(|| store.finish_trace(trace_id, end, missing, ended_at));
         self.target = Some((store, trace_id));
         if let Err(e) = ended {
             let msg = e.to_string();
@@ -244,6 +324,13 @@ impl StoreWriter {
             );
         }
     }
+}
+
+/// The write-ahead log of the store at `db` (`DB-wal`).
+fn log_path(db: &Path) -> std::path::PathBuf {
+    let mut name = db.as_os_str().to_owned();
+    name.push("-wal");
+    name.into()
 }
 
 /// The relay that started this recorder: its parent, unless the relay is

@@ -3,11 +3,15 @@
 //! Three pump threads move bytes (client -> agent, agent -> client, agent
 //! stderr -> our stderr), each handing every chunk to the recorder process
 //! before forwarding it. The main thread supervises: it passes signals on,
-//! stops the agent a grace period after the client closed, waits for the
-//! agent's last output and exits with the agent's code.
+//! stops the agent a grace period after the client closed (noticed by a
+//! watcher of our stdin, even while the pump is blocked on the agent),
+//! waits for the agent's last output, ends the trace, kills what is left of
+//! the agent's process group and exits with the agent's code. Once the trace
+//! is ended nothing more is forwarded.
 //!
 //! Architecture Invariant: nothing in the relay waits on a database write; the
-//! only way the recorder can slow forwarding is a full handoff pipe.
+//! only way the recorder can slow forwarding is a full handoff or data pipe
+//! (its spool is full, or the recorder process does not run).
 
 mod agent;
 mod pump;
@@ -18,13 +22,14 @@ pub use agent::SpawnError;
 
 use crate::model::{TraceEnd, TraceStart};
 use acp_tee_shared::Direction;
-use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+use recorder_process::Recorder;
+use signal_hook::consts::{SIGHUP, SIGINT, SIGKILL, SIGTERM};
 use std::fs::File;
-use std::os::fd::{AsRawFd, FromRawFd};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::path::PathBuf;
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
-use supervise::{Event, Supervisor};
+use supervise::{Event, Output, Supervisor};
 
 /// What `acp-tee record` was asked to do.
 #[derive(Debug, Clone)]
@@ -44,6 +49,10 @@ pub struct WrapOptions {
 }
 
 /// Runs the agent under the tee until it ends; returns the exit code to exit with.
+///
+/// Returns as soon as the run is over (the agent exited and its output was
+/// forwarded, or stopped waiting for): the recorder stores what it was handed
+/// on its own, however long that takes.
 pub fn run(opts: &WrapOptions) -> Result<i32, SpawnError> {
     let t0 = Instant::now();
     let started_at = crate::clock::now_rfc3339();
@@ -52,7 +61,8 @@ pub fn run(opts: &WrapOptions) -> Result<i32, SpawnError> {
         signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]).expect("cannot install signal handlers");
     let mut child = agent::spawn(&opts.command)?;
     let pid = child.id();
-    let (recorder, handoff) = recorder_process::start(&opts.db, t0, opts.redact.as_deref());
+    let mut recorder = Recorder::start(&opts.db, t0, opts.redact.as_deref(), Some(pid));
+    let handoff = recorder.handoff.clone();
     handoff.start(&TraceStart {
         name: opts.name.clone(),
         command: opts.command.clone(),
@@ -60,14 +70,20 @@ pub fn run(opts: &WrapOptions) -> Result<i32, SpawnError> {
         mode: "wrap".into(),
         started_at,
     });
-    let mut recorder = recorder;
-    recorder_process::wait_until_recording(recorder.as_mut());
-    let handoff = Arc::new(handoff);
+    recorder.wait_until_recording();
     let (tx, rx) = mpsc::channel();
 
-    let agent_in = child.stdin.take().expect("agent stdin was piped");
-    let agent_out = child.stdout.take().expect("agent stdout was piped");
-    let agent_err = child.stderr.take().expect("agent stderr was piped");
+    let agent_in = File::from(OwnedFd::from(child.stdin.take().expect("agent stdin was piped")));
+    let outputs = [
+        Output {
+            from: Arc::new(File::from(OwnedFd::from(child.stdout.take().expect("agent stdout was piped")))),
+            to: Arc::new(dup_fd(1)),
+        },
+        Output {
+            from: Arc::new(File::from(OwnedFd::from(child.stderr.take().expect("agent stderr was piped")))),
+            to: Arc::new(dup_fd(2)),
+        },
+    ];
     let spawn = |name: &str, job: Box<dyn FnOnce() + Send>| {
         std::thread::Builder::new().name(name.into()).spawn(job).expect("cannot start a relay thread");
     };
@@ -76,12 +92,7 @@ pub fn run(opts: &WrapOptions) -> Result<i32, SpawnError> {
         spawn(
             "client-to-agent",
             Box::new(move || {
-                let agent_in = pump::pump(
-                    dup_fd(0),
-                    File::from(std::os::fd::OwnedFd::from(agent_in)),
-                    Direction::ClientToAgent,
-                    &h,
-                );
+                pump::pump(&dup_fd(0), &agent_in, Direction::ClientToAgent, &h);
                 // Reported before the agent can see EOF: an agent that exits on
                 // EOF cannot have its exit reach the supervisor first.
                 let _ = tx.send(Event::ClientClosed);
@@ -89,16 +100,19 @@ pub fn run(opts: &WrapOptions) -> Result<i32, SpawnError> {
             }),
         );
     }
-    for (name, from, fd, dir) in [
-        ("agent-to-client", File::from(std::os::fd::OwnedFd::from(agent_out)), 1, Direction::AgentToClient),
-        ("agent-stderr", File::from(std::os::fd::OwnedFd::from(agent_err)), 2, Direction::AgentStderr),
+    {
+        let tx = tx.clone();
+        spawn("client-hangup", Box::new(move || watch_hangup(0, || drop(tx.send(Event::ClientClosed)))));
+    }
+    for (name, output, dir) in [
+        ("agent-to-client", &outputs[0], Direction::AgentToClient),
+        ("agent-stderr", &outputs[1], Direction::AgentStderr),
     ] {
-        let (h, tx) = (handoff.clone(), tx.clone());
+        let (h, tx, from, to) = (handoff.clone(), tx.clone(), output.from.clone(), output.to.clone());
         spawn(
             name,
             Box::new(move || {
-                // Our copy of stdout/stderr is closed before the report.
-                drop(pump::pump(from, dup_fd(fd), dir, &h));
+                pump::pump(&from, &to, dir, &h);
                 let _ = tx.send(Event::OutputClosed(dir));
             }),
         );
@@ -125,36 +139,70 @@ pub fn run(opts: &WrapOptions) -> Result<i32, SpawnError> {
     }
     drop(tx);
 
-    let outcome = Supervisor::new(pid, opts.grace).run(&rx);
+    let client_stdout = outputs[0].to.clone();
+    let outcome = Supervisor::new(pid, opts.grace, outputs).run(&rx);
+    // Nothing the agent started outlives the run.
+    agent::signal_group(pid, SIGKILL);
     handoff.end(&TraceEnd {
         exit_code: Some(outcome.exit_code),
         exit_signal: outcome.agent_signal,
         end_reason: outcome.reason.clone(),
     });
+    // From here on nothing is handed off, so the pumps forward nothing more;
+    // the client sees end-of-file on our stdout now.
     handoff.close();
-    release_stdout();
-    if let Some(mut recorder) = recorder {
-        // The client already has everything (stdout is closed); waiting here
-        // only makes `acp-tee ...; acp-tee list` see the finished trace.
-        let _ = recorder.wait();
-    }
+    release(&[&client_stdout]);
+    recorder.part();
     Ok(outcome.exit_code)
 }
 
-/// A new descriptor for our fd `fd` (0, 1 or 2), owned by the returned file.
+/// A new descriptor for our fd `fd` (0, 1 or 2), owned by the returned file;
+/// not inherited by the processes we start.
 pub(crate) fn dup_fd(fd: i32) -> File {
-    // SAFETY: dup of a standard descriptor; the result is owned by the File.
-    let new = unsafe { libc::dup(fd) };
+    // SAFETY: duplicates a standard descriptor; the result is owned by the File.
+    let new = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 0) };
     assert!(new >= 0, "cannot duplicate fd {fd}: {}", std::io::Error::last_os_error());
     // SAFETY: `new` is a fresh descriptor nobody else owns.
     unsafe { File::from_raw_fd(new) }
 }
 
-/// Points fd 1 at /dev/null so the client sees end-of-file on our stdout now,
-/// while we wait for the recorder.
-fn release_stdout() {
+/// Points each of `files` (our stdout and the copies of it we hold) at
+/// /dev/null, so that the client sees end-of-file on our stdout now.
+fn release(files: &[&File]) {
     if let Ok(null) = File::options().write(true).open("/dev/null") {
+        for file in files {
+            // SAFETY: dup2 onto a descriptor `file` keeps open.
+            unsafe { libc::dup2(null.as_raw_fd(), file.as_raw_fd()) };
+        }
         // SAFETY: dup2 onto our own stdout descriptor.
         unsafe { libc::dup2(null.as_raw_fd(), 1) };
+    }
+}
+
+/// Waits until nothing can write to our descriptor `fd` any more (the
+/// client closed its end of our stdin pipe or socket), then calls
+/// `closed`. Waits for ever where that cannot be told (a file, a terminal
+/// that stays): the pump reports the end there when it reads it.
+///
+/// The pump cannot notice the close while it is blocked writing to an
+/// agent that stopped reading; this thread can.
+fn watch_hangup(fd: i32, closed: impl FnOnce()) {
+    loop {
+        let mut p = libc::pollfd { fd, events: libc::POLLRDHUP, revents: 0 };
+        // SAFETY: one pollfd for one of our standard descriptors.
+        let n = unsafe { libc::poll(&mut p, 1, -1) };
+        if n < 0 {
+            if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
+                continue;
+            }
+            return;
+        }
+        if p.revents & libc::POLLNVAL != 0 {
+            return;
+        }
+        if p.revents & (libc::POLLHUP | libc::POLLRDHUP | libc::POLLERR) != 0 {
+            closed();
+            return;
+        }
     }
 }

@@ -14,30 +14,32 @@ const CHUNK: usize = 256 * 1024;
 /// Copies `from` to `to` until `from` ends, handing every chunk to the recorder
 /// before forwarding it, so nothing reaches a peer that the recorder was not
 /// given first. A destination that fails (peer gone) stops forwarding but not
-/// reading: what still arrives is recorded.
+/// reading: what still arrives is recorded. Once the run is over (the handoff
+/// is closed) nothing more is forwarded: the pump stops.
 ///
 /// When `from` is a pipe and the recorder has a data pipe for `dir`, chunks
 /// are not copied through this process: `tee(2)` duplicates them into the
 /// data pipe and `splice(2)` moves them on (see [`crate::handoff`]).
 /// Otherwise each chunk is read, written to the handoff pipe, then forwarded.
 ///
-/// Returns `to` still open, so the caller can report the end before the
+/// The caller owns both descriptors, so it can report the end before the
 /// receiving side sees end-of-file (and, for the agent, reacts to it).
-#[must_use = "dropping the destination closes it"]
-pub fn pump(from: File, mut to: File, dir: Direction, handoff: &HandoffWriter) -> File {
+pub fn pump(from: &File, to: &File, dir: Direction, handoff: &HandoffWriter) {
     let mut buf = vec![0u8; HEADER_LEN + CHUNK];
     let mut out = Forward { forwarding: true, splicing: true };
     let from_is_pipe = from.metadata().is_ok_and(|m| m.file_type().is_fifo());
-    grow_pipe(&from);
-    grow_pipe(&to);
+    grow_pipe(from);
+    grow_pipe(to);
     loop {
         if from_is_pipe {
             if let Some(data) = handoff.data_pipe(dir) {
                 match tee(from.as_fd(), data, CHUNK) {
                     Ok(0) => break,
                     Ok(n) => {
-                        handoff.chunk_ref(dir, n);
-                        out.pass(&from, &mut to, n, dir, &mut buf[HEADER_LEN..]);
+                        if !handoff.chunk_ref(dir, n) {
+                            return;
+                        }
+                        out.pass(from, to, n, dir, &mut buf[HEADER_LEN..]);
                         continue;
                     }
                     Err(e) if e.kind() == ErrorKind::Interrupted => continue,
@@ -46,7 +48,7 @@ pub fn pump(from: File, mut to: File, dir: Direction, handoff: &HandoffWriter) -
                 }
             }
         }
-        let n = match (&from).read(&mut buf[HEADER_LEN..]) {
+        let n = match (&*from).read(&mut buf[HEADER_LEN..]) {
             Ok(0) => break,
             Ok(n) => n,
             Err(e) if e.kind() == ErrorKind::Interrupted => continue,
@@ -55,11 +57,12 @@ pub fn pump(from: File, mut to: File, dir: Direction, handoff: &HandoffWriter) -
                 break;
             }
         };
-        handoff.chunk(dir, &mut buf[..HEADER_LEN + n]);
-        out.write(&mut to, &buf[HEADER_LEN..HEADER_LEN + n], dir);
+        if !handoff.chunk(dir, &mut buf[..HEADER_LEN + n]) {
+            return;
+        }
+        out.write(to, &buf[HEADER_LEN..HEADER_LEN + n], dir);
     }
     handoff.eof(dir);
-    to
 }
 
 /// Pipes acp-tee reads or writes are enlarged to at least a chunk.
@@ -94,7 +97,7 @@ struct Forward {
 impl Forward {
     /// Moves the next `n` bytes of `from` (already handed off) to `to`, by
     /// `splice` when it can, else by reading them into `buf` and writing.
-    fn pass(&mut self, from: &File, to: &mut File, mut n: usize, dir: Direction, buf: &mut [u8]) {
+    fn pass(&mut self, from: &File, to: &File, mut n: usize, dir: Direction, buf: &mut [u8]) {
         while n > 0 {
             if self.forwarding && self.splicing {
                 match splice(from.as_fd(), to.as_fd(), n) {
@@ -128,7 +131,7 @@ impl Forward {
         }
     }
 
-    fn write(&mut self, to: &mut File, bytes: &[u8], dir: Direction) {
+    fn write(&mut self, mut to: &File, bytes: &[u8], dir: Direction) {
         if self.forwarding {
             if let Err(e) = to.write_all(bytes) {
                 self.fail(&e, dir);

@@ -3,9 +3,12 @@
 use super::agent::{self, shell_code};
 use acp_tee_shared::Direction;
 use signal_hook::consts::{SIGINT, SIGKILL, SIGTERM};
+use std::fs::File;
+use std::os::fd::AsRawFd;
 use std::os::unix::process::ExitStatusExt;
 use std::process::ExitStatus;
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// The shortest wait for the agent's last output after it exited.
@@ -14,7 +17,8 @@ pub const DRAIN_AT_LEAST: Duration = Duration::from_secs(3);
 /// What the relay's threads report to the supervisor.
 #[derive(Debug)]
 pub enum Event {
-    /// The client closed our stdin (the agent's stdin is closed too).
+    /// The client closed our stdin (reported by the watcher of our stdin as
+    /// soon as it hangs up, and by the pump once it read everything).
     ClientClosed,
     /// The agent closed its stdout or stderr and everything read was forwarded.
     OutputClosed(Direction),
@@ -35,10 +39,20 @@ pub struct Outcome {
     pub reason: String,
 }
 
+/// One of the agent's output streams as its pump moves it: where from, where to.
+pub struct Output {
+    /// The agent's end of the stream (our read end of its pipe).
+    pub from: Arc<File>,
+    /// Where the pump writes it (our stdout or stderr).
+    pub to: Arc<File>,
+}
+
 /// Drives the run to its end from the events of the relay's threads.
 pub struct Supervisor {
     pid: u32,
     grace: Duration,
+    /// The agent's stdout and stderr.
+    outputs: [Output; 2],
     client_closed: bool,
     stopped_by_us: bool,
     forwarded: Option<i32>,
@@ -49,11 +63,13 @@ pub struct Supervisor {
 }
 
 impl Supervisor {
-    /// Supervises the agent with process id `pid`.
-    pub fn new(pid: u32, grace: Duration) -> Self {
+    /// Supervises the agent with process id `pid`, whose stdout and stderr
+    /// are `outputs`.
+    pub fn new(pid: u32, grace: Duration, outputs: [Output; 2]) -> Self {
         Supervisor {
             pid,
             grace,
+            outputs,
             client_closed: false,
             stopped_by_us: false,
             forwarded: None,
@@ -80,10 +96,12 @@ impl Supervisor {
             };
             match event {
                 Ok(Event::AgentExited(status)) => return status,
-                Ok(Event::ClientClosed) => {
+                // Reported twice (watcher and pump): the first one counts.
+                Ok(Event::ClientClosed) if !self.client_closed => {
                     self.client_closed = true;
                     self.term_at = Some(Instant::now() + self.grace);
                 }
+                Ok(Event::ClientClosed) => {}
                 Ok(Event::Signal(sig)) => {
                     tracing::debug!("forwarding signal {sig} to the agent");
                     agent::signal_group(self.pid, sig);
@@ -137,12 +155,24 @@ impl Supervisor {
                 Ok(Event::OutputClosed(dir)) => self.note_closed(dir),
                 Ok(_) => {}
                 Err(_) => {
-                    tracing::warn!(
-                        "the agent exited but something it started still holds its output open; not waiting for it"
-                    );
+                    tracing::warn!("{}; not waiting for it", self.why_output_is_open());
                     return;
                 }
             }
+        }
+    }
+
+    /// Why the agent's output is still being forwarded after the drain's
+    /// deadline: something the agent started still writes to it, or our own
+    /// pump is blocked writing to a client that does not read.
+    fn why_output_is_open(&self) -> &'static str {
+        let open = [self.stdout_open, self.stderr_open];
+        let stuck_on_client =
+            self.outputs.iter().zip(open).filter(|(_, open)| *open).all(|(o, _)| hung_up(&o.from) && !writable(&o.to));
+        if stuck_on_client {
+            "the client is not reading acp-tee's output"
+        } else {
+            "the agent exited but something it started still holds its output open"
         }
     }
 
@@ -158,5 +188,28 @@ impl Supervisor {
         // session, not the agent's failure.
         let exit_code = if self.stopped_by_us && self.forwarded.is_none() { 0 } else { shell_code(status) };
         Outcome { exit_code, agent_signal, reason }
+    }
+}
+
+/// True when nothing can write to pipe `file` any more (`POLLHUP` on its read end).
+fn hung_up(file: &File) -> bool {
+    poll_now(file, 0) & libc::POLLHUP != 0
+}
+
+/// True when `file` takes a write without blocking.
+fn writable(file: &File) -> bool {
+    poll_now(file, libc::POLLOUT) & (libc::POLLOUT | libc::POLLERR) != 0
+}
+
+/// The events `poll(2)` reports on `file` at once (`POLLHUP` and `POLLERR`
+/// always, besides `events`).
+fn poll_now(file: &File, events: libc::c_short) -> libc::c_short {
+    let mut fd = libc::pollfd { fd: file.as_raw_fd(), events, revents: 0 };
+    // SAFETY: one pollfd for a descriptor the Arc keeps open; no waiting.
+    let n = unsafe { libc::poll(&mut fd, 1, 0) };
+    if n == 1 {
+        fd.revents
+    } else {
+        0
     }
 }

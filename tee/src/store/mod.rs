@@ -420,6 +420,15 @@ impl Store {
         Ok(())
     }
 
+    /// Copies the whole write-ahead log into the database file and empties
+    /// the log file, waiting (up to the busy timeout) for a checkpoint in
+    /// progress and for readers; false when it could not finish (a reader
+    /// kept an older snapshot).
+    pub fn checkpoint_truncate(&self) -> Result<bool, StoreError> {
+        let busy: i64 = self.conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| r.get(0))?;
+        Ok(busy == 0)
+    }
+
     /// Copies what the write-ahead log holds into the database file as far
     /// as it can without waiting for anyone (`PASSIVE`); the log restarts
     /// from its beginning at the next write once all of it is copied.

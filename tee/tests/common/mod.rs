@@ -217,3 +217,114 @@ pub fn kill_marked(marker: &str, comm: &str) -> usize {
 pub fn unique_marker(tag: &str) -> String {
     format!("{}-{tag}", std::process::id())
 }
+
+/// Waits up to `limit` for `child` to exit; on timeout kills it and returns
+/// `None` (the caller fails the test: the run hung).
+pub fn wait_within(child: &mut Child, limit: Duration) -> Option<std::process::ExitStatus> {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(status) = child.try_wait().expect("try_wait") {
+            return Some(status);
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Reads `from` to its end on a thread; the receiver gets the bytes and the
+/// moment end-of-file came.
+pub fn read_to_end_on_thread(mut from: impl Read + Send + 'static) -> std::sync::mpsc::Receiver<(Vec<u8>, Instant)> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut out = Vec::new();
+        let _ = from.read_to_end(&mut out);
+        let _ = tx.send((out, Instant::now()));
+    });
+    rx
+}
+
+/// The pid written into file `name` under `dir`, once it is there.
+pub fn pid_from_file(dir: &Path, name: &str) -> u32 {
+    let path = dir.join(name);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        if let Some(pid) = std::fs::read_to_string(&path).ok().and_then(|s| s.trim().parse().ok()) {
+            return pid;
+        }
+        assert!(Instant::now() < deadline, "{} was never written", path.display());
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// Resumes a process stopped with SIGSTOP, if it is still there (the kernel
+/// resumes a stopped recorder itself once its relay exits: its process
+/// group is then orphaned).
+pub fn resume(pid: u32) {
+    // SAFETY: kill(2) on a pid the test started.
+    unsafe { libc::kill(pid as i32, libc::SIGCONT) };
+}
+
+/// Kills `pid` (SIGKILL) if it is still there; for clean-up after a test.
+pub fn kill_if_alive(pid: u32) {
+    if process_alive(pid) {
+        // SAFETY: kill(2) on a pid the test started.
+        unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+    }
+}
+
+/// The acp-tee recorder process started by `parent`.
+pub fn recorder_of(parent: u32) -> u32 {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        if let Some(pid) = recorders_of(parent).first() {
+            return *pid;
+        }
+        assert!(Instant::now() < deadline, "no recorder process under {parent}");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// The live acp-tee recorder processes whose parent is `parent`.
+pub fn recorders_of(parent: u32) -> Vec<u32> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else { continue };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { continue };
+        let after_comm = stat.rsplit(')').next().unwrap_or_default();
+        let mut fields = after_comm.split_whitespace();
+        let state = fields.next().unwrap_or_default();
+        let ppid: u32 = fields.next().and_then(|p| p.parse().ok()).unwrap_or(0);
+        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        if ppid == parent && state != "Z" && cmdline.windows(10).any(|w| w == b"__recorder") {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+/// What descriptor `fd` of process `pid` refers to (`pipe:[123]`, a path, ...).
+pub fn fd_target(pid: u32, fd: i32) -> Option<String> {
+    std::fs::read_link(format!("/proc/{pid}/fd/{fd}")).ok().map(|p| p.display().to_string())
+}
+
+impl TempStore {
+    /// Waits until the store's first trace holds at least `count` frames.
+    pub fn wait_for_frames(&self, count: i64) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if self.db.exists() {
+                if let Ok(store) = Store::open_existing(&self.db) {
+                    if store.list_traces().ok().and_then(|t| t.last().map(|t| t.frame_count)) >= Some(count) {
+                        return;
+                    }
+                }
+            }
+            assert!(Instant::now() < deadline, "the store never held {count} frames");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+}
