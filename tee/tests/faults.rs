@@ -87,6 +87,9 @@ fn kill_9_of_both_processes_mid_burst_leaves_a_clean_store_and_a_cut_off_trace()
     let input = burst(100_000);
     let (mut child, _) = start_burst(&store, input.clone(), input.len() / 3);
     let recorder = recorder_of(child.id());
+    // acp-tee is stopped first, so that it cannot replace its recorder
+    // between the two kills (it would, given the time).
+    kill(child.id(), libc::SIGSTOP);
     kill(recorder, libc::SIGKILL);
     child.kill().unwrap();
     child.wait().unwrap();
@@ -328,4 +331,100 @@ fn a_stderr_that_cannot_be_written_changes_nothing_even_with_the_store_out_of_sp
     let trace = store.only_trace();
     assert!(trace.missing_frames > 0, "nothing counted as missing");
     assert_eq!(trace.frame_count + trace.missing_frames, 2 * lines, "stored + missing = every frame");
+}
+
+/// `lines` JSON-RPC requests of about 60 bytes, numbered from `from`.
+fn requests(from: usize, lines: usize) -> Vec<u8> {
+    (from..from + lines)
+        .flat_map(|i| format!("{{\"jsonrpc\":\"2.0\",\"id\":{i},\"method\":\"after/kill\"}}\n").into_bytes())
+        .collect()
+}
+
+#[test]
+fn a_killed_recorder_is_replaced_and_the_rest_of_the_run_is_recorded() {
+    let store = TempStore::new();
+    let mut child = tee_command(&store.db, &[], &["cat"]).stderr(Stdio::piped()).spawn().unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let before = requests(0, 1);
+    stdin.write_all(&before).unwrap();
+    assert_eq!(read_exact_from(&mut child, before.len()), before);
+    store.wait_for_frames(2);
+    // The recorder alone is killed; it had stored everything so far. (What
+    // is handed to it while its threads are still exiting is lost with it:
+    // the next test.)
+    let recorder = recorder_of(child.id());
+    kill(recorder, libc::SIGKILL);
+    assert!(wait_all_threads_gone(recorder));
+    let after = requests(1, 1000);
+    stdin.write_all(&after).unwrap();
+    assert_eq!(read_exact_from(&mut child, after.len()), after);
+    drop(stdin);
+    let stderr = read_to_end_on_thread(child.stderr.take().unwrap());
+    assert_eq!(wait_within(&mut child, Duration::from_secs(60)).and_then(|s| s.code()), Some(0));
+    let (stderr, _) = stderr.recv_timeout(Duration::from_secs(10)).unwrap();
+    let stderr = String::from_utf8_lossy(&stderr);
+    assert!(stderr.contains("died mid-run; a new one records the rest"), "{stderr}");
+    let trace = store.only_trace();
+    // The run's real end, and every frame: the first recorder had stored
+    // its part, the second the rest.
+    assert_eq!(trace.end_reason.as_deref(), Some("the client closed; the agent exited"));
+    assert_eq!(trace.exit_code, Some(0));
+    assert_eq!((trace.frame_count, trace.missing_frames), (2002, 0));
+    let mut input = before.clone();
+    input.extend_from_slice(&after);
+    assert!(store.stream(trace.id, Direction::ClientToAgent) == input);
+    assert!(store.stream(trace.id, Direction::AgentToClient) == input);
+    let frames = store.frames(trace.id);
+    assert!(frames.iter().enumerate().all(|(i, f)| f.seq == i as i64 + 1), "seqs go on where they were");
+}
+
+#[test]
+fn a_recorder_killed_mid_burst_loses_only_its_backlog_and_the_trace_says_so() {
+    let store = TempStore::new();
+    let input = burst(100_000);
+    let (mut child, _) = start_burst(&store, input.clone(), input.len() / 3);
+    let recorder = recorder_of(child.id());
+    kill(recorder, libc::SIGKILL);
+    assert!(wait_gone(recorder));
+    // The rest of the burst still goes through; then the client is done.
+    let mut rest = Vec::new();
+    child.stdout.as_mut().unwrap().read_to_end(&mut rest).unwrap();
+    assert_eq!(wait_within(&mut child, Duration::from_secs(120)).and_then(|s| s.code()), Some(0));
+    let trace = store.only_trace();
+    let reason = trace.end_reason.clone().unwrap();
+    assert!(reason.starts_with("the client closed; the agent exited"), "{reason}");
+    integrity_ok(&store);
+    // What the killed recorder held is counted (in bytes in the end reason,
+    // and at least one frame per direction that lost some); the end of the
+    // run is stored.
+    assert!(trace.missing_frames > 0, "nothing counted as missing");
+    assert!(reason.contains("a recorder was killed mid-run"), "{reason}");
+    let a2c = store.stream(trace.id, Direction::AgentToClient);
+    let tail = &input[input.len() - 10_000..];
+    assert!(a2c.ends_with(tail), "the end of the run was not recorded");
+    eprintln!("recorder killed mid-burst: {} frames stored; {reason}", trace.frame_count);
+}
+
+#[test]
+fn a_recorder_killed_before_it_made_the_trace_is_replaced_and_the_trace_made() {
+    let store = TempStore::new();
+    let mut child = tee_command(&store.db, &[], &["cat"]).stderr(Stdio::null()).spawn().unwrap();
+    let recorder = recorder_of(child.id());
+    kill(recorder, libc::SIGKILL);
+    assert!(wait_all_threads_gone(recorder));
+    let input = requests(0, 500);
+    let out = {
+        let mut stdin = child.stdin.take().unwrap();
+        stdin.write_all(&input).unwrap();
+        drop(stdin);
+        let mut out = Vec::new();
+        child.stdout.as_mut().unwrap().read_to_end(&mut out).unwrap();
+        out
+    };
+    assert_eq!(wait_within(&mut child, Duration::from_secs(60)).and_then(|s| s.code()), Some(0));
+    assert!(out == input);
+    let trace = store.only_trace();
+    assert_eq!(trace.end_reason.as_deref(), Some("the client closed; the agent exited"));
+    assert_eq!((trace.frame_count, trace.missing_frames), (1000, 0));
+    assert!(store.stream(trace.id, Direction::AgentToClient) == input);
 }

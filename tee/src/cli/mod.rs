@@ -318,6 +318,9 @@ struct RecorderArgs {
     /// The agent's process group, killed if the relay vanishes mid-run
     #[arg(long = "agent-group")]
     agent_group: Option<u32>,
+    /// This recorder replaces one that died mid-run (the handoff says which)
+    #[arg(long)]
+    resume: bool,
 }
 
 /// Parses `3s`, `500ms`, `2m` or a bare number of seconds.
@@ -437,7 +440,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             ignore_terminal_signals();
             let redactor = a.redact.then(|| Redactor::new(a.redact_rule));
             let data = crate::recorder::data_pipes_from(&a.data_fds);
-            crate::recorder::run(&a.db, std::io::stdin().lock(), data, redactor, a.agent_group);
+            crate::recorder::run(&a.db, std::io::stdin().lock(), data, redactor, a.agent_group, a.resume);
             Ok(0)
         }
     }

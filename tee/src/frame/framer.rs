@@ -88,6 +88,12 @@ impl Framer {
         }
     }
 
+    /// Numbers the next frame `seq + 1` (a recorder continuing a trace whose
+    /// frames up to `seq` are stored).
+    pub fn continue_after(&mut self, seq: i64) {
+        self.meta.last_seq = seq;
+    }
+
     /// The seq given to the newest frame (0 before the first).
     pub fn last_seq(&self) -> i64 {
         self.meta.last_seq

@@ -17,6 +17,10 @@
 //! it meets the reference; the bytes are always there before the reference,
 //! and the reference before the forwarding.
 //!
+//! Should the recorder die mid-run, the writer starts a replacement (given
+//! the means by the relay) and sends it the run's start again followed by a
+//! [`Resume`] message; the replacement takes chunks by copy only.
+//!
 //! Architecture Invariant: nothing here knows about SQL; the relay's only cost
 //! per chunk is one extra `write` into a pipe (plus a `tee` for a chunk by
 //! reference), which blocks only when the recorder's intake is a whole pipe
@@ -26,10 +30,11 @@ mod reader;
 mod writer;
 
 pub use reader::{read_full, HandoffReader};
-pub use writer::HandoffWriter;
+pub use writer::{Handed, HandoffWriter, Replacement};
 
 use crate::model::{TraceEnd, TraceStart};
 use acp_tee_shared::Direction;
+use serde::{Deserialize, Serialize};
 
 /// Size of the header in front of every message.
 pub const HEADER_LEN: usize = 14;
@@ -44,6 +49,7 @@ const TAG_EOF: u8 = b'E';
 /// The run is over (how it ended follows).
 pub const TAG_END: u8 = b'X';
 const TAG_FRAME: u8 = b'F';
+const TAG_RESUME: u8 = b'U';
 /// A chunk whose bytes wait in the data pipe of its direction.
 pub const TAG_CHUNK_REF: u8 = b'R';
 
@@ -54,11 +60,25 @@ pub fn decode_header(h: &[u8; HEADER_LEN]) -> (u8, u8, u64, usize) {
     (h[0], h[1], t_ns, len)
 }
 
+/// What a replacement recorder is told right after the run's start: the
+/// recorder before it died mid-run (it was killed), and how many bytes of
+/// each direction had been handed to the recorders before it.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Resume {
+    /// The process id of the recorder that died (its trace is continued).
+    pub recorder_pid: u32,
+    /// Bytes handed off so far, per direction, in [`Direction::ALL`] order.
+    pub handed: [u64; 3],
+}
+
 /// One message from the relay.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Message {
     /// The run started; always the first message.
     Start(TraceStart),
+    /// This recorder replaces one that died mid-run; the second message of
+    /// a replacement recorder's handoff, and only there.
+    Resume(Resume),
     /// Bytes that crossed the tee going `dir`, read `t_ns` after the start.
     Chunk {
         /// Which stream the bytes came from.
@@ -174,6 +194,47 @@ mod tests {
         assert!(dead.frame(Direction::AgentToClient, b"x", None));
         assert!(dead.frame(Direction::AgentToClient, b"y", None));
         assert_eq!(dead.lost_chunks(), 2);
+    }
+
+    #[test]
+    fn a_dead_recorder_is_replaced_and_told_what_it_continues() {
+        let (first, w1) = std::io::pipe().unwrap();
+        let writer = HandoffWriter::new(w1, Instant::now());
+        let (second, w2) = std::io::pipe().unwrap();
+        let mut spare = Some(w2);
+        writer.set_respawn(
+            7,
+            Box::new(move || {
+                spare.take().map(|w| Replacement { out: Box::new(w), pid: 8, wait_until_recording: Box::new(|| {}) })
+            }),
+        );
+        let start = TraceStart {
+            name: None,
+            command: vec!["cat".into()],
+            cwd: None,
+            mode: "wrap".into(),
+            started_at: "2026-01-01T00:00:00Z".into(),
+        };
+        writer.start(&start);
+        let chunk = |text: &[u8]| {
+            let mut buf = vec![0u8; HEADER_LEN];
+            buf.extend_from_slice(text);
+            assert!(writer.chunk(Direction::ClientToAgent, &mut buf));
+        };
+        chunk(b"one\n");
+        // The recorder dies with "one" unread: it was handed, and is lost.
+        drop(first);
+        chunk(b"two\n");
+        writer.close();
+        drop(writer);
+        let mut reader = HandoffReader::new(second);
+        assert_eq!(reader.read_message().unwrap(), Some(Message::Start(start)));
+        assert_eq!(
+            reader.read_message().unwrap(),
+            Some(Message::Resume(Resume { recorder_pid: 7, handed: [4, 0, 0] }))
+        );
+        assert!(matches!(reader.read_message().unwrap(), Some(Message::Chunk { data, .. }) if data == b"two\n"));
+        assert_eq!(reader.read_message().unwrap(), None);
     }
 
     #[test]

@@ -38,6 +38,7 @@ impl<R: Read> HandoffReader<R> {
         let direction = || dir_from_code(dir).ok_or_else(|| invalid(format!("unknown direction code {dir}")));
         let msg = match tag {
             TAG_START => Message::Start(serde_json::from_slice(&payload).map_err(|e| invalid(e.to_string()))?),
+            TAG_RESUME => Message::Resume(serde_json::from_slice(&payload).map_err(|e| invalid(e.to_string()))?),
             TAG_CHUNK => Message::Chunk { dir: direction()?, t_ns, data: payload },
             TAG_FRAME => {
                 let dir = direction()?;

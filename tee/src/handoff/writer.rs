@@ -7,11 +7,18 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::Instant;
 
+/// How many times a run replaces a recorder that died, at most; past that,
+/// forwarding goes on without recording.
+pub const MAX_REPLACEMENTS: u32 = 3;
+
 /// Writes messages for the recorder; shared by the relay's threads.
 ///
-/// A write that fails (the recorder died) is reported once on stderr, after
-/// which messages are dropped and counted: forwarding never stops because the
-/// recorder did.
+/// When the recorder dies mid-run (a write finds its pipe closed) and the
+/// writer was given a way to start another ([`HandoffWriter::set_respawn`]),
+/// a replacement is started and told what it continues ([`Resume`]); the
+/// message is then sent to it. Otherwise (or past [`MAX_REPLACEMENTS`]) the
+/// failure is reported once on stderr, after which messages are dropped and
+/// counted: forwarding never stops because the recorder did.
 pub struct HandoffWriter {
     inner: Mutex<Inner>,
     start: Instant,
@@ -26,21 +33,58 @@ struct DataPipe {
     failed: AtomicBool,
 }
 
+/// A recorder process started to replace one that died. It has no data
+/// pipes: chunks are copied to it through the handoff pipe (a chunk a pump
+/// duplicated into the old data pipe is read again and copied).
+pub struct Replacement {
+    /// Its handoff pipe.
+    pub out: Box<dyn Write + Send>,
+    /// Its process id.
+    pub pid: u32,
+    /// Waits (bounded) until it has taken over the trace, once it was told
+    /// what it continues: readers must not find the trace without a
+    /// recorder meanwhile (they would end it as cut off).
+    pub wait_until_recording: Box<dyn FnOnce() + Send>,
+}
+
+/// Starts a replacement recorder; `None` when it cannot.
+pub type Respawn = Box<dyn FnMut() -> Option<Replacement> + Send>;
+
+/// What became of a message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Sent {
+    /// The recorder has it.
+    Yes,
+    /// The recorder was dead and is replaced; the message was not sent.
+    Replaced,
+    /// Dropped: no recorder.
+    No,
+}
+
 struct Inner {
     out: Option<Box<dyn Write + Send>>,
     lost_chunks: u64,
     /// [`HandoffWriter::close`] was called: the run is over.
     closed: bool,
+    /// The run's start message, for a replacement.
+    start: Option<Vec<u8>>,
+    /// Bytes of chunks handed off, per direction.
+    handed: [u64; 3],
+    respawn: Option<Respawn>,
+    /// Replacements left.
+    replacements: u32,
+    /// The recorder process handed to now, when known.
+    recorder: Option<u32>,
+    /// The run's end message, once sent, for a replacement.
+    end: Option<Vec<u8>>,
+    /// The last recorder process whose exit [`HandoffWriter::recorder_exited`] saw.
+    exited: Option<u32>,
 }
 
 impl HandoffWriter {
     /// Writes to `out`; timestamps count from `start`.
     pub fn new(out: impl Write + Send + 'static, start: Instant) -> Self {
-        HandoffWriter {
-            inner: Mutex::new(Inner { out: Some(Box::new(out)), lost_chunks: 0, closed: false }),
-            start,
-            data: [None, None, None],
-        }
+        HandoffWriter { inner: Mutex::new(Inner::new(Some(Box::new(out)))), start, data: [None, None, None] }
     }
 
     /// Like [`HandoffWriter::new`], with a data pipe per direction (in
@@ -53,11 +97,7 @@ impl HandoffWriter {
 
     /// A writer that records nothing (no recorder could be started).
     pub fn disconnected(start: Instant) -> Self {
-        HandoffWriter {
-            inner: Mutex::new(Inner { out: None, lost_chunks: 0, closed: false }),
-            start,
-            data: [None, None, None],
-        }
+        HandoffWriter { inner: Mutex::new(Inner::new(None)), start, data: [None, None, None] }
     }
 
     /// The data pipe for chunks going `dir`, while it works.
@@ -66,29 +106,78 @@ impl HandoffWriter {
         (!pipe.failed.load(Ordering::Relaxed)).then(|| pipe.fd.as_fd())
     }
 
-    /// Stops using the data pipe for `dir` (writing to it failed).
-    pub fn data_pipe_failed(&self, dir: Direction, why: &std::io::Error) {
-        if let Some(pipe) = &self.data[dir_code(dir) as usize] {
-            if !pipe.failed.swap(true, Ordering::Relaxed) {
-                tracing::debug!("{dir}: data pipe to the recorder failed ({why}); handing chunks off by copy");
+    /// Gives the writer a way to start a replacement when the recorder
+    /// (process `recorder`) dies.
+    pub fn set_respawn(&self, recorder: u32, respawn: Respawn) {
+        let mut inner = self.lock();
+        inner.respawn = Some(respawn);
+        inner.replacements = MAX_REPLACEMENTS;
+        inner.recorder = Some(recorder);
+    }
+
+    /// Recorder process `pid` exited (`killed`: by a signal). A write finds
+    /// a dead recorder's pipe closed only once all its threads are gone; what
+    /// was written before that is lost with it, and when nothing is written
+    /// after (the run was over) no write finds out at all. So the relay
+    /// watches its recorder too: one that ends before the run was over, or
+    /// killed, is replaced (and told the run's end again, when it was sent).
+    pub fn recorder_exited(&self, pid: u32, killed: bool) {
+        let mut inner = self.lock();
+        inner.exited = Some(pid);
+        if inner.recorder != Some(pid) || (inner.closed && !killed) {
+            return;
+        }
+        if inner.replace(&self.data) && inner.closed {
+            if let (Some(end), Some(out)) = (inner.end.clone(), inner.out.as_mut()) {
+                let _ = out.write_all(&end);
             }
+            inner.out = None;
+        }
+    }
+
+    /// Stops using the data pipe for `dir`: a `tee` into it failed with
+    /// `why`; chunks are handed off by copy from now on. When the recorder
+    /// died (nothing reads the pipe), it is replaced first.
+    pub fn data_pipe_failed(&self, dir: Direction, why: &std::io::Error) {
+        let Some(pipe) = &self.data[dir_code(dir) as usize] else { return };
+        if why.raw_os_error() == Some(libc::EPIPE) {
+            let mut inner = self.lock();
+            if !inner.closed && !pipe.failed.load(Ordering::Relaxed) {
+                inner.replace(&self.data);
+            }
+        }
+        if !pipe.failed.swap(true, Ordering::Relaxed) {
+            tracing::debug!("{dir}: data pipe to the recorder failed ({why}); handing chunks off by copy");
         }
     }
 
     /// Hands off a chunk of `len` bytes read from `dir` that was already
     /// duplicated into `dir`'s data pipe.
     ///
-    /// False once the writer was closed (the run ended): the chunk was not
-    /// recorded, and the caller must not forward it.
+    /// [`Handed::Closed`] once the writer was closed (the run ended): the
+    /// chunk was not recorded, and the caller must not forward it.
+    /// [`Handed::Again`] when the recorder had died and was replaced: the
+    /// chunk's bytes went to the old data pipe, so the caller duplicates them
+    /// again and hands them off anew.
     #[must_use = "a chunk not handed off must not be forwarded"]
-    pub fn chunk_ref(&self, dir: Direction, len: usize) -> bool {
+    pub fn chunk_ref(&self, dir: Direction, len: usize) -> Handed {
         let mut inner = self.lock();
         if inner.closed {
-            return false;
+            return Handed::Closed;
+        }
+        if self.data_pipe(dir).is_none() {
+            // The recorder was replaced since the chunk was duplicated.
+            return Handed::Again;
         }
         let t_ns = self.now_ns();
-        inner.write(&encode_header(TAG_CHUNK_REF, dir_code(dir), t_ns, len));
-        true
+        match inner.try_write(&encode_header(TAG_CHUNK_REF, dir_code(dir), t_ns, len), &self.data) {
+            Sent::Yes => {
+                inner.handed[dir_code(dir) as usize] += len as u64;
+                Handed::Yes
+            }
+            Sent::Replaced => Handed::Again,
+            Sent::No => Handed::Yes,
+        }
     }
 
     /// Nanoseconds since the run started.
@@ -99,7 +188,11 @@ impl HandoffWriter {
     /// Announces the run.
     pub fn start(&self, start: &TraceStart) {
         let json = serde_json::to_vec(start).expect("a TraceStart always serialises");
-        self.send_owned(TAG_START, 0, &json);
+        let mut msg = encode_header(TAG_START, 0, 0, json.len()).to_vec();
+        msg.extend_from_slice(&json);
+        let mut inner = self.lock();
+        inner.start = Some(msg.clone());
+        inner.write(&msg, &self.data);
     }
 
     /// Hands off a chunk read from `dir`. `buf` holds [`HEADER_LEN`] bytes of
@@ -119,7 +212,9 @@ impl HandoffWriter {
         // (sequence numbers) and the timestamps always agree.
         let t_ns = self.now_ns();
         buf[..HEADER_LEN].copy_from_slice(&encode_header(TAG_CHUNK, dir_code(dir), t_ns, len));
-        inner.write(buf);
+        if inner.write(buf, &self.data) == Sent::Yes {
+            inner.handed[dir_code(dir) as usize] += len as u64;
+        }
         true
     }
 
@@ -149,7 +244,25 @@ impl HandoffWriter {
     /// Tells the recorder how the run ended.
     pub fn end(&self, end: &TraceEnd) {
         let json = serde_json::to_vec(end).expect("a TraceEnd always serialises");
-        self.send_owned(TAG_END, 0, &json);
+        let mut inner = self.lock();
+        if inner.closed {
+            return;
+        }
+        let mut msg = encode_header(TAG_END, 0, self.now_ns(), json.len()).to_vec();
+        msg.extend_from_slice(&json);
+        inner.end = Some(msg.clone());
+        inner.write(&msg, &self.data);
+    }
+
+    /// False while the recorder handed to is dying (killed, its threads
+    /// not all gone yet: what was written to it since is lost, and it is
+    /// about to be replaced), or dead and not yet seen exiting.
+    pub fn recorder_settled(&self) -> bool {
+        let inner = self.lock();
+        match inner.recorder {
+            None => true,
+            Some(pid) => inner.exited == Some(pid) || running(pid),
+        }
     }
 
     /// How many chunks could not be handed off.
@@ -176,7 +289,7 @@ impl HandoffWriter {
         let mut msg = Vec::with_capacity(HEADER_LEN + payload.len());
         msg.extend_from_slice(&encode_header(tag, dir, t_ns, payload.len()));
         msg.extend_from_slice(payload);
-        inner.write(&msg);
+        inner.write(&msg, &self.data);
         true
     }
 
@@ -187,16 +300,101 @@ impl HandoffWriter {
     }
 }
 
+/// What became of a chunk handed off by reference.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Handed {
+    /// Handed off (or dropped for want of a recorder): forward it.
+    Yes,
+    /// The recorder was replaced: duplicate the chunk again and retry.
+    Again,
+    /// The run is over: do not forward it.
+    Closed,
+}
+
 impl Inner {
-    fn write(&mut self, msg: &[u8]) {
+    fn new(out: Option<Box<dyn Write + Send>>) -> Self {
+        Inner {
+            out,
+            lost_chunks: 0,
+            closed: false,
+            start: None,
+            handed: [0; 3],
+            respawn: None,
+            replacements: 0,
+            recorder: None,
+            end: None,
+            exited: None,
+        }
+    }
+
+    /// Sends `msg`, to a replacement should the recorder have died.
+    fn write(&mut self, msg: &[u8], data: &[Option<DataPipe>; 3]) -> Sent {
+        loop {
+            match self.try_write(msg, data) {
+                Sent::Replaced => continue,
+                sent => return sent,
+            }
+        }
+    }
+
+    /// Sends `msg`; when the recorder is gone, replaces it if it may (and
+    /// says so: `msg` was not sent) or drops the message.
+    fn try_write(&mut self, msg: &[u8], data: &[Option<DataPipe>; 3]) -> Sent {
         let Some(out) = self.out.as_mut() else {
             self.lost_chunks += 1;
-            return;
+            return Sent::No;
         };
-        if let Err(e) = out.write_all(msg) {
-            tracing::warn!("the recorder stopped taking frames ({e}); forwarding goes on without recording");
-            self.out = None;
-            self.lost_chunks += 1;
+        let Err(e) = out.write_all(msg) else { return Sent::Yes };
+        if e.raw_os_error() == Some(libc::EPIPE) && self.replace(data) {
+            return Sent::Replaced;
         }
+        tracing::warn!("the recorder stopped taking frames ({e}); forwarding goes on without recording");
+        self.out = None;
+        self.lost_chunks += 1;
+        Sent::No
+    }
+
+    /// The recorder died: starts a replacement, moves its data pipes onto
+    /// the descriptors of the old ones (the pumps keep using those), and
+    /// tells it the run's start and what it continues. False when no
+    /// replacement may or can be started.
+    fn replace(&mut self, data: &[Option<DataPipe>; 3]) -> bool {
+        if self.replacements == 0 {
+            return false;
+        }
+        self.replacements -= 1;
+        let Some(replacement) = self.respawn.as_mut().and_then(|respawn| respawn()) else { return false };
+        let replaces = self.recorder.replace(replacement.pid).unwrap_or(0);
+        tracing::warn!(
+            "the recorder (process {replaces}) died mid-run; a new one records the rest, and the trace counts what was lost"
+        );
+        // The old data pipes are dead: chunks go by copy from now on.
+        for pipe in data.iter().flatten() {
+            pipe.failed.store(true, Ordering::Relaxed);
+        }
+        self.out = Some(replacement.out);
+        let resume = Resume { recorder_pid: replaces, handed: self.handed };
+        let json = serde_json::to_vec(&resume).expect("a Resume always serialises");
+        let mut msg = self.start.clone().unwrap_or_default();
+        msg.extend_from_slice(&encode_header(TAG_RESUME, 0, 0, json.len()));
+        msg.extend_from_slice(&json);
+        if let Some(out) = self.out.as_mut() {
+            // Should this fail too, the next write finds out.
+            if out.write_all(&msg).is_ok() {
+                (replacement.wait_until_recording)();
+            }
+        }
+        true
+    }
+}
+
+/// True while process `pid` runs (it exists and its main thread is not a zombie).
+fn running(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => {
+            let state = stat.rsplit(')').next().and_then(|rest| rest.split_whitespace().next());
+            !matches!(state, Some("Z") | Some("X"))
+        }
+        Err(_) => false,
     }
 }

@@ -67,6 +67,8 @@ pub struct RecorderSummary {
 /// Records one run read from the handoff pipe `input` (and the data pipes
 /// `data`, one per direction, that chunk references point into) into the
 /// store at `db`, masking secrets in what it stores when `redactor` is given.
+/// With `resume`, this recorder replaces one that died mid-run: the handoff's
+/// second message says which, and its trace is continued.
 /// Returns `None` when the relay went away before announcing a run (nothing
 /// is recorded).
 ///
@@ -83,6 +85,7 @@ pub fn run(
     mut data: [Option<File>; 3],
     redactor: Option<Redactor>,
     agent_group: Option<u32>,
+    resume: bool,
 ) -> Option<RecorderSummary> {
     let dir = db.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new(".")).to_owned();
     let spool = Spool::new(dir, SPOOL_MEMORY_BYTES, SPOOL_FILE_BYTES);
@@ -91,7 +94,7 @@ pub fn run(
         let (db, spool, input_ended) = (db.to_owned(), spool.clone(), input_ended.clone());
         std::thread::Builder::new()
             .name("framer".into())
-            .spawn(move || record(&db, &spool, redactor, &input_ended))
+            .spawn(move || record(&db, &spool, redactor, &input_ended, resume))
             .expect("cannot start the framer thread")
     };
     let ended = match intake(input, &mut data, &spool) {
@@ -186,6 +189,7 @@ fn record(
     spool: &Arc<Spool>,
     redactor: Option<Redactor>,
     input_ended: &OnceLock<String>,
+    resume: bool,
 ) -> Option<RecorderSummary> {
     lower_priority();
     let mut reader = HandoffReader::new(spool.reader());
@@ -211,7 +215,14 @@ fn record(
             }
         }
     }
-    let mut writer = StoreWriter::open(db, &start);
+    let (mut writer, last_seq) = match resume.then(|| reader.read_message()) {
+        Some(Ok(Some(Message::Resume(resume)))) => StoreWriter::resume(db, &start, &resume),
+        Some(other) => {
+            tracing::error!("recorder: a replacement recorder was not told what it continues: {other:?}");
+            return None;
+        }
+        None => (StoreWriter::open(db, &start), 0),
+    };
     say_recording();
     let queue = Arc::new(ByteQueue::new(QUEUE_BYTES));
     let writer_thread = {
@@ -232,6 +243,7 @@ fn record(
     };
     let queue = &*queue;
     let mut framer = Framer::with_redactor(redactor);
+    framer.continue_after(last_seq);
     let mut last_t = 0;
     let mut end = None;
     let mut ended_at = None;
@@ -258,7 +270,7 @@ fn record(
                 end = Some(e);
                 break;
             }
-            Ok(Some(Message::Start(_))) => {
+            Ok(Some(Message::Start(_) | Message::Resume(_))) => {
                 tracing::warn!("recorder: a second run start was ignored")
             }
             Ok(None) => break,

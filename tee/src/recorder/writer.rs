@@ -2,8 +2,9 @@
 
 use super::checkpointer::{Checkpointer, CHECKPOINT_EVERY, LOG_LIMIT_BYTES, RESTART_PAGES};
 use super::queue::{ByteQueue, Popped, Weighted};
+use crate::handoff::Resume;
 use crate::model::{NewFrame, TraceEnd, TraceStart};
-use crate::store::{Store, StoreError};
+use crate::store::{Resumed, Store, StoreError};
 use std::path::Path;
 use std::time::Duration;
 
@@ -74,6 +75,8 @@ pub struct StoreWriter {
     missing: u64,
     /// Frames of the batch being written, until they are counted.
     in_flight: u64,
+    /// What a recorder before this one lost, for the trace's end reason.
+    lost_note: Option<String>,
     warned: bool,
     /// Said once that the store stays locked.
     warned_locked: bool,
@@ -83,19 +86,7 @@ impl StoreWriter {
     /// Opens (or creates) the store at `path` and adds the trace for `start`.
     /// On failure the writer only counts frames, after one warning.
     pub fn open(path: &Path, start: &TraceStart) -> StoreWriter {
-        let mut w = StoreWriter {
-            target: None,
-            checkpointer: None,
-            unfolded: 0,
-            log_path: log_path(path),
-            log_limit: LOG_LIMIT_BYTES,
-            display_path: path.display().to_string(),
-            written: 0,
-            missing: 0,
-            in_flight: 0,
-            warned: false,
-            warned_locked: false,
-        };
+        let mut w = StoreWriter::new(path);
         // A lock held past the busy timeout (a long transaction of another
         // process) is waited out, however long: the handoff is spooled
         // meanwhile, and giving up would lose the whole recording.
@@ -106,20 +97,87 @@ impl StoreWriter {
                 store.create_relayed_trace(start, std::process::id(), relay, client).map(|id| (store, id))
             })
         });
+        w.attach(path, opened);
+        w
+    }
+
+    /// Like [`StoreWriter::open`], for a recorder that replaces one that
+    /// died mid-run: takes over the trace that one was writing (adds it, if
+    /// it had not yet), and counts what it had been handed but not stored as
+    /// missing. Returns the writer and the last seq stored before.
+    pub fn resume(path: &Path, start: &TraceStart, resume: &Resume) -> (StoreWriter, i64) {
+        let mut w = StoreWriter::new(path);
+        let relay = relay_pid();
+        let client = relay.and_then(parent_of);
+        let own = std::process::id();
+        let opened = w.while_locked(|| {
+            let store = Store::create_or_open(path)?;
+            store.tune_for_recording()?;
+            let resumed = match store.resume_trace(start, resume.recorder_pid, own)? {
+                Some(resumed) => resumed,
+                None => {
+                    let trace_id = store.create_relayed_trace(start, own, relay, client)?;
+                    Resumed { trace_id, last_seq: 0, stored_bytes: [0; 3] }
+                }
+            };
+            Ok((store, resumed))
+        });
+        let last_seq = opened.as_ref().map_or(0, |(_, r)| r.last_seq);
+        let lost: Vec<u64> = match &opened {
+            Ok((_, r)) => resume.handed.iter().zip(r.stored_bytes).map(|(h, s)| h.saturating_sub(s)).collect(),
+            Err(_) => resume.handed.to_vec(),
+        };
+        if lost.iter().any(|&l| l > 0) {
+            // How many frames those bytes held is not known (the recorder
+            // that had them is gone): each direction that lost bytes
+            // counts one, at least.
+            w.missing = lost.iter().filter(|&&l| l > 0).count() as u64;
+            w.lost_note = Some(format!(
+                "a recorder was killed mid-run: {} bytes it had not stored are lost (client to agent {}, agent to \
+                 client {}, agent stderr {})",
+                lost.iter().sum::<u64>(),
+                lost[0],
+                lost[1],
+                lost[2]
+            ));
+        }
+        w.attach(path, opened.map(|(store, r)| (store, r.trace_id)));
+        (w, last_seq)
+    }
+
+    fn new(path: &Path) -> StoreWriter {
+        StoreWriter {
+            target: None,
+            checkpointer: None,
+            unfolded: 0,
+            log_path: log_path(path),
+            log_limit: LOG_LIMIT_BYTES,
+            display_path: path.display().to_string(),
+            written: 0,
+            missing: 0,
+            in_flight: 0,
+            lost_note: None,
+            warned: false,
+            warned_locked: false,
+        }
+    }
+
+    /// Writes into `opened`'s trace from now on (or only counts, after a
+    /// warning, when the store failed).
+    fn attach(&mut self, path: &Path, opened: Result<(Store, i64), StoreError>) {
         match opened {
             Ok(target) => {
-                w.checkpointer = Checkpointer::start(path);
-                if w.checkpointer.is_some() {
+                self.checkpointer = Checkpointer::start(path);
+                if self.checkpointer.is_some() {
                     // Only a backstop now, should the checkpointer fall behind.
                     if let Err(e) = target.0.set_autocheckpoint(BACKSTOP_PAGES) {
                         tracing::debug!("autocheckpoint: {e}");
                     }
                 }
-                w.target = Some(target);
+                self.target = Some(target);
             }
-            Err(e) => w.warn(&e.to_string()),
+            Err(e) => self.warn(&e.to_string()),
         }
-        w
     }
 
     /// Runs `attempt` until the store is not locked by another process
@@ -307,7 +365,11 @@ impl StoreWriter {
             // room the last update needs.
             let _ = store.checkpoint();
         }
-        let ended = self.while_locked(|| store.finish_trace(trace_id, end, missing, ended_at));
+        let mut end = end.clone();
+        if let Some(note) = &self.lost_note {
+            end.end_reason = format!("{}; {note}", end.end_reason);
+        }
+        let ended = self.while_locked(|| store.finish_trace(trace_id, &end, missing, ended_at));
         self.target = Some((store, trace_id));
         if let Err(e) = ended {
             let msg = e.to_string();

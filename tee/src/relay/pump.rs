@@ -1,6 +1,6 @@
 //! Moving bytes from one stream to another, handing a copy off first.
 
-use crate::handoff::{HandoffWriter, HEADER_LEN};
+use crate::handoff::{Handed, HandoffWriter, HEADER_LEN};
 use acp_tee_shared::Direction;
 use std::fs::File;
 use std::io::{self, ErrorKind, Read, Write};
@@ -35,15 +35,19 @@ pub fn pump(from: &File, to: &File, dir: Direction, handoff: &HandoffWriter) {
             if let Some(data) = handoff.data_pipe(dir) {
                 match tee(from.as_fd(), data, CHUNK) {
                     Ok(0) => break,
-                    Ok(n) => {
-                        if !handoff.chunk_ref(dir, n) {
-                            return;
+                    Ok(n) => match handoff.chunk_ref(dir, n) {
+                        Handed::Yes => {
+                            out.pass(from, to, n, dir, &mut buf[HEADER_LEN..]);
+                            continue;
                         }
-                        out.pass(from, to, n, dir, &mut buf[HEADER_LEN..]);
-                        continue;
-                    }
+                        // A new recorder, which takes chunks by copy: the
+                        // chunk is still in `from`.
+                        Handed::Again => continue,
+                        Handed::Closed => return,
+                    },
                     Err(e) if e.kind() == ErrorKind::Interrupted => continue,
-                    // The recorder is gone, or tee is not possible here: copy.
+                    // The recorder died (it is replaced), or tee is not
+                    // possible here: copy.
                     Err(e) => handoff.data_pipe_failed(dir, &e),
                 }
             }

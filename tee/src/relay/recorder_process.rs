@@ -7,12 +7,12 @@
 //! it runs. So once acp-tee exits, the client sees end-of-file on all three
 //! streams, however long the recorder still needs to store the run.
 
-use crate::handoff::HandoffWriter;
+use crate::handoff::{HandoffWriter, Replacement};
 use std::fs::File;
 use std::io::{ErrorKind, Read, Write};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-use std::os::unix::process::CommandExt;
-use std::path::Path;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -32,6 +32,10 @@ pub const DATA_FDS: [i32; 3] = [3, 4, 5];
 /// that cannot be opened is warned about on our stderr (the recorder warns
 /// before it answers). The relay never waits for the run to be stored.
 pub const RECORDING_READY_WAIT: Duration = Duration::from_secs(2);
+
+/// How long the relay waits at the end of the run, at most, for a recorder
+/// that was killed to be replaced.
+pub const REPLACEMENT_WAIT: Duration = Duration::from_secs(5);
 
 /// Three pipes (read end, write end), close-on-exec, enlarged like the
 /// handoff pipe.
@@ -60,8 +64,82 @@ pub struct Recorder {
     pub handoff: Arc<HandoffWriter>,
     /// The recorder's stdout: one byte once its trace exists.
     status: Option<File>,
-    /// Passes the recorder's warnings on to our stderr.
+    /// Pass the recorders' warnings on to our stderr (one per recorder: a
+    /// replacement has its own).
+    logs: Arc<Mutex<Vec<Arc<LogRelay>>>>,
+}
+
+/// How to start a recorder process for this run.
+#[derive(Clone)]
+struct Spawner {
+    db: PathBuf,
+    redact: Option<Vec<String>>,
+    agent_group: Option<u32>,
+}
+
+/// A recorder process just started.
+struct Spawned {
+    /// The process.
+    child: std::process::Child,
+    /// Its handoff pipe.
+    handoff: std::process::ChildStdin,
+    /// Its data pipes' write ends, when there are data pipes.
+    data: Option<[OwnedFd; 3]>,
+    /// Its stdout.
+    status: Option<File>,
+    /// Its stderr, passed on.
     log: Option<Arc<LogRelay>>,
+}
+
+impl Spawner {
+    /// Starts `acp-tee __recorder --db DB` reading a new pipe (a replacement
+    /// for one that died, with `resume`: it gets no data pipes).
+    fn spawn(&self, resume: bool) -> std::io::Result<Spawned> {
+        // Data pipes for chunks passed by reference; without them (and for a
+        // replacement) chunks are copied through the handoff pipe.
+        let data = match if resume { Ok(None) } else { data_pipes().map(Some) } {
+            Ok(pipes) => pipes,
+            Err(e) => {
+                tracing::debug!("no data pipes for the recorder ({e}); chunks are copied");
+                None
+            }
+        };
+        let mut cmd = Command::new(std::env::current_exe()?);
+        cmd.arg("__recorder").arg("--db").arg(&self.db);
+        if let Some(pgid) = self.agent_group {
+            cmd.arg("--agent-group").arg(pgid.to_string());
+        }
+        if resume {
+            cmd.arg("--resume");
+        }
+        if let Some(pipes) = &data {
+            cmd.arg("--data-fds").arg(format!("{},{},{}", DATA_FDS[0], DATA_FDS[1], DATA_FDS[2]));
+            pass_data_fds(&mut cmd, pipes.each_ref().map(|(r, _)| r.as_raw_fd()));
+        }
+        if let Some(rules) = &self.redact {
+            cmd.arg("--redact");
+            for rule in rules {
+                cmd.arg("--redact-rule").arg(rule);
+            }
+        }
+        let mut child = cmd
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            // Its own process group: a Ctrl-C or a kill of our group must not
+            // stop it before it has stored what we handed it.
+            .process_group(0)
+            .spawn()?;
+        let handoff = child.stdin.take().expect("stdin was piped");
+        // SAFETY: fcntl on a descriptor we own; failure only leaves the default size.
+        unsafe { libc::fcntl(handoff.as_raw_fd(), libc::F_SETPIPE_SZ, PIPE_BYTES) };
+        let status = child.stdout.take().map(|p| File::from(OwnedFd::from(p)));
+        let log = child.stderr.take().and_then(|p| LogRelay::start(File::from(OwnedFd::from(p))));
+        // Waited for on a thread of its own (see `watch`); the recorder
+        // outlives us while it stores the run. Our copies of the data pipes'
+        // read ends close here.
+        Ok(Spawned { child, handoff, data: data.map(|pipes| pipes.map(|(_, w)| w)), status, log })
+    }
 }
 
 impl Recorder {
@@ -70,60 +148,48 @@ impl Recorder {
     /// (forwarding goes on regardless). With `redact` (rules, possibly none)
     /// the recorder masks secrets in what it stores: the default rules and
     /// those given. With `agent_group`, the recorder kills that process group
-    /// should the relay be killed before the run ended.
+    /// should the relay be killed before the run ended. Should the recorder
+    /// die mid-run, the handoff starts another that continues its trace
+    /// ([`HandoffWriter::set_respawn`]).
     pub fn start(db: &Path, t0: Instant, redact: Option<&[String]>, agent_group: Option<u32>) -> Recorder {
-        // Data pipes for chunks passed by reference; without them chunks are
-        // copied through the handoff pipe.
-        let data = match data_pipes() {
-            Ok(pipes) => Some(pipes),
-            Err(e) => {
-                tracing::debug!("no data pipes for the recorder ({e}); chunks are copied");
-                None
-            }
-        };
-        let spawned = std::env::current_exe().and_then(|exe| {
-            let mut cmd = Command::new(exe);
-            cmd.arg("__recorder").arg("--db").arg(db);
-            if let Some(pgid) = agent_group {
-                cmd.arg("--agent-group").arg(pgid.to_string());
-            }
-            if let Some(pipes) = &data {
-                cmd.arg("--data-fds").arg(format!("{},{},{}", DATA_FDS[0], DATA_FDS[1], DATA_FDS[2]));
-                pass_data_fds(&mut cmd, pipes.each_ref().map(|(r, _)| r.as_raw_fd()));
-            }
-            if let Some(rules) = redact {
-                cmd.arg("--redact");
-                for rule in rules {
-                    cmd.arg("--redact-rule").arg(rule);
-                }
-            }
-            cmd.stdin(Stdio::piped())
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                // Its own process group: a Ctrl-C or a kill of our group must not
-                // stop it before it has stored what we handed it.
-                .process_group(0)
-                .spawn()
-        });
-        match spawned {
-            Ok(mut child) => {
-                let pipe = child.stdin.take().expect("stdin was piped");
-                // SAFETY: fcntl on a descriptor we own; failure only leaves the default size.
-                unsafe { libc::fcntl(pipe.as_raw_fd(), libc::F_SETPIPE_SZ, PIPE_BYTES) };
-                let writer = match data {
-                    // Our copies of the read ends close here; the recorder has its own.
-                    Some(pipes) => HandoffWriter::with_data_pipes(pipe, t0, pipes.map(|(_, w)| w)),
-                    None => HandoffWriter::new(pipe, t0),
+        let spawner = Spawner { db: db.to_owned(), redact: redact.map(<[String]>::to_vec), agent_group };
+        let logs = Arc::new(Mutex::new(Vec::new()));
+        match spawner.spawn(false) {
+            Ok(first) => {
+                let writer = match first.data {
+                    Some(data) => HandoffWriter::with_data_pipes(first.handoff, t0, data),
+                    None => HandoffWriter::new(first.handoff, t0),
                 };
-                let status = child.stdout.take().map(|p| File::from(OwnedFd::from(p)));
-                let log = child.stderr.take().and_then(|p| LogRelay::start(File::from(OwnedFd::from(p))));
-                // Not waited for: the recorder outlives us while it stores the run.
-                drop(child);
-                Recorder { handoff: Arc::new(writer), status, log }
+                logs.lock().unwrap_or_else(|e| e.into_inner()).extend(first.log);
+                let handoff = Arc::new(writer);
+                let weak = Arc::downgrade(&handoff);
+                let first_pid = first.child.id();
+                watch(first.child, weak.clone());
+                let respawn_logs = logs.clone();
+                handoff.set_respawn(
+                    first_pid,
+                    Box::new(move || {
+                        let spawned = spawner
+                            .spawn(true)
+                            .map_err(|e| tracing::warn!("cannot start a recorder to replace the one that died: {e}"))
+                            .ok()?;
+                        respawn_logs.lock().unwrap_or_else(|e| e.into_inner()).extend(spawned.log);
+                        let pid = spawned.child.id();
+                        watch(spawned.child, weak.clone());
+                        let status = spawned.status;
+                        let wait_until_recording = Box::new(move || {
+                            if let Some(status) = status {
+                                readable(&status, RECORDING_READY_WAIT);
+                            }
+                        });
+                        Some(Replacement { out: Box::new(spawned.handoff), pid, wait_until_recording })
+                    }),
+                );
+                Recorder { handoff, status: first.status, logs }
             }
             Err(e) => {
                 tracing::warn!("cannot start the recorder ({e}); forwarding goes on without recording");
-                Recorder { handoff: Arc::new(HandoffWriter::disconnected(t0)), status: None, log: None }
+                Recorder { handoff: Arc::new(HandoffWriter::disconnected(t0)), status: None, logs }
             }
         }
     }
@@ -145,8 +211,17 @@ impl Recorder {
     /// passes on the warnings it wrote so far and stops doing so. The
     /// recorder goes on storing the run on its own; what it warns about from
     /// now on is not shown (the trace's missing count says what was lost).
+    ///
+    /// Should the recorder be dying (killed just before, its threads not all
+    /// gone), the run's end went to it and is lost with it: waits (at most
+    /// [`REPLACEMENT_WAIT`]) for it to be replaced, which tells the new one
+    /// the run's end again.
     pub fn part(&mut self) {
-        if let Some(log) = self.log.take() {
+        let deadline = Instant::now() + REPLACEMENT_WAIT;
+        while !self.handoff.recorder_settled() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        for log in self.logs.lock().unwrap_or_else(|e| e.into_inner()).drain(..) {
             log.stop();
         }
     }
@@ -247,4 +322,17 @@ impl LogRelay {
             *stopped = true;
         }
     }
+}
+
+/// Waits for recorder `child` on a thread of its own and tells `handoff`
+/// when it exits (a recorder that dies mid-run is replaced).
+fn watch(mut child: std::process::Child, handoff: std::sync::Weak<HandoffWriter>) {
+    let _ = std::thread::Builder::new().name("recorder-watch".into()).spawn(move || {
+        let pid = child.id();
+        if let Ok(status) = child.wait() {
+            if let Some(handoff) = handoff.upgrade() {
+                handoff.recorder_exited(pid, status.signal().is_some());
+            }
+        }
+    });
 }

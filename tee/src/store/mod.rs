@@ -25,7 +25,8 @@ pub use reader::Reader;
 use insert::Inserts;
 
 use crate::model::{NewFrame, TraceEnd, TraceStart, CUT_OFF};
-use rusqlite::{params, Connection, OpenFlags, TransactionBehavior};
+use acp_tee_shared::Direction;
+use rusqlite::{params, Connection, OpenFlags, OptionalExtension, TransactionBehavior};
 use std::fs::{DirBuilder, OpenOptions};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
@@ -44,6 +45,17 @@ pub(crate) fn test_start() -> TraceStart {
         mode: crate::model::Mode::Wrap.to_string(),
         started_at: "2026-01-01T00:00:00Z".into(),
     }
+}
+
+/// The trace a replacement recorder continues ([`Store::resume_trace`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Resumed {
+    /// The trace's id.
+    pub trace_id: i64,
+    /// The seq of its last stored frame (0 when none).
+    pub last_seq: i64,
+    /// Bytes of its stored frames, per direction, in [`Direction::ALL`] order.
+    pub stored_bytes: [u64; 3],
 }
 
 /// A frame's rowid is `trace_id << SEQ_BITS | seq` (migration 5).
@@ -300,6 +312,45 @@ impl Store {
                 ],
             )?;
             Ok(conn.last_insert_rowid())
+        })
+    }
+
+    /// Takes over, for recorder `own_pid`, the trace of the run `start` that
+    /// recorder `dead_pid` was writing when it died (whether or not a reader
+    /// ended it as cut off meanwhile): it is open again, and says where its
+    /// frames end. `None` when that recorder had not added the trace.
+    pub fn resume_trace(&self, start: &TraceStart, dead_pid: u32, own_pid: u32) -> Result<Option<Resumed>, StoreError> {
+        self.write(|conn| {
+            let id: Option<i64> = conn
+                .query_row(
+                    "SELECT id FROM traces WHERE recorder_pid = ?1 AND started_at = ?2 AND mode = ?3
+                     ORDER BY id DESC LIMIT 1",
+                    params![dead_pid, start.started_at, start.mode],
+                    |r| r.get(0),
+                )
+                .optional()?;
+            let Some(trace_id) = id else { return Ok(None) };
+            conn.execute(
+                "UPDATE traces SET recorder_pid = ?1, ended_at = NULL, end_reason = NULL, exit_code = NULL,
+                                   exit_signal = NULL
+                 WHERE id = ?2",
+                params![own_pid, trace_id],
+            )?;
+            let (lo, hi) = frame_id_bounds(trace_id);
+            let mut resumed = Resumed { trace_id, last_seq: 0, stored_bytes: [0; 3] };
+            let mut rows = conn.prepare(
+                "SELECT dir, coalesce(sum(length(raw)), 0), coalesce(max(seq), 0) FROM frames
+                 WHERE id > ?1 AND id < ?2 GROUP BY dir",
+            )?;
+            let mut found = rows.query(params![lo, hi])?;
+            while let Some(row) = found.next()? {
+                let (dir, bytes, last): (String, i64, i64) = (row.get(0)?, row.get(1)?, row.get(2)?);
+                if let Some(i) = Direction::ALL.iter().position(|d| d.as_str() == dir) {
+                    resumed.stored_bytes[i] = bytes as u64;
+                }
+                resumed.last_seq = resumed.last_seq.max(last);
+            }
+            Ok(Some(resumed))
         })
     }
 

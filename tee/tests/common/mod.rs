@@ -107,6 +107,23 @@ pub fn process_alive(pid: u32) -> bool {
     acp_tee::process_exists(pid as i64)
 }
 
+/// Waits up to 10 s until every thread of `pid` is gone (a killed process
+/// whose main thread is a zombie may have others still exiting, holding its
+/// descriptors open).
+pub fn wait_all_threads_gone(pid: u32) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let threads = std::fs::read_dir(format!("/proc/{pid}/task")).map(|d| d.count()).unwrap_or(0);
+        if !process_alive(pid) && threads <= 1 {
+            return true;
+        }
+        if Instant::now() > deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
 /// Waits up to 10 s for `pid` to be gone.
 pub fn wait_gone(pid: u32) -> bool {
     let deadline = Instant::now() + Duration::from_secs(10);
