@@ -189,11 +189,7 @@ pub fn export(
 /// token as well as a message may).
 pub fn mask_meta(mut trace: TraceMeta, redactor: &Redactor) -> TraceMeta {
     let texts = trace.name.iter_mut().chain(trace.cwd.iter_mut()).chain(trace.end_reason.iter_mut());
-    for text in texts.chain(trace.command.iter_mut()) {
-        if let Some(masked) = redactor.mask_value(text) {
-            *text = masked;
-        }
-    }
+    redactor.mask_values(texts.chain(trace.command.iter_mut()));
     trace
 }
 

@@ -208,12 +208,7 @@ fn record(
     let mut start = start;
     if let Some(r) = &redactor {
         // The command line may carry a token as well as a message may.
-        let texts = start.name.iter_mut().chain(start.cwd.iter_mut());
-        for text in texts.chain(start.command.iter_mut()) {
-            if let Some(masked) = r.mask_value(text) {
-                *text = masked;
-            }
-        }
+        r.mask_values(start.name.iter_mut().chain(start.cwd.iter_mut()).chain(start.command.iter_mut()));
     }
     let (mut writer, last_seq) = match resume.then(|| reader.read_message()) {
         Some(Ok(Some(Message::Resume(resume)))) => StoreWriter::resume(db, &start, &resume),

@@ -10,4 +10,13 @@ impl Redactor {
     pub fn mask_value(&self, value: &str) -> Option<String> {
         self.mask_string(value)
     }
+
+    /// Masks each of `texts` in place, as [`Redactor::mask_value`] would.
+    pub fn mask_values<'t>(&self, texts: impl IntoIterator<Item = &'t mut String>) {
+        for text in texts {
+            if let Some(masked) = self.mask_value(text) {
+                *text = masked;
+            }
+        }
+    }
 }

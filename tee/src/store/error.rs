@@ -71,15 +71,17 @@ impl StoreError {
     /// True when SQLite said the store cannot be written here (a read-only
     /// file, directory or mount).
     pub fn is_read_only(&self) -> bool {
+        matches!(self.sqlite_code(), Some(rusqlite::ErrorCode::ReadOnly | rusqlite::ErrorCode::CannotOpen))
+    }
+
+    /// SQLite's error code, when SQLite is where the error came from.
+    fn sqlite_code(&self) -> Option<rusqlite::ErrorCode> {
         let sqlite = match self {
-            StoreError::Open { source, .. } | StoreError::Sqlite(source) => Some(source),
-            StoreError::Migrate { source: super::migrations::MigrationError::Sqlite(source), .. } => Some(source),
-            _ => None,
+            StoreError::Open { source, .. } | StoreError::Sqlite(source) => source,
+            StoreError::Migrate { source: super::migrations::MigrationError::Sqlite(source), .. } => source,
+            _ => return None,
         };
-        matches!(
-            sqlite.and_then(|e| e.sqlite_error_code()),
-            Some(rusqlite::ErrorCode::ReadOnly | rusqlite::ErrorCode::CannotOpen)
-        )
+        sqlite.sqlite_error_code()
     }
 
     /// True when a statement was stopped by [`super::Store::interrupt_after`]'s limit.
@@ -89,14 +91,6 @@ impl StoreError {
 
     /// True when SQLite said the store is busy or locked by another connection.
     pub fn is_busy(&self) -> bool {
-        let sqlite = match self {
-            StoreError::Open { source, .. } | StoreError::Sqlite(source) => Some(source),
-            StoreError::Migrate { source: super::migrations::MigrationError::Sqlite(source), .. } => Some(source),
-            _ => None,
-        };
-        matches!(
-            sqlite.and_then(|e| e.sqlite_error_code()),
-            Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
-        )
+        matches!(self.sqlite_code(), Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked))
     }
 }
