@@ -14,6 +14,7 @@
 //! `wasm32-unknown-unknown`.
 
 pub mod api;
+pub mod session;
 
 use serde::{Deserialize, Serialize};
 use std::fmt;

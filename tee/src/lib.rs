@@ -13,6 +13,7 @@
 //! - `store`: the SQLite trace store ([`Store`], and [`Reader`] for read-only access).
 //! - `export`: exports: `acp-tee-trace` JSON and NDJSON, the conductor's `.jsons`, Perfetto.
 //! - `import`: imports of `acp-tee-trace`, the conductor's `.jsons` and sacp-tee logs.
+//! - `session`: the session model (turns, tool calls, permission waits, open requests), derived on read.
 //! - `redact`: masking secrets in frames, on export and optionally when recording.
 //! - `cli`: the command line.
 //! - `clock`: wall-clock timestamps; `proc`: process liveness and thread priority.
@@ -37,6 +38,7 @@ mod recorder;
 mod redact;
 mod relay;
 mod server;
+mod session;
 mod store;
 
 pub use cli::main;

@@ -142,18 +142,32 @@ impl Store {
         trace_id: i64,
         mut each: impl FnMut(StoredFrame) -> Result<(), E>,
     ) -> Result<(), E> {
+        self.for_each_frame_after(trace_id, 0, |f| each(f).map(|()| true))
+    }
+
+    /// Calls `each` with trace `trace_id`'s frames after seq `after`, in
+    /// order, a bounded step at a time, until it returns `false` or the
+    /// frames stored when this began are all read.
+    pub fn for_each_frame_after<E: From<StoreError>>(
+        &self,
+        trace_id: i64,
+        after: i64,
+        mut each: impl FnMut(StoredFrame) -> Result<bool, E>,
+    ) -> Result<(), E> {
         let (lo, hi) = super::frame_id_bounds(trace_id);
         let last: Option<i64> = self
             .conn
             .query_row("SELECT max(id) FROM frames WHERE id > ?1 AND id < ?2", params![lo, hi], |r| r.get(0))
             .map_err(StoreError::from)?;
         let Some(last) = last else { return Ok(()) };
-        let mut after = lo;
+        let mut from = super::frame_id(trace_id, after.max(0));
         let mut step = Vec::new();
-        while after < last {
-            after = self.read_step(after, last, &mut step)?;
+        while from < last {
+            from = self.read_step(from, last, &mut step)?;
             for frame in step.drain(..) {
-                each(frame)?;
+                if !each(frame)? {
+                    return Ok(());
+                }
             }
         }
         Ok(())

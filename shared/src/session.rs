@@ -1,0 +1,474 @@
+//! The session model: what a trace's frames say about its ACP sessions
+//! (turns, tool calls, permission waits, client work, usage, open requests),
+//! as `/api/traces/{id}/sessions`, `acp-tee show` and the viewer's Session
+//! tab give it.
+//!
+//! Every item points at its frames by `seq`. Times are `t_ns` of the trace
+//! (nanoseconds since it started). Texts are the text content blocks of
+//! the messages, cut to [`TEXT_MAX_CHARS`] characters each (`*_chars` says
+//! how long the whole was).
+
+use crate::Direction;
+use serde::{Deserialize, Serialize};
+
+/// Characters of one assembled text (a prompt, an agent message, a thought,
+/// a tool call's input or output) the model keeps; the rest is counted.
+pub const TEXT_MAX_CHARS: usize = 16 * 1024;
+
+/// Turns `/api/traces/{id}/sessions/{sid}` gives per page unless asked
+/// otherwise (`?offset=N&limit=N`, limit at most [`TURNS_MAX_LIMIT`]).
+pub const TURNS_DEFAULT_LIMIT: u32 = 50;
+
+/// The largest page of turns one request may ask for.
+pub const TURNS_MAX_LIMIT: u32 = 500;
+
+/// The sessions of one trace.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct TraceSessions {
+    /// Each session, in the order it first appeared.
+    pub sessions: Vec<SessionSummary>,
+    /// Requests no response has answered yet (or ever, in an ended trace),
+    /// both ways, oldest first, at most [`OPEN_REQUESTS_MAX`].
+    pub open_requests: Vec<OpenRequest>,
+    /// All open requests, including those past the list's bound.
+    pub open_requests_total: u64,
+    /// The trace's last frame this model has read.
+    pub last_seq: i64,
+    /// The time the ages of open requests are measured at: now for a live
+    /// trace, its last frame for an ended one.
+    pub now_t_ns: i64,
+    /// True when the trace is still recorded (ages grow).
+    pub live: bool,
+    /// Sessions seen beyond [`SESSIONS_MAX`], left out of the list.
+    #[serde(default)]
+    pub sessions_left_out: u64,
+    /// The protocol version `initialize` settled on, when seen.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protocol_version: Option<i64>,
+    /// The agent's `agentInfo` from `initialize` (`name` and `version`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
+    /// The client's `clientInfo` from `initialize`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<String>,
+}
+
+/// Sessions one trace's model keeps at most.
+pub const SESSIONS_MAX: usize = 10_000;
+
+/// Open requests a model lists at most.
+pub const OPEN_REQUESTS_MAX: usize = 200;
+
+/// One ACP session.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionSummary {
+    /// The `sessionId`.
+    pub session_id: String,
+    /// How it began: `new`, `load`, `resume` or `fork`; `unknown` when the
+    /// trace holds no such request for it (it began before the recording).
+    pub began: String,
+    /// The request that began it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub began_seq: Option<i64>,
+    /// The working directory the session was opened in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+    /// Its title (`session_info_update`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// The mode it is in (`current_mode_update`, `session/set_mode`, or the
+    /// `modes` of the answer that opened it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<String>,
+    /// Mode and configuration changes, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub changes: Vec<SettingChange>,
+    /// `session/close` or `session/delete`, when seen.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub closed_seq: Option<i64>,
+    /// First and last frame of the session.
+    pub first_seq: i64,
+    /// Last frame of the session.
+    pub last_seq: i64,
+    /// `t_ns` of its first frame.
+    pub first_t_ns: i64,
+    /// `t_ns` of its last frame.
+    pub last_t_ns: i64,
+    /// Prompt turns.
+    pub turns: u64,
+    /// Tool calls.
+    pub tool_calls: u64,
+    /// Permission requests, and how long the client took over them in all.
+    pub permission_requests: u64,
+    /// Nanoseconds spent waiting for the client's permission answers.
+    pub permission_wait_ns: i64,
+    /// `session/update` notifications.
+    pub updates: u64,
+    /// Updates that arrived while a `session/load` or `session/resume`
+    /// was replaying the conversation.
+    pub replayed_updates: u64,
+    /// Token usage summed over the turns' `PromptResponse.usage`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<TokenUsage>,
+    /// The last context window report (`usage_update`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context: Option<ContextUsage>,
+    /// Requests of this session still open.
+    pub open_requests: u64,
+    /// Update kinds this model does not know, with how often each came.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub other_updates: Vec<KindCount>,
+    /// What looks wrong (`load-replayed-nothing`, `replayed-twice`,
+    /// `usage-looks-cumulative`, `cancel-not-honoured`, ...), each with a
+    /// sentence for a person.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<Note>,
+}
+
+/// A mode or configuration option set, by whom and when.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SettingChange {
+    /// `mode` or the config option's id.
+    pub setting: String,
+    /// The new value.
+    pub value: String,
+    /// The frame that says so.
+    pub seq: i64,
+    /// When.
+    pub t_ns: i64,
+}
+
+/// A count of one kind of thing.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct KindCount {
+    /// The kind.
+    pub kind: String,
+    /// How many.
+    pub count: u64,
+}
+
+/// Something the model flags.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Note {
+    /// A stable code.
+    pub code: String,
+    /// What it means here.
+    pub message: String,
+    /// The frame it is about, when one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seq: Option<i64>,
+}
+
+/// Tokens, as `PromptResponse.usage` reports them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TokenUsage {
+    /// `totalTokens`.
+    pub total_tokens: u64,
+    /// `inputTokens`.
+    pub input_tokens: u64,
+    /// `outputTokens`.
+    pub output_tokens: u64,
+    /// `thoughtTokens`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thought_tokens: Option<u64>,
+    /// `cachedReadTokens`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cached_read_tokens: Option<u64>,
+    /// `cachedWriteTokens`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cached_write_tokens: Option<u64>,
+}
+
+/// A context window report (`usage_update`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ContextUsage {
+    /// Tokens in the context.
+    pub used: u64,
+    /// The window's size.
+    pub size: u64,
+    /// Cost so far, as reported (`amount currency`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<String>,
+    /// The frame.
+    pub seq: i64,
+}
+
+/// One session with a page of its turns.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionDetail {
+    /// The session.
+    pub summary: SessionSummary,
+    /// Turns from `offset` on.
+    pub turns: Vec<Turn>,
+    /// Where this page starts.
+    pub offset: u64,
+    /// The session's open requests.
+    pub open_requests: Vec<OpenRequest>,
+    /// Its last plan (`plan`), when it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan: Option<Plan>,
+    /// The commands the agent offered last (`available_commands_update`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub commands: Vec<String>,
+}
+
+/// Paging of `/api/traces/{id}/sessions/{sid}`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct TurnQuery {
+    /// Skip this many turns.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offset: Option<u64>,
+    /// At most this many turns (1..=[`TURNS_MAX_LIMIT`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<u32>,
+}
+
+/// One `session/prompt` turn.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Turn {
+    /// Its place in the session, from 0.
+    pub index: u64,
+    /// The `session/prompt` request.
+    pub request_seq: i64,
+    /// When it was sent.
+    pub start_t_ns: i64,
+    /// Its response (or error), when it came.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response_seq: Option<i64>,
+    /// When the response came.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub end_t_ns: Option<i64>,
+    /// From the prompt to the first `agent_message_chunk`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_chunk_ns: Option<i64>,
+    /// The response's `stopReason`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop_reason: Option<String>,
+    /// The error that answered it instead.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// `session/cancel` sent during the turn.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cancel_seq: Option<i64>,
+    /// The prompt's text blocks, and the kinds of its other blocks.
+    pub prompt: Text,
+    /// The agent's reply, assembled from its chunks.
+    pub message: Text,
+    /// The agent's thoughts.
+    pub thought: Text,
+    /// User message chunks the agent echoed (or replayed).
+    #[serde(default, skip_serializing_if = "Text::is_empty")]
+    pub user: Text,
+    /// Messages by `messageId`, when the agent gave ids, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub messages: Vec<Message>,
+    /// Tool calls that began in the turn.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<ToolCall>,
+    /// What the agent asked the client to do (`fs/*`, `terminal/*`,
+    /// `elicitation/*` and other client methods), in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub client_calls: Vec<ClientCall>,
+    /// `usage` of the response.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<TokenUsage>,
+    /// `session/update` notifications in the turn.
+    pub updates: u64,
+    /// `plan` updates in the turn.
+    #[serde(default)]
+    pub plans: u64,
+}
+
+/// An assembled text.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Text {
+    /// The text, at most [`TEXT_MAX_CHARS`] characters.
+    pub text: String,
+    /// Characters of the whole text.
+    pub chars: u64,
+    /// Blocks that were not text (`image`, `resource_link`, ...), by kind.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub other_blocks: Vec<KindCount>,
+    /// The frames it came in: the first and the last.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_seq: Option<i64>,
+    /// The last frame it came in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_seq: Option<i64>,
+    /// How many chunks.
+    #[serde(default)]
+    pub chunks: u64,
+}
+
+impl Text {
+    /// True when nothing came.
+    pub fn is_empty(&self) -> bool {
+        self.chunks == 0 && self.chars == 0 && self.other_blocks.is_empty()
+    }
+}
+
+/// One message assembled from chunks sharing a `messageId`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Message {
+    /// The `messageId`.
+    pub message_id: String,
+    /// `agent`, `thought` or `user`.
+    pub role: String,
+    /// Its text.
+    pub text: Text,
+}
+
+/// A tool call, by `toolCallId`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ToolCall {
+    /// The `toolCallId`.
+    pub tool_call_id: String,
+    /// Its latest title.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// `read`, `edit`, `execute`, ...
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    /// Its latest status.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<String>,
+    /// Each status it was given, with when.
+    pub statuses: Vec<StatusChange>,
+    /// The frame that began it.
+    pub first_seq: i64,
+    /// When it began.
+    pub first_t_ns: i64,
+    /// Its last update.
+    pub last_seq: i64,
+    /// When it was last updated.
+    pub last_t_ns: i64,
+    /// Paths it touches.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub locations: Vec<String>,
+    /// Kinds of its content (`content`, `diff`, `terminal`), by count.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub content: Vec<KindCount>,
+    /// `rawInput` as JSON text, cut to [`TEXT_MAX_CHARS`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub raw_input: Option<String>,
+    /// `rawOutput` as JSON text, cut to [`TEXT_MAX_CHARS`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub raw_output: Option<String>,
+    /// Permission requests that name it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub permissions: Vec<Permission>,
+    /// Updates it got.
+    pub updates: u64,
+}
+
+/// A tool call's status at one moment.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct StatusChange {
+    /// `pending`, `in_progress`, `completed`, `failed`.
+    pub status: String,
+    /// The frame.
+    pub seq: i64,
+    /// When.
+    pub t_ns: i64,
+}
+
+/// A `session/request_permission` and its answer.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Permission {
+    /// The request.
+    pub request_seq: i64,
+    /// When it was asked.
+    pub t_ns: i64,
+    /// The options offered (`optionId: kind`).
+    pub options: Vec<String>,
+    /// The answer, when it came.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response_seq: Option<i64>,
+    /// How long the client took to answer; absent while unanswered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waited_ns: Option<i64>,
+    /// `selected` or `cancelled` (the outcome), or `error`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<String>,
+    /// The option chosen, when one was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub option_id: Option<String>,
+}
+
+/// A request the agent made of the client (`fs/*`, `terminal/*`,
+/// `elicitation/*`, ...).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ClientCall {
+    /// The method.
+    pub method: String,
+    /// The request.
+    pub request_seq: i64,
+    /// When it was made.
+    pub t_ns: i64,
+    /// What it was about: a path, a command line, a terminal id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subject: Option<String>,
+    /// The response, when it came.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response_seq: Option<i64>,
+    /// How long the client took.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration_ns: Option<i64>,
+    /// The error that answered it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Terminal exit status or other short result, when there is one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<String>,
+}
+
+/// A plan as the agent last sent it.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Plan {
+    /// Its entries.
+    pub entries: Vec<PlanEntry>,
+    /// The frame.
+    pub seq: i64,
+    /// How many times the plan was sent.
+    pub updates: u64,
+}
+
+/// One entry of a plan.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct PlanEntry {
+    /// What it says.
+    pub content: String,
+    /// `pending`, `in_progress`, `completed`.
+    pub status: String,
+    /// `high`, `medium`, `low`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority: Option<String>,
+}
+
+/// A request no response answered.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct OpenRequest {
+    /// The request.
+    pub seq: i64,
+    /// Who sent it.
+    pub dir: Direction,
+    /// Its method.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub method: Option<String>,
+    /// Its id, as JSON text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rpc_id: Option<String>,
+    /// Its session.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+    /// When it was sent.
+    pub t_ns: i64,
+    /// How long it has waited: to now for a live trace, to the trace's
+    /// last frame for an ended one.
+    pub age_ns: i64,
+    /// Who it waits for: `client` or `agent`.
+    pub waiting_for: String,
+    /// A `$/cancel_request` or `session/cancel` was sent for it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cancel_seq: Option<i64>,
+}

@@ -1,0 +1,564 @@
+//! The session model: turns, tool calls, permission waits, client work,
+//! usage and open requests, derived from a trace's stored frames on read.
+//!
+//! [`Model`] is a fold over frames in seq order. Fed a whole trace it keeps
+//! what every session adds up to ([`TraceSessions`]) and where each turn
+//! starts, never the turns themselves: its memory grows with the sessions
+//! and turns (a few words each) and the requests still open, each bounded
+//! (`SESSIONS_MAX`, [`PENDING_MAX`]). A page of turns is built by a second
+//! fold over just that page's frames ([`Model::turns_of`]), keeping texts
+//! (cut to `TEXT_MAX_CHARS`) and tool calls. The server keeps the whole-trace
+//! fold of the traces it was asked about and feeds it only new frames
+//! (`server/sessions.rs`); nothing of this runs while recording.
+//!
+//! ACP v1 is the reference; v2 turns that end with a `state_update` are
+//! read too. Unknown update kinds are counted, never dropped silently.
+
+mod text;
+mod turns;
+mod wire;
+
+
+use crate::frame::id_key;
+use crate::store::{Store, StoreError, StoredFrame};
+use acp_tee_shared::session::{
+    ContextUsage, Note, OpenRequest, Plan, PlanEntry, SessionSummary, SettingChange, TraceSessions, OPEN_REQUESTS_MAX,
+    SESSIONS_MAX,
+};
+use acp_tee_shared::{Direction, FrameKind};
+use std::collections::HashMap;
+use text::{count_kind, cut};
+use wire::{Answer, Message, SessionParams};
+
+/// Requests awaiting an answer the model follows at most; later ones are
+/// counted in `open_requests_total` only while this many are open.
+pub const PENDING_MAX: usize = 100_000;
+
+/// Notes, setting changes, plan entries and commands kept per session.
+const LIST_MAX: usize = 200;
+
+/// Characters kept of short strings (titles, plan entries, command names).
+const SHORT_MAX: usize = 500;
+
+/// What a request awaiting its answer is, as far as the model cares.
+#[derive(Clone, Debug)]
+enum Awaiting {
+    Initialize,
+    /// `session/new|load|resume|fork`: how, the cwd and (load, resume) the
+    /// session named.
+    Open { how: &'static str, cwd: Option<String> },
+    Prompt,
+    Permission,
+    Other,
+}
+
+/// A request no response has answered yet.
+#[derive(Clone, Debug)]
+struct Pending {
+    dir: Direction,
+    method: Option<String>,
+    rpc_id: Option<String>,
+    session: Option<String>,
+    t_ns: i64,
+    what: Awaiting,
+    cancel_seq: Option<i64>,
+}
+
+/// What the model keeps per session besides its summary.
+#[derive(Clone, Debug, Default)]
+struct Session {
+    summary: SessionSummary,
+    /// Seq of each turn's `session/prompt`, in order.
+    turn_starts: Vec<i64>,
+    /// The `session/load` or `session/resume` being answered, and the ids
+    /// of messages and tool calls its replay has shown (a repeat means the
+    /// conversation is replayed twice).
+    replaying: Option<(i64, u64, std::collections::HashSet<String>)>,
+    /// Open turns (request seq), with a cancel sent for them.
+    open_turns: Vec<(i64, Option<i64>)>,
+    plan: Option<Plan>,
+    commands: Vec<String>,
+    /// Usage of the last turn that reported it, and how many turns in a row
+    /// grew in every figure.
+    last_usage: Option<acp_tee_shared::session::TokenUsage>,
+    growing: u32,
+}
+
+/// The whole-trace fold.
+#[derive(Clone, Debug, Default)]
+pub struct Model {
+    sessions: Vec<Session>,
+    by_id: HashMap<String, usize>,
+    sessions_left_out: u64,
+    /// Requests awaiting answers, by seq.
+    pending: HashMap<i64, Pending>,
+    /// Open requests not followed (past [`PENDING_MAX`]).
+    pending_left_out: u64,
+    protocol_version: Option<i64>,
+    agent: Option<String>,
+    client: Option<String>,
+    last_seq: i64,
+    last_t_ns: i64,
+}
+
+impl Model {
+    /// The model of trace `trace_id`'s frames after seq `self.last_seq()`
+    /// added to this one; `redact` masks each frame first as the server
+    /// masks the frames it serves.
+    pub fn catch_up(
+        &mut self,
+        reader: &Store,
+        trace_id: i64,
+        redact: Option<&crate::redact::Redactor>,
+    ) -> Result<(), StoreError> {
+        reader.for_each_frame_after(trace_id, self.last_seq, |mut f| {
+            if let Some(r) = redact {
+                if let std::borrow::Cow::Owned(masked) = r.redact(&f.raw) {
+                    f.raw = masked;
+                }
+            }
+            self.feed(&f);
+            Ok::<_, StoreError>(true)
+        })
+    }
+
+    /// The last frame fed.
+    pub fn last_seq(&self) -> i64 {
+        self.last_seq
+    }
+
+    /// Adds one frame (frames come in seq order).
+    pub fn feed(&mut self, f: &StoredFrame) {
+        self.last_seq = self.last_seq.max(f.seq);
+        self.last_t_ns = self.last_t_ns.max(f.t_ns);
+        if let Some(sid) = &f.session_id {
+            if let Some(s) = self.session(sid, f) {
+                s.summary.last_seq = f.seq;
+                s.summary.last_t_ns = f.t_ns;
+            }
+        }
+        match f.kind {
+            FrameKind::Request => self.request(f),
+            FrameKind::Notification => self.notification(f),
+            FrameKind::Response | FrameKind::Error => self.response(f),
+            _ => {}
+        }
+    }
+
+    /// The session `sid`, added when new (`None` past `SESSIONS_MAX`).
+    fn session(&mut self, sid: &str, f: &StoredFrame) -> Option<&mut Session> {
+        let i = match self.by_id.get(sid) {
+            Some(&i) => i,
+            None if self.sessions.len() >= SESSIONS_MAX => {
+                self.sessions_left_out += 1;
+                return None;
+            }
+            None => {
+                let summary = SessionSummary {
+                    session_id: sid.to_owned(),
+                    began: "unknown".into(),
+                    first_seq: f.seq,
+                    last_seq: f.seq,
+                    first_t_ns: f.t_ns,
+                    last_t_ns: f.t_ns,
+                    ..SessionSummary::default()
+                };
+                self.sessions.push(Session { summary, ..Session::default() });
+                self.by_id.insert(sid.to_owned(), self.sessions.len() - 1);
+                self.sessions.len() - 1
+            }
+        };
+        Some(&mut self.sessions[i])
+    }
+
+    fn request(&mut self, f: &StoredFrame) {
+        let method = f.method.as_deref().unwrap_or("");
+        let msg = Message::parse(&f.raw);
+        let params: SessionParams = msg.as_ref().and_then(|m| m.params()).unwrap_or_default();
+        let what = match method {
+            "initialize" => {
+                self.client = params.client_info.as_ref().and_then(|i| i.describe()).map(|s| cut(&s, SHORT_MAX));
+                Awaiting::Initialize
+            }
+            "session/new" | "session/load" | "session/resume" | "session/fork" => {
+                let how = match method {
+                    "session/new" => "new",
+                    "session/load" => "load",
+                    "session/resume" => "resume",
+                    _ => "fork",
+                };
+                if how == "load" || how == "resume" {
+                    if let Some(s) = f.session_id.as_deref().and_then(|sid| self.session(sid, f)) {
+                        s.replaying = Some((f.seq, 0, Default::default()));
+                    }
+                }
+                Awaiting::Open { how, cwd: params.cwd.as_deref().map(|c| cut(c, SHORT_MAX)) }
+            }
+            "session/prompt" => {
+                if let Some(s) = f.session_id.as_deref().and_then(|sid| self.session(sid, f)) {
+                    s.summary.turns += 1;
+                    s.turn_starts.push(f.seq);
+                    s.open_turns.push((f.seq, None));
+                }
+                Awaiting::Prompt
+            }
+            "session/set_mode" | "session/set_config_option" => {
+                let (setting, value) = match method {
+                    "session/set_mode" => ("mode".to_owned(), params.mode_id.as_deref().map(str::to_owned)),
+                    _ => (
+                        params.config_id.as_deref().unwrap_or("config").to_owned(),
+                        params.value.map(|v| v.get().trim_matches('"').to_owned()),
+                    ),
+                };
+                if let (Some(value), Some(s)) = (value, f.session_id.as_deref().and_then(|sid| self.session(sid, f))) {
+                    if setting == "mode" {
+                        s.summary.mode = Some(cut(&value, SHORT_MAX));
+                    }
+                    push_bounded(
+                        &mut s.summary.changes,
+                        SettingChange { setting: cut(&setting, SHORT_MAX), value: cut(&value, SHORT_MAX), seq: f.seq, t_ns: f.t_ns },
+                    );
+                }
+                Awaiting::Other
+            }
+            "session/close" | "session/delete" => {
+                if let Some(s) = f.session_id.as_deref().and_then(|sid| self.session(sid, f)) {
+                    s.summary.closed_seq = Some(f.seq);
+                }
+                Awaiting::Other
+            }
+            "session/request_permission" => {
+                if let Some(s) = f.session_id.as_deref().and_then(|sid| self.session(sid, f)) {
+                    s.summary.permission_requests += 1;
+                }
+                Awaiting::Permission
+            }
+            _ => Awaiting::Other,
+        };
+        if self.pending.len() >= PENDING_MAX {
+            self.pending_left_out += 1;
+            return;
+        }
+        self.pending.insert(
+            f.seq,
+            Pending {
+                dir: f.dir,
+                method: f.method.as_deref().map(|m| cut(m, SHORT_MAX)),
+                rpc_id: f.rpc_id.as_deref().map(|i| cut(i, SHORT_MAX)),
+                session: f.session_id.clone(),
+                t_ns: f.t_ns,
+                what,
+                cancel_seq: None,
+            },
+        );
+    }
+
+    fn notification(&mut self, f: &StoredFrame) {
+        match f.method.as_deref() {
+            Some("session/update") => self.update(f),
+            Some("session/cancel") => {
+                if let Some(s) = f.session_id.as_deref().and_then(|sid| self.session(sid, f)) {
+                    for turn in &mut s.open_turns {
+                        turn.1.get_or_insert(f.seq);
+                    }
+                    let open: Vec<i64> = s.open_turns.iter().map(|t| t.0).collect();
+                    for seq in open {
+                        if let Some(p) = self.pending.get_mut(&seq) {
+                            p.cancel_seq.get_or_insert(f.seq);
+                        }
+                    }
+                }
+            }
+            Some("$/cancel_request") => {
+                let params: Option<SessionParams> = Message::parse(&f.raw).and_then(|m| m.params());
+                let Some(id) = params.as_ref().and_then(|p| p.request_id) else { return };
+                let key = id_key(id.get());
+                // The side that sent the request cancels it.
+                if let Some(p) = self
+                    .pending
+                    .values_mut()
+                    .find(|p| p.dir == f.dir && p.rpc_id.as_deref().map(id_key).as_deref() == Some(&*key))
+                {
+                    p.cancel_seq.get_or_insert(f.seq);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn update(&mut self, f: &StoredFrame) {
+        let Some(sid) = f.session_id.as_deref() else { return };
+        let params: Option<SessionParams> = Message::parse(&f.raw).and_then(|m| m.params());
+        let Some(s) = self.session(sid, f) else { return };
+        s.summary.updates += 1;
+        let Some(update) = params.and_then(|p| p.update) else {
+            count_kind(&mut s.summary.other_updates, "unreadable");
+            return;
+        };
+        let kind = update.session_update.as_deref().unwrap_or("unknown");
+        if let Some((_, replayed, seen)) = &mut s.replaying {
+            *replayed += 1;
+            s.summary.replayed_updates += 1;
+            // A tool call shown twice in one replay: the conversation is
+            // replayed twice (chunks of one message share its id, so only
+            // tool calls can tell).
+            if let Some(id) = update.tool_call_id.as_deref().filter(|_| kind == "tool_call") {
+                if seen.len() < PENDING_MAX && !seen.insert(id.to_owned()) {
+                    note(&mut s.summary, "replayed-twice", "the replay showed a tool call twice", Some(f.seq));
+                }
+            }
+            return;
+        }
+        match kind {
+            "tool_call" => s.summary.tool_calls += 1,
+            "plan" => {
+                let entries = update.entries.unwrap_or_default();
+                let plan = s.plan.get_or_insert_with(Plan::default);
+                plan.seq = f.seq;
+                plan.updates += 1;
+                plan.entries = entries
+                    .iter()
+                    .take(LIST_MAX)
+                    .map(|e| PlanEntry {
+                        content: cut(e.content.as_deref().unwrap_or(""), SHORT_MAX),
+                        status: cut(e.status.as_deref().unwrap_or(""), 32),
+                        priority: e.priority.as_deref().map(|p| cut(p, 32)),
+                    })
+                    .collect();
+            }
+            "available_commands_update" => {
+                s.commands = update
+                    .available_commands
+                    .unwrap_or_default()
+                    .iter()
+                    .filter_map(|c| c.name.as_deref().map(|n| cut(n, SHORT_MAX)))
+                    .take(LIST_MAX)
+                    .collect();
+            }
+            "current_mode_update" => {
+                if let Some(mode) = update.current_mode_id.as_deref() {
+                    s.summary.mode = Some(cut(mode, SHORT_MAX));
+                    push_bounded(
+                        &mut s.summary.changes,
+                        SettingChange { setting: "mode".into(), value: cut(mode, SHORT_MAX), seq: f.seq, t_ns: f.t_ns },
+                    );
+                }
+            }
+            "config_option_update" => push_bounded(
+                &mut s.summary.changes,
+                SettingChange { setting: "config_options".into(), value: "updated".into(), seq: f.seq, t_ns: f.t_ns },
+            ),
+            "session_info_update" => {
+                if let Some(title) = update.title.as_deref() {
+                    s.summary.title = Some(cut(title, SHORT_MAX));
+                }
+            }
+            "usage_update" => {
+                s.summary.context = Some(ContextUsage {
+                    used: update.used.unwrap_or(0),
+                    size: update.size.unwrap_or(0),
+                    cost: update.cost.as_ref().and_then(|c| c.describe()),
+                    seq: f.seq,
+                })
+            }
+            "state_update" => {
+                // v2: the turn ends here, not with the prompt's response.
+                if let (Some(reason), Some(&(_, cancel))) = (update.stop_reason.as_deref(), s.open_turns.last()) {
+                    s.open_turns.pop();
+                    end_turn(&mut s.summary, cancel, Some(reason), f.seq);
+                }
+            }
+            "agent_message_chunk" | "agent_thought_chunk" | "user_message_chunk" | "tool_call_update"
+            | "agent_message" | "agent_thought" | "user_message" | "tool_call_content_chunk" | "plan_update" => {}
+            other => count_kind(&mut s.summary.other_updates, other),
+        }
+    }
+
+    fn response(&mut self, f: &StoredFrame) {
+        let Some(request) = f.reply_to_seq else { return };
+        let Some(p) = self.pending.remove(&request) else { return };
+        let msg = Message::parse(&f.raw);
+        let answer: Answer = msg.as_ref().and_then(|m| m.result()).unwrap_or_default();
+        let error = msg.as_ref().and_then(|m| m.error.as_ref()).map(|e| e.describe());
+        match p.what {
+            Awaiting::Initialize => {
+                self.protocol_version = answer.protocol_version.or(self.protocol_version);
+                if let Some(agent) = answer.agent_info.as_ref().and_then(|i| i.describe()) {
+                    self.agent = Some(cut(&agent, SHORT_MAX));
+                }
+            }
+            Awaiting::Open { how, cwd } => {
+                let sid = answer.session_id.as_deref().map(str::to_owned).or(p.session.clone());
+                let Some(sid) = sid.filter(|_| error.is_none()) else { return };
+                let Some(s) = self.session(&sid, f) else { return };
+                s.summary.last_seq = f.seq;
+                s.summary.last_t_ns = f.t_ns;
+                // A later load or resume of a known session does not change
+                // how it began.
+                if how == "new" || how == "fork" || s.summary.began_seq.is_none() {
+                    s.summary.began = how.into();
+                    s.summary.began_seq = Some(request);
+                }
+                if cwd.is_some() {
+                    s.summary.cwd = cwd;
+                }
+                if let Some(mode) = answer.modes.as_ref().and_then(|m| m.current_mode_id.as_deref()) {
+                    s.summary.mode = Some(cut(mode, SHORT_MAX));
+                }
+                if let Some((load, replayed, _)) = s.replaying.take() {
+                    if how == "load" && replayed == 0 && load == request {
+                        note(&mut s.summary, "load-replayed-nothing", "session/load answered without replaying the conversation", Some(f.seq));
+                    }
+                }
+            }
+            Awaiting::Prompt => {
+                let v2 = self.protocol_version == Some(2);
+                let Some(s) = p.session.as_deref().and_then(|sid| self.session(sid, f)) else { return };
+                let Some(at) = s.open_turns.iter().position(|t| t.0 == request) else { return };
+                let (_, cancel) = s.open_turns.remove(at);
+                let reason = answer.stop_reason.as_deref().map(|r| cut(r, 64));
+                // v2: a prompt's response only acknowledges; the turn ends
+                // with its `state_update`.
+                if reason.is_none() && error.is_none() && v2 {
+                    s.open_turns.insert(at, (request, cancel));
+                    return;
+                }
+                end_turn(&mut s.summary, cancel, reason.as_deref().or(error.as_ref().map(|_| "error")), f.seq);
+                if let Some(u) = answer.usage {
+                    add_usage(s, turns::token_usage(u), f.seq);
+                }
+            }
+            Awaiting::Permission => {
+                if let Some(s) = p.session.as_deref().and_then(|sid| self.session(sid, f)) {
+                    s.summary.permission_wait_ns += f.t_ns.saturating_sub(p.t_ns).max(0);
+                }
+            }
+            Awaiting::Other => {}
+        }
+    }
+
+    /// What the model says, with the ages of open requests measured at
+    /// `now_t_ns` (a live trace's present; else its last frame).
+    pub fn sessions(&self, now_t_ns: Option<i64>) -> TraceSessions {
+        let now = now_t_ns.unwrap_or(self.last_t_ns).max(self.last_t_ns);
+        let mut open: Vec<(&i64, &Pending)> = self.pending.iter().collect();
+        open.sort_by_key(|(seq, _)| **seq);
+        let mut per_session: HashMap<&str, u64> = HashMap::new();
+        for (_, p) in &open {
+            if let Some(s) = &p.session {
+                *per_session.entry(s.as_str()).or_default() += 1;
+            }
+        }
+        let sessions = self
+            .sessions
+            .iter()
+            .map(|s| {
+                let mut summary = s.summary.clone();
+                summary.open_requests = per_session.get(summary.session_id.as_str()).copied().unwrap_or(0);
+                summary
+            })
+            .collect();
+        TraceSessions {
+            sessions,
+            open_requests: open.iter().take(OPEN_REQUESTS_MAX).map(|(seq, p)| open_request(**seq, p, now)).collect(),
+            open_requests_total: open.len() as u64 + self.pending_left_out,
+            last_seq: self.last_seq,
+            now_t_ns: now,
+            live: now_t_ns.is_some(),
+            sessions_left_out: self.sessions_left_out,
+            protocol_version: self.protocol_version,
+            agent: self.agent.clone(),
+            client: self.client.clone(),
+        }
+    }
+
+    /// Where session `sid`'s turns start (seqs of their prompts).
+    pub fn turn_starts(&self, sid: &str) -> Option<&[i64]> {
+        self.by_id.get(sid).map(|&i| self.sessions[i].turn_starts.as_slice())
+    }
+
+    /// Session `sid`'s last plan and commands.
+    pub fn plan_and_commands(&self, sid: &str) -> (Option<Plan>, Vec<String>) {
+        match self.by_id.get(sid) {
+            Some(&i) => (self.sessions[i].plan.clone(), self.sessions[i].commands.clone()),
+            None => (None, Vec::new()),
+        }
+    }
+
+    /// The protocol version the trace negotiated.
+    pub fn protocol_version(&self) -> Option<i64> {
+        self.protocol_version
+    }
+}
+
+fn open_request(seq: i64, p: &Pending, now: i64) -> OpenRequest {
+    OpenRequest {
+        seq,
+        dir: p.dir,
+        method: p.method.clone(),
+        rpc_id: p.rpc_id.clone(),
+        session_id: p.session.clone(),
+        t_ns: p.t_ns,
+        age_ns: now.saturating_sub(p.t_ns).max(0),
+        waiting_for: if p.dir == Direction::ClientToAgent { "agent" } else { "client" }.into(),
+        cancel_seq: p.cancel_seq,
+    }
+}
+
+/// Counts a turn's end in `summary`, noting a cancel it did not honour.
+fn end_turn(summary: &mut SessionSummary, cancel: Option<i64>, reason: Option<&str>, seq: i64) {
+    if cancel.is_some() && reason != Some("cancelled") {
+        let message = format!(
+            "the turn was cancelled (frame {}) but ended with {}",
+            cancel.unwrap_or_default(),
+            reason.unwrap_or("no stop reason")
+        );
+        note(summary, "cancel-not-honoured", &message, Some(seq));
+    }
+}
+
+/// Adds a turn's usage to its session's totals; flags a run of turns whose
+/// every figure keeps growing, the sign of cumulative totals sent as
+/// per-turn ones.
+fn add_usage(s: &mut Session, u: acp_tee_shared::session::TokenUsage, seq: i64) {
+    let total = s.summary.usage.get_or_insert_with(Default::default);
+    total.total_tokens = total.total_tokens.saturating_add(u.total_tokens);
+    total.input_tokens = total.input_tokens.saturating_add(u.input_tokens);
+    total.output_tokens = total.output_tokens.saturating_add(u.output_tokens);
+    for (sum, v) in [
+        (&mut total.thought_tokens, u.thought_tokens),
+        (&mut total.cached_read_tokens, u.cached_read_tokens),
+        (&mut total.cached_write_tokens, u.cached_write_tokens),
+    ] {
+        if let Some(v) = v {
+            *sum = Some(sum.unwrap_or(0).saturating_add(v));
+        }
+    }
+    let grew = s.last_usage.is_some_and(|last| {
+        u.output_tokens > last.output_tokens && u.input_tokens > last.input_tokens && u.total_tokens > last.total_tokens
+    });
+    s.growing = if grew { s.growing + 1 } else { 0 };
+    if s.growing == 3 {
+        note(
+            &mut s.summary,
+            "usage-looks-cumulative",
+            "four turns in a row reported more tokens of every kind than the turn before: the agent may send \
+             running totals where PromptResponse.usage is per turn",
+            Some(seq),
+        );
+    }
+    s.last_usage = Some(u);
+}
+
+fn note(summary: &mut SessionSummary, code: &str, message: &str, seq: Option<i64>) {
+    push_bounded(&mut summary.notes, Note { code: code.into(), message: message.into(), seq });
+}
+
+fn push_bounded<T>(list: &mut Vec<T>, item: T) {
+    if list.len() < LIST_MAX {
+        list.push(item);
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,222 @@
+use super::*;
+use crate::export::tests::store_from;
+use acp_tee_shared::Direction::{AgentToClient as A2C, ClientToAgent as C2A};
+
+/// Lines going their way at their time (ms), as a trace.
+fn trace(lines: &[(Direction, u64, &str)]) -> crate::store::Store {
+    let owned: Vec<(Direction, u64, Vec<u8>)> =
+        lines.iter().map(|(d, ms, l)| (*d, ms * 1_000_000, format!("{l}\n").into_bytes())).collect();
+    let chunks: Vec<(Direction, u64, &[u8])> = owned.iter().map(|(d, t, b)| (*d, *t, b.as_slice())).collect();
+    store_from(&chunks)
+}
+
+fn model_of(store: &crate::store::Store) -> Model {
+    let mut m = Model::default();
+    m.catch_up(store, 1, None).unwrap();
+    m
+}
+
+const UPDATE: &str = r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":"#;
+
+fn update(body: &str) -> String {
+    format!("{UPDATE}{body}}}}}")
+}
+
+/// A v1 session: initialize, new, a prompt answered with chunks, a tool
+/// call that asks permission, usage; then a second prompt never answered
+/// with a permission request the client never answers.
+fn conversation() -> Vec<(Direction, u64, String)> {
+    vec![
+        (C2A, 0, r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,"clientInfo":{"name":"ed","version":"1"}}}"#.into()),
+        (A2C, 1, r#"{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1,"agentInfo":{"name":"ag","version":"2"}}}"#.into()),
+        (C2A, 2, r#"{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/w","mcpServers":[]}}"#.into()),
+        (A2C, 3, r#"{"jsonrpc":"2.0","id":1,"result":{"sessionId":"s1","modes":{"currentModeId":"ask","availableModes":[]}}}"#.into()),
+        (C2A, 10, r#"{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"s1","prompt":[{"type":"text","text":"fix "},{"type":"text","text":"it"},{"type":"image","data":"AA","mimeType":"image/png"}]}}"#.into()),
+        (A2C, 15, update(r#"{"sessionUpdate":"agent_thought_chunk","content":{"type":"text","text":"hmm"}}"#)),
+        (A2C, 25, update(r#"{"sessionUpdate":"agent_message_chunk","messageId":"m1","content":{"type":"text","text":"Sure, "}}"#)),
+        (A2C, 26, update(r#"{"sessionUpdate":"agent_message_chunk","messageId":"m1","content":{"type":"text","text":"done."}}"#)),
+        (A2C, 27, update(r#"{"sessionUpdate":"tool_call","toolCallId":"t1","title":"Edit a.rs","kind":"edit","locations":[{"path":"/w/a.rs"}]}"#)),
+        (A2C, 28, r#"{"jsonrpc":"2.0","id":"p1","method":"session/request_permission","params":{"sessionId":"s1","toolCall":{"toolCallId":"t1"},"options":[{"optionId":"allow","name":"Allow","kind":"allow_once"},{"optionId":"no","name":"No","kind":"reject_once"}]}}"#.into()),
+        (C2A, 78, r#"{"jsonrpc":"2.0","id":"p1","result":{"outcome":{"outcome":"selected","optionId":"allow"}}}"#.into()),
+        (A2C, 79, update(r#"{"sessionUpdate":"tool_call_update","toolCallId":"t1","status":"in_progress"}"#)),
+        (A2C, 80, r#"{"jsonrpc":"2.0","id":"f1","method":"fs/write_text_file","params":{"sessionId":"s1","path":"/w/a.rs","content":"x"}}"#.into()),
+        (C2A, 82, r#"{"jsonrpc":"2.0","id":"f1","result":null}"#.into()),
+        (A2C, 83, update(r#"{"sessionUpdate":"tool_call_update","toolCallId":"t1","status":"completed","content":[{"type":"diff","path":"/w/a.rs","newText":"x"}]}"#)),
+        (A2C, 84, update(r#"{"sessionUpdate":"plan","entries":[{"content":"edit","priority":"high","status":"completed"}]}"#)),
+        (A2C, 85, update(r#"{"sessionUpdate":"usage_update","used":1200,"size":200000,"cost":{"amount":0.5,"currency":"USD"}}"#)),
+        (A2C, 86, update(r#"{"sessionUpdate":"mystery_update","x":1}"#)),
+        (A2C, 90, r#"{"jsonrpc":"2.0","id":2,"result":{"stopReason":"end_turn","usage":{"totalTokens":30,"inputTokens":20,"outputTokens":10}}}"#.into()),
+        (C2A, 100, r#"{"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{"sessionId":"s1","prompt":[{"type":"text","text":"again"}]}}"#.into()),
+        (A2C, 101, update(r#"{"sessionUpdate":"tool_call","toolCallId":"t2","title":"Run ls","kind":"execute","status":"pending"}"#)),
+        (A2C, 102, r#"{"jsonrpc":"2.0","id":"p2","method":"session/request_permission","params":{"sessionId":"s1","toolCall":{"toolCallId":"t2"},"options":[{"optionId":"allow","kind":"allow_once"}]}}"#.into()),
+        (C2A, 150, r#"{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"s1"}}"#.into()),
+        (C2A, 200, r#"{"jsonrpc":"2.0","id":9,"method":"_x/ping"}"#.into()),
+    ]
+}
+
+fn as_refs(lines: &[(Direction, u64, String)]) -> Vec<(Direction, u64, &str)> {
+    lines.iter().map(|(d, t, l)| (*d, *t, l.as_str())).collect()
+}
+
+#[test]
+fn sessions_sum_up_turns_tools_permissions_usage_and_open_requests() {
+    let lines = conversation();
+    let store = trace(&as_refs(&lines));
+    let view = model_of(&store).sessions(None);
+    assert_eq!(view.protocol_version, Some(1));
+    assert_eq!(view.agent.as_deref(), Some("ag 2"));
+    assert_eq!(view.client.as_deref(), Some("ed 1"));
+    assert_eq!(view.sessions.len(), 1);
+    let s = &view.sessions[0];
+    assert_eq!((s.session_id.as_str(), s.began.as_str(), s.began_seq), ("s1", "new", Some(3)));
+    assert_eq!(s.cwd.as_deref(), Some("/w"));
+    assert_eq!(s.mode.as_deref(), Some("ask"));
+    assert_eq!((s.turns, s.tool_calls, s.permission_requests), (2, 2, 2));
+    assert_eq!(s.permission_wait_ns, 50_000_000);
+    assert_eq!(s.usage.unwrap().total_tokens, 30);
+    assert_eq!(s.context.as_ref().map(|c| (c.used, c.size, c.cost.clone())), Some((1200, 200000, Some("0.5 USD".into()))));
+    assert_eq!(s.other_updates.iter().map(|k| (k.kind.as_str(), k.count)).collect::<Vec<_>>(), [("mystery_update", 1)]);
+    // Open: the second prompt (cancelled, never ended), its permission
+    // request, the extension request.
+    let open: Vec<(Option<&str>, &str, Option<i64>, i64)> = view
+        .open_requests
+        .iter()
+        .map(|o| (o.method.as_deref(), o.waiting_for.as_str(), o.cancel_seq, o.age_ns))
+        .collect();
+    assert_eq!(
+        open,
+        [
+            (Some("session/prompt"), "agent", Some(23), 100_000_000),
+            (Some("session/request_permission"), "client", None, 98_000_000),
+            (Some("_x/ping"), "agent", None, 0),
+        ]
+    );
+    assert_eq!(s.open_requests, 2);
+    // Live: ages run to now.
+    let live = model_of(&store).sessions(Some(1_200_000_000));
+    assert_eq!(live.open_requests[1].age_ns, 1_098_000_000);
+    assert!(live.live);
+}
+
+#[test]
+fn a_page_of_turns_assembles_messages_tool_calls_and_waits() {
+    let lines = conversation();
+    let store = trace(&as_refs(&lines));
+    let model = model_of(&store);
+    let page = model.turns_of(&store, 1, "s1", 0, 10, None).unwrap().unwrap().turns;
+    assert_eq!(page.len(), 2);
+    let t = &page[0];
+    assert_eq!((t.index, t.request_seq, t.response_seq), (0, 5, Some(19)));
+    assert_eq!(t.prompt.text, "fix it");
+    assert_eq!(t.prompt.other_blocks[0].kind, "image");
+    assert_eq!(t.message.text, "Sure, done.");
+    assert_eq!(t.thought.text, "hmm");
+    assert_eq!(t.first_chunk_ns, Some(15_000_000));
+    assert_eq!(t.end_t_ns.unwrap() - t.start_t_ns, 80_000_000);
+    assert_eq!(t.stop_reason.as_deref(), Some("end_turn"));
+    assert_eq!(t.messages.len(), 1);
+    assert_eq!(t.usage.unwrap().output_tokens, 10);
+    let call = &t.tool_calls[0];
+    assert_eq!((call.tool_call_id.as_str(), call.title.as_deref(), call.kind.as_deref()), ("t1", Some("Edit a.rs"), Some("edit")));
+    let statuses: Vec<&str> = call.statuses.iter().map(|s| s.status.as_str()).collect();
+    assert_eq!(statuses, ["pending", "in_progress", "completed"]);
+    assert_eq!(call.locations, ["/w/a.rs"]);
+    assert_eq!(call.content[0].kind, "diff");
+    let p = &call.permissions[0];
+    assert_eq!((p.request_seq, p.response_seq, p.waited_ns), (10, Some(11), Some(50_000_000)));
+    assert_eq!((p.outcome.as_deref(), p.option_id.as_deref()), (Some("selected"), Some("allow")));
+    assert_eq!(p.options, ["allow: allow_once", "no: reject_once"]);
+    let fs = &t.client_calls[0];
+    assert_eq!((fs.method.as_str(), fs.subject.as_deref(), fs.duration_ns), ("fs/write_text_file", Some("/w/a.rs"), Some(2_000_000)));
+    // The second turn: cancelled, waiting on a permission nobody answered.
+    let t = &page[1];
+    assert_eq!((t.index, t.response_seq, t.cancel_seq), (1, None, Some(23)));
+    assert_eq!(t.tool_calls[0].permissions[0].response_seq, None);
+    // Paging.
+    let second = model.turns_of(&store, 1, "s1", 1, 1, None).unwrap().unwrap().turns;
+    assert_eq!(second.len(), 1);
+    assert_eq!(second[0], page[1]);
+    assert!(model.turns_of(&store, 1, "s1", 5, 1, None).unwrap().unwrap().turns.is_empty());
+    assert!(model.turns_of(&store, 1, "nope", 0, 1, None).unwrap().is_none());
+}
+
+#[test]
+fn caught_up_while_the_trace_grows_the_model_is_the_model_read_at_once() {
+    use crate::export::tests::{create_trace, finish_trace};
+    let lines = conversation();
+    let mut store = crate::store::Store::in_memory().unwrap();
+    let id = create_trace(&mut store);
+    let mut framer = crate::frame::Framer::new();
+    let mut growing = Model::default();
+    for part in lines.chunks(7) {
+        let mut frames = Vec::new();
+        for (dir, ms, line) in part {
+            framer.chunk(*dir, ms * 1_000_000, format!("{line}\n").as_bytes(), |f| frames.push(f));
+        }
+        store.insert_frames(id, &frames).unwrap();
+        growing.catch_up(&store, id, None).unwrap();
+    }
+    finish_trace(&store, id);
+    let whole = model_of(&store);
+    assert_eq!(growing.last_seq(), lines.len() as i64);
+    assert_eq!(growing.sessions(None), whole.sessions(None));
+    assert_eq!(growing.sessions(None).sessions[0].turns, 2);
+}
+
+#[test]
+fn loads_that_replay_nothing_or_twice_and_cancels_not_honoured_are_noted() {
+    let lines = vec![
+        (C2A, 0, r#"{"jsonrpc":"2.0","id":1,"method":"session/load","params":{"sessionId":"s1","cwd":"/w"}}"#.to_owned()),
+        (A2C, 1, r#"{"jsonrpc":"2.0","id":1,"result":{}}"#.to_owned()),
+        (C2A, 2, r#"{"jsonrpc":"2.0","id":2,"method":"session/load","params":{"sessionId":"s1","cwd":"/w"}}"#.to_owned()),
+        (A2C, 3, update(r#"{"sessionUpdate":"tool_call","toolCallId":"t1","title":"x"}"#)),
+        (A2C, 4, update(r#"{"sessionUpdate":"tool_call","toolCallId":"t1","title":"x"}"#)),
+        (A2C, 5, r#"{"jsonrpc":"2.0","id":2,"result":{}}"#.to_owned()),
+        (C2A, 6, r#"{"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{"sessionId":"s1","prompt":[]}}"#.to_owned()),
+        (C2A, 7, r#"{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"s1"}}"#.to_owned()),
+        (A2C, 8, r#"{"jsonrpc":"2.0","id":3,"result":{"stopReason":"end_turn"}}"#.to_owned()),
+    ];
+    let store = trace(&as_refs(&lines));
+    let view = model_of(&store).sessions(None);
+    let s = &view.sessions[0];
+    assert_eq!((s.began.as_str(), s.began_seq, s.replayed_updates, s.tool_calls), ("load", Some(1), 2, 0));
+    let codes: Vec<&str> = s.notes.iter().map(|n| n.code.as_str()).collect();
+    assert_eq!(codes, ["load-replayed-nothing", "replayed-twice", "cancel-not-honoured"]);
+    assert!(view.open_requests.is_empty());
+}
+
+#[test]
+fn v2_turns_end_with_their_state_update() {
+    let lines = vec![
+        (C2A, 0, r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":2}}"#.to_owned()),
+        (A2C, 1, r#"{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":2}}"#.to_owned()),
+        (C2A, 2, r#"{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"sessionId":"s1","prompt":[]}}"#.to_owned()),
+        (A2C, 3, r#"{"jsonrpc":"2.0","id":1,"result":{}}"#.to_owned()),
+        (A2C, 4, update(r#"{"sessionUpdate":"agent_message","messageId":"m","content":{"type":"text","text":"hi"}}"#)),
+        (A2C, 9, update(r#"{"sessionUpdate":"state_update","state":"idle","stopReason":"end_turn"}"#)),
+    ];
+    let store = trace(&as_refs(&lines));
+    let model = model_of(&store);
+    let turn = &model.turns_of(&store, 1, "s1", 0, 5, None).unwrap().unwrap().turns[0];
+    assert_eq!((turn.stop_reason.as_deref(), turn.end_t_ns), (Some("end_turn"), Some(9_000_000)));
+    assert_eq!(turn.message.text, "hi");
+    assert!(model.sessions(None).sessions[0].other_updates.is_empty());
+}
+
+#[test]
+fn hostile_frames_are_counted_not_trusted() {
+    let deep = format!("{}{}", "[".repeat(5000), "]".repeat(5000));
+    let lines = vec![
+        (A2C, 0, format!(r#"{{"jsonrpc":"2.0","method":"session/update","params":{{"sessionId":"s1","update":{deep}}}}}"#)),
+        (A2C, 1, r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":7}}}"#.to_owned()),
+        (A2C, 2, r#"{"jsonrpc":"2.0","id":5,"result":{"stopReason":"end_turn"}}"#.to_owned()),
+        (C2A, 3, r#"{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"sessionId":"s1","prompt":"not a list"}}"#.to_owned()),
+    ];
+    let store = trace(&as_refs(&lines));
+    let model = model_of(&store);
+    let s = &model.sessions(None).sessions[0];
+    assert_eq!((s.updates, s.turns), (2, 1));
+    assert_eq!(s.other_updates[0].kind, "unreadable");
+    let turns = model.turns_of(&store, 1, "s1", 0, 5, None).unwrap().unwrap().turns;
+    assert_eq!(turns[0].prompt.chars, 0);
+}

@@ -1,0 +1,409 @@
+//! A page of one session's turns, in full: prompt, the agent's message and
+//! thoughts, tool calls with their statuses and permission waits, the work
+//! the agent asked of the client, usage.
+//!
+//! Built by a fold over the frames of just those turns: from the first
+//! turn's prompt on, until every turn of the page has ended and the next
+//! turn has begun, or [`TURN_TAIL_FRAMES`] frames past that when one never
+//! ends. Tool call updates that come after that are not on the page.
+
+use super::text::{add_block, count_kind, cut, json_text};
+use super::wire::{Answer, ContentBlock, Message, SessionParams, ToolContent, Update};
+use super::{Model, SHORT_MAX};
+use crate::store::{Store, StoreError, StoredFrame};
+use acp_tee_shared::session::{ClientCall, Message as TurnMessage, Permission, StatusChange, TokenUsage, ToolCall, Turn};
+use acp_tee_shared::{Direction, FrameKind};
+use std::collections::HashMap;
+
+/// Frames a page reads past the next turn's prompt for a turn of the page
+/// still open.
+pub const TURN_TAIL_FRAMES: i64 = 20_000;
+
+/// Tool calls, client calls and messages one turn lists at most.
+const PER_TURN_MAX: usize = 1000;
+
+/// Statuses, locations and permission requests one tool call lists at most.
+const PER_TOOL_MAX: usize = 64;
+
+/// A page of turns.
+pub struct TurnPage {
+    /// The turns, in order.
+    pub turns: Vec<Turn>,
+}
+
+/// What a request of the page awaits its answer for.
+enum Awaits {
+    Prompt(usize),
+    Permission { turn: usize, tool: usize, permission: usize },
+    Client { turn: usize, call: usize },
+}
+
+struct Builder<'s> {
+    sid: &'s str,
+    first_index: u64,
+    want: usize,
+    turns: Vec<Turn>,
+    /// Indexes of turns still open.
+    open: Vec<usize>,
+    /// Per turn, tool call id to its place.
+    tools: Vec<HashMap<String, usize>>,
+    /// Per turn, message id to its place.
+    messages: Vec<HashMap<String, usize>>,
+    pending: HashMap<i64, Awaits>,
+    v2: bool,
+}
+
+impl Model {
+    /// Turns `offset..offset + limit` of session `sid` in full (an empty page
+    /// past the last; `None` for a session the model does not know).
+    pub fn turns_of(
+        &self,
+        reader: &Store,
+        trace_id: i64,
+        sid: &str,
+        offset: u64,
+        limit: u32,
+        redact: Option<&crate::redact::Redactor>,
+    ) -> Result<Option<TurnPage>, StoreError> {
+        let Some(starts) = self.turn_starts(sid) else { return Ok(None) };
+        let from = (offset as usize).min(starts.len());
+        let to = from.saturating_add(limit as usize).min(starts.len());
+        if from == to {
+            return Ok(Some(TurnPage { turns: Vec::new() }));
+        }
+        let next = starts.get(to).copied();
+        let mut b = Builder {
+            sid,
+            first_index: from as u64,
+            want: to - from,
+            turns: Vec::new(),
+            open: Vec::new(),
+            tools: Vec::new(),
+            messages: Vec::new(),
+            pending: HashMap::new(),
+            v2: self.protocol_version() == Some(2),
+        };
+        reader.for_each_frame_after(trace_id, starts[from] - 1, |mut f| {
+            if let Some(next) = next {
+                if f.seq >= next && (b.open.is_empty() || f.seq >= next + TURN_TAIL_FRAMES) {
+                    return Ok(false);
+                }
+            }
+            if f.session_id.as_deref() != Some(b.sid) {
+                return Ok(true);
+            }
+            if let Some(r) = redact {
+                if let std::borrow::Cow::Owned(masked) = r.redact(&f.raw) {
+                    f.raw = masked;
+                }
+            }
+            b.feed(&f);
+            Ok::<_, StoreError>(b.turns.len() < b.want || !b.open.is_empty() || next.is_none())
+        })?;
+        Ok(Some(TurnPage { turns: b.turns }))
+    }
+}
+
+/// `PromptResponse.usage` as the API gives it.
+pub fn token_usage(u: super::wire::Usage) -> TokenUsage {
+    TokenUsage {
+        total_tokens: u.total_tokens.unwrap_or(0),
+        input_tokens: u.input_tokens.unwrap_or(0),
+        output_tokens: u.output_tokens.unwrap_or(0),
+        thought_tokens: u.thought_tokens,
+        cached_read_tokens: u.cached_read_tokens,
+        cached_write_tokens: u.cached_write_tokens,
+    }
+}
+
+impl Builder<'_> {
+    fn feed(&mut self, f: &StoredFrame) {
+        let msg = Message::parse(&f.raw);
+        match f.kind {
+            FrameKind::Request => {
+                let params: SessionParams = msg.as_ref().and_then(|m| m.params()).unwrap_or_default();
+                self.request(f, params);
+            }
+            FrameKind::Notification => {
+                let params: SessionParams = msg.as_ref().and_then(|m| m.params()).unwrap_or_default();
+                match f.method.as_deref() {
+                    Some("session/update") => {
+                        if let Some(update) = params.update {
+                            self.update(f, update);
+                        }
+                    }
+                    Some("session/cancel") => {
+                        for &i in &self.open {
+                            self.turns[i].cancel_seq.get_or_insert(f.seq);
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            FrameKind::Response | FrameKind::Error => {
+                let Some(awaits) = f.reply_to_seq.and_then(|r| self.pending.remove(&r)) else { return };
+                let answer: Answer = msg.as_ref().and_then(|m| m.result()).unwrap_or_default();
+                let error = msg.as_ref().and_then(|m| m.error.as_ref()).map(|e| cut(&e.describe(), SHORT_MAX));
+                self.response(f, awaits, answer, error);
+            }
+            _ => {}
+        }
+    }
+
+    /// The turn updates go to: the last one still open.
+    fn current(&self) -> Option<usize> {
+        self.open.last().copied()
+    }
+
+    fn request(&mut self, f: &StoredFrame, params: SessionParams<'_>) {
+        let method = f.method.as_deref().unwrap_or("");
+        if method == "session/prompt" {
+            if self.turns.len() >= self.want {
+                return;
+            }
+            let mut turn = Turn {
+                index: self.first_index + self.turns.len() as u64,
+                request_seq: f.seq,
+                start_t_ns: f.t_ns,
+                ..Turn::default()
+            };
+            for block in params.prompt.iter().flatten() {
+                add_block(&mut turn.prompt, block, f.seq, true);
+            }
+            self.turns.push(turn);
+            self.tools.push(HashMap::new());
+            self.messages.push(HashMap::new());
+            self.open.push(self.turns.len() - 1);
+            self.pending.insert(f.seq, Awaits::Prompt(self.turns.len() - 1));
+            return;
+        }
+        if f.dir != Direction::AgentToClient {
+            return;
+        }
+        let Some(turn) = self.current() else { return };
+        if method == "session/request_permission" {
+            let fields = params.tool_call.unwrap_or_default();
+            let Some(tool) = self.tool(turn, fields.tool_call_id.as_deref().unwrap_or(""), f) else { return };
+            let call = &mut self.turns[turn].tool_calls[tool];
+            if fields.title.is_some() && call.title.is_none() {
+                call.title = fields.title.as_deref().map(|t| cut(t, SHORT_MAX));
+            }
+            if call.permissions.len() >= PER_TOOL_MAX {
+                return;
+            }
+            let options = params
+                .options
+                .iter()
+                .flatten()
+                .take(PER_TOOL_MAX)
+                .map(|o| {
+                    let id = cut(o.option_id.as_deref().unwrap_or("?"), SHORT_MAX);
+                    match &o.kind {
+                        Some(k) => format!("{id}: {}", cut(k, 64)),
+                        None => id,
+                    }
+                })
+                .collect();
+            call.permissions.push(Permission { request_seq: f.seq, t_ns: f.t_ns, options, ..Permission::default() });
+            let permission = call.permissions.len() - 1;
+            self.pending.insert(f.seq, Awaits::Permission { turn, tool, permission });
+            return;
+        }
+        let calls = &mut self.turns[turn].client_calls;
+        if calls.len() >= PER_TURN_MAX {
+            return;
+        }
+        let subject = match method {
+            "terminal/create" => params.command.as_deref().map(|c| {
+                let args: Vec<&str> = params.args.iter().flatten().map(|a| a.as_ref()).collect();
+                cut(&[c].into_iter().chain(args).collect::<Vec<_>>().join(" "), SHORT_MAX)
+            }),
+            _ => params
+                .path
+                .as_deref()
+                .or(params.terminal_id.as_deref())
+                .or(params.message.as_deref())
+                .map(|s| cut(s, SHORT_MAX)),
+        };
+        calls.push(ClientCall {
+            method: cut(method, SHORT_MAX),
+            request_seq: f.seq,
+            t_ns: f.t_ns,
+            subject,
+            ..ClientCall::default()
+        });
+        self.pending.insert(f.seq, Awaits::Client { turn, call: calls.len() - 1 });
+    }
+
+    /// The place of tool call `id` in turn `turn`, added when new (`None`
+    /// past the turn's bound).
+    fn tool(&mut self, turn: usize, id: &str, f: &StoredFrame) -> Option<usize> {
+        if let Some(&i) = self.tools[turn].get(id) {
+            return Some(i);
+        }
+        let calls = &mut self.turns[turn].tool_calls;
+        if calls.len() >= PER_TURN_MAX {
+            return None;
+        }
+        calls.push(ToolCall {
+            tool_call_id: cut(id, SHORT_MAX),
+            first_seq: f.seq,
+            first_t_ns: f.t_ns,
+            last_seq: f.seq,
+            last_t_ns: f.t_ns,
+            ..ToolCall::default()
+        });
+        self.tools[turn].insert(id.to_owned(), calls.len() - 1);
+        Some(calls.len() - 1)
+    }
+
+    fn update(&mut self, f: &StoredFrame, update: Update<'_>) {
+        let Some(turn) = self.current() else { return };
+        self.turns[turn].updates += 1;
+        let kind = update.session_update.as_deref().unwrap_or("unknown");
+        let block = || update.content.and_then(|c| serde_json::from_str::<ContentBlock>(c.get()).ok());
+        match kind {
+            "agent_message_chunk" | "agent_message" => {
+                let t = &mut self.turns[turn];
+                t.first_chunk_ns.get_or_insert(f.t_ns - t.start_t_ns);
+                if let Some(b) = block() {
+                    add_block(&mut t.message, &b, f.seq, true);
+                    self.message(turn, update.message_id.as_deref(), "agent", &b, f.seq);
+                }
+            }
+            "agent_thought_chunk" | "agent_thought" => {
+                if let Some(b) = block() {
+                    add_block(&mut self.turns[turn].thought, &b, f.seq, true);
+                    self.message(turn, update.message_id.as_deref(), "thought", &b, f.seq);
+                }
+            }
+            "user_message_chunk" | "user_message" => {
+                if let Some(b) = block() {
+                    add_block(&mut self.turns[turn].user, &b, f.seq, true);
+                    self.message(turn, update.message_id.as_deref(), "user", &b, f.seq);
+                }
+            }
+            "tool_call" | "tool_call_update" | "tool_call_content_chunk" => self.tool_update(turn, f, &update),
+            "plan" | "plan_update" => self.turns[turn].plans += 1,
+            "state_update" if self.v2 => {
+                if let Some(reason) = update.stop_reason.as_deref() {
+                    let t = &mut self.turns[turn];
+                    t.stop_reason = Some(cut(reason, 64));
+                    t.end_t_ns = Some(f.t_ns);
+                    t.response_seq.get_or_insert(f.seq);
+                    self.open.retain(|&i| i != turn);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn message(&mut self, turn: usize, id: Option<&str>, role: &str, block: &ContentBlock<'_>, seq: i64) {
+        let Some(id) = id else { return };
+        let key = format!("{role}\u{0}{id}");
+        let at = match self.messages[turn].get(&key) {
+            Some(&i) => i,
+            None => {
+                let list = &mut self.turns[turn].messages;
+                if list.len() >= PER_TURN_MAX {
+                    return;
+                }
+                list.push(TurnMessage { message_id: cut(id, SHORT_MAX), role: role.into(), ..TurnMessage::default() });
+                self.messages[turn].insert(key, list.len() - 1);
+                list.len() - 1
+            }
+        };
+        add_block(&mut self.turns[turn].messages[at].text, block, seq, true);
+    }
+
+    fn tool_update(&mut self, turn: usize, f: &StoredFrame, u: &Update<'_>) {
+        let Some(tool) = self.tool(turn, u.tool_call_id.as_deref().unwrap_or(""), f) else { return };
+        let call = &mut self.turns[turn].tool_calls[tool];
+        call.updates += 1;
+        call.last_seq = f.seq;
+        call.last_t_ns = f.t_ns;
+        if let Some(title) = &u.title {
+            call.title = Some(cut(title, SHORT_MAX));
+        }
+        if let Some(kind) = &u.kind {
+            call.kind = Some(cut(kind, 64));
+        }
+        // A new tool call with no status is pending.
+        let status = u.status.as_deref().or((u.session_update.as_deref() == Some("tool_call")).then_some("pending"));
+        if let Some(status) = status {
+            if call.status.as_deref() != Some(status) && call.statuses.len() < PER_TOOL_MAX {
+                call.statuses.push(StatusChange { status: cut(status, 64), seq: f.seq, t_ns: f.t_ns });
+            }
+            call.status = Some(cut(status, 64));
+        }
+        for path in u.locations.iter().flatten().filter_map(|l| l.path.as_deref()) {
+            if call.locations.len() < PER_TOOL_MAX && !call.locations.iter().any(|p| p == path) {
+                call.locations.push(cut(path, SHORT_MAX));
+            }
+        }
+        if let Some(content) = u.content {
+            let items: Vec<ToolContent> = serde_json::from_str(content.get()).unwrap_or_default();
+            for item in items {
+                count_kind(&mut call.content, item.kind.as_deref().unwrap_or("unknown"));
+            }
+        }
+        if let Some(input) = u.raw_input {
+            call.raw_input = Some(json_text(input));
+        }
+        if let Some(output) = u.raw_output {
+            call.raw_output = Some(json_text(output));
+        }
+    }
+
+    fn response(&mut self, f: &StoredFrame, awaits: Awaits, answer: Answer<'_>, error: Option<String>) {
+        match awaits {
+            Awaits::Prompt(turn) => {
+                let t = &mut self.turns[turn];
+                t.usage = answer.usage.map(token_usage);
+                t.error = error.clone();
+                if let Some(reason) = answer.stop_reason.as_deref() {
+                    t.stop_reason = Some(cut(reason, 64));
+                } else if self.v2 && error.is_none() {
+                    // v2: the response only acknowledges the prompt.
+                    return;
+                }
+                t.response_seq = Some(f.seq);
+                t.end_t_ns = Some(f.t_ns);
+                self.open.retain(|&i| i != turn);
+            }
+            Awaits::Permission { turn, tool, permission } => {
+                let p = &mut self.turns[turn].tool_calls[tool].permissions[permission];
+                p.response_seq = Some(f.seq);
+                p.waited_ns = Some(f.t_ns.saturating_sub(p.t_ns).max(0));
+                match (error, answer.outcome) {
+                    (Some(_), _) => p.outcome = Some("error".into()),
+                    (None, Some(o)) => {
+                        p.outcome = o.outcome.as_deref().map(|s| cut(s, 64));
+                        p.option_id = o.option_id.as_deref().map(|s| cut(s, SHORT_MAX));
+                    }
+                    (None, None) => {}
+                }
+            }
+            Awaits::Client { turn, call } => {
+                let c = &mut self.turns[turn].client_calls[call];
+                c.response_seq = Some(f.seq);
+                c.duration_ns = Some(f.t_ns.saturating_sub(c.t_ns).max(0));
+                c.error = error;
+                let mut result = Vec::new();
+                if let Some(id) = answer.terminal_id.as_deref() {
+                    result.push(format!("terminal {id}"));
+                }
+                if let Some(code) = answer.exit_code {
+                    result.push(format!("exit {code}"));
+                }
+                if let Some(signal) = answer.signal.as_deref() {
+                    result.push(format!("signal {signal}"));
+                }
+                if let Some(action) = answer.action.as_deref() {
+                    result.push(action.to_owned());
+                }
+                c.result = (!result.is_empty()).then(|| cut(&result.join(", "), SHORT_MAX));
+            }
+        }
+    }
+}

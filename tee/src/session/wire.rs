@@ -1,0 +1,327 @@
+//! The parts of ACP messages the session model reads, as borrowed serde
+//! structs: a field the model does not need is skipped, not built.
+//!
+//! A message that does not parse as these shapes (a wrong type, a repeated
+//! member) is read as far as the model needs it: [`Message::parse`] gives
+//! `None` and the frame counts only by its stored columns.
+
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use std::borrow::Cow;
+
+/// A JSON string, borrowed when it has no escapes.
+pub type Str<'a> = Cow<'a, str>;
+
+/// One JSON-RPC message, its payload left raw.
+#[derive(Deserialize)]
+pub struct Message<'a> {
+    #[serde(borrow, default)]
+    pub params: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    pub result: Option<&'a RawValue>,
+    #[serde(default)]
+    pub error: Option<RpcError<'a>>,
+}
+
+impl<'a> Message<'a> {
+    /// The message in `raw`, when it is a JSON object of the usual shape.
+    pub fn parse(raw: &'a [u8]) -> Option<Message<'a>> {
+        serde_json::from_slice(raw).ok()
+    }
+
+    /// Its params as `T`.
+    pub fn params<T: Deserialize<'a>>(&self) -> Option<T> {
+        self.params.and_then(|p| serde_json::from_str(p.get()).ok())
+    }
+
+    /// Its result as `T`.
+    pub fn result<T: Deserialize<'a>>(&self) -> Option<T> {
+        self.result.and_then(|p| serde_json::from_str(p.get()).ok())
+    }
+}
+
+/// A JSON-RPC error object.
+#[derive(Deserialize)]
+pub struct RpcError<'a> {
+    #[serde(default)]
+    pub code: Option<i64>,
+    #[serde(borrow, default)]
+    pub message: Option<Str<'a>>,
+}
+
+impl RpcError<'_> {
+    /// `code: message`.
+    pub fn describe(&self) -> String {
+        match (self.code, &self.message) {
+            (Some(c), Some(m)) => format!("{c}: {m}"),
+            (Some(c), None) => c.to_string(),
+            (None, Some(m)) => m.to_string(),
+            (None, None) => "error".into(),
+        }
+    }
+}
+
+/// Params that name a session.
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionParams<'a> {
+    #[serde(borrow, default)]
+    pub session_id: Option<Str<'a>>,
+    #[serde(borrow, default)]
+    pub cwd: Option<Str<'a>>,
+    #[serde(borrow, default)]
+    pub mode_id: Option<Str<'a>>,
+    #[serde(borrow, default)]
+    pub config_id: Option<Str<'a>>,
+    #[serde(borrow, default)]
+    pub value: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    pub prompt: Option<Vec<ContentBlock<'a>>>,
+    /// `session/request_permission`.
+    #[serde(borrow, default)]
+    pub tool_call: Option<ToolCallFields<'a>>,
+    #[serde(borrow, default)]
+    pub options: Option<Vec<PermissionOption<'a>>>,
+    /// `fs/*`.
+    #[serde(borrow, default)]
+    pub path: Option<Str<'a>>,
+    /// `terminal/create`.
+    #[serde(borrow, default)]
+    pub command: Option<Str<'a>>,
+    #[serde(borrow, default)]
+    pub args: Option<Vec<Str<'a>>>,
+    /// `terminal/*`.
+    #[serde(borrow, default)]
+    pub terminal_id: Option<Str<'a>>,
+    /// `elicitation/create`.
+    #[serde(borrow, default)]
+    pub message: Option<Str<'a>>,
+    /// `$/cancel_request`.
+    #[serde(borrow, default)]
+    pub request_id: Option<&'a RawValue>,
+    /// `session/update`.
+    #[serde(borrow, default)]
+    pub update: Option<Update<'a>>,
+    /// `initialize`.
+    #[serde(borrow, default)]
+    pub client_info: Option<Info<'a>>,
+}
+
+/// `clientInfo` / `agentInfo`.
+#[derive(Deserialize)]
+pub struct Info<'a> {
+    #[serde(borrow, default)]
+    pub name: Option<Str<'a>>,
+    #[serde(borrow, default)]
+    pub title: Option<Str<'a>>,
+    #[serde(borrow, default)]
+    pub version: Option<Str<'a>>,
+}
+
+impl Info<'_> {
+    /// `name version`.
+    pub fn describe(&self) -> Option<String> {
+        let name = self.name.as_deref().or(self.title.as_deref())?;
+        Some(match &self.version {
+            Some(v) => format!("{name} {v}"),
+            None => name.to_owned(),
+        })
+    }
+}
+
+/// Results the model reads: of `initialize`, `session/new|load|resume|fork`,
+/// `session/prompt`, `session/request_permission`, `terminal/*`.
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct Answer<'a> {
+    #[serde(default)]
+    pub protocol_version: Option<i64>,
+    #[serde(borrow, default)]
+    pub agent_info: Option<Info<'a>>,
+    #[serde(borrow, default)]
+    pub session_id: Option<Str<'a>>,
+    #[serde(borrow, default)]
+    pub modes: Option<Modes<'a>>,
+    #[serde(borrow, default)]
+    pub stop_reason: Option<Str<'a>>,
+    #[serde(default)]
+    pub usage: Option<Usage>,
+    #[serde(borrow, default)]
+    pub outcome: Option<Outcome<'a>>,
+    #[serde(borrow, default)]
+    pub terminal_id: Option<Str<'a>>,
+    #[serde(default)]
+    pub exit_code: Option<i64>,
+    #[serde(borrow, default)]
+    pub signal: Option<Str<'a>>,
+    #[serde(borrow, default)]
+    pub action: Option<Str<'a>>,
+}
+
+/// `modes` of a session's answer.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Modes<'a> {
+    #[serde(borrow, default)]
+    pub current_mode_id: Option<Str<'a>>,
+}
+
+/// `PromptResponse.usage`.
+#[derive(Deserialize, Default, Clone, Copy)]
+#[serde(rename_all = "camelCase")]
+pub struct Usage {
+    #[serde(default)]
+    pub total_tokens: Option<u64>,
+    #[serde(default)]
+    pub input_tokens: Option<u64>,
+    #[serde(default)]
+    pub output_tokens: Option<u64>,
+    #[serde(default)]
+    pub thought_tokens: Option<u64>,
+    #[serde(default)]
+    pub cached_read_tokens: Option<u64>,
+    #[serde(default)]
+    pub cached_write_tokens: Option<u64>,
+}
+
+/// A permission answer's `outcome`.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Outcome<'a> {
+    #[serde(borrow, default)]
+    pub outcome: Option<Str<'a>>,
+    #[serde(borrow, default)]
+    pub option_id: Option<Str<'a>>,
+}
+
+/// One option of a permission request.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PermissionOption<'a> {
+    #[serde(borrow, default)]
+    pub option_id: Option<Str<'a>>,
+    #[serde(borrow, default)]
+    pub kind: Option<Str<'a>>,
+}
+
+/// A content block: text is read, other kinds are counted.
+#[derive(Deserialize)]
+pub struct ContentBlock<'a> {
+    #[serde(rename = "type", borrow, default)]
+    pub kind: Option<Str<'a>>,
+    #[serde(borrow, default)]
+    pub text: Option<Str<'a>>,
+}
+
+/// The fields a `tool_call`, a `tool_call_update` and a permission
+/// request's `toolCall` share.
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolCallFields<'a> {
+    #[serde(borrow, default)]
+    pub tool_call_id: Option<Str<'a>>,
+    #[serde(borrow, default)]
+    pub title: Option<Str<'a>>,
+    #[serde(borrow, default)]
+    pub kind: Option<Str<'a>>,
+    #[serde(borrow, default)]
+    pub status: Option<Str<'a>>,
+}
+
+/// A `session/update`'s `update`.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Update<'a> {
+    #[serde(borrow, default)]
+    pub session_update: Option<Str<'a>>,
+    /// A chunk's content block, or a tool call's content list.
+    #[serde(borrow, default)]
+    pub content: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    pub message_id: Option<Str<'a>>,
+    #[serde(borrow, default)]
+    pub tool_call_id: Option<Str<'a>>,
+    #[serde(borrow, default)]
+    pub title: Option<Str<'a>>,
+    #[serde(borrow, default)]
+    pub kind: Option<Str<'a>>,
+    #[serde(borrow, default)]
+    pub status: Option<Str<'a>>,
+    #[serde(borrow, default)]
+    pub locations: Option<Vec<Location<'a>>>,
+    #[serde(borrow, default)]
+    pub raw_input: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    pub raw_output: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    pub entries: Option<Vec<PlanEntry<'a>>>,
+    #[serde(borrow, default)]
+    pub available_commands: Option<Vec<Command<'a>>>,
+    #[serde(borrow, default)]
+    pub current_mode_id: Option<Str<'a>>,
+    #[serde(borrow, default)]
+    pub config_options: Option<&'a RawValue>,
+    #[serde(default)]
+    pub used: Option<u64>,
+    #[serde(default)]
+    pub size: Option<u64>,
+    #[serde(default)]
+    pub cost: Option<Cost>,
+    /// v2 `state_update`.
+    #[serde(borrow, default)]
+    pub state: Option<Str<'a>>,
+    #[serde(borrow, default)]
+    pub stop_reason: Option<Str<'a>>,
+}
+
+/// A tool call's location.
+#[derive(Deserialize)]
+pub struct Location<'a> {
+    #[serde(borrow, default)]
+    pub path: Option<Str<'a>>,
+}
+
+/// One item of a tool call's `content`.
+#[derive(Deserialize)]
+pub struct ToolContent<'a> {
+    #[serde(rename = "type", borrow, default)]
+    pub kind: Option<Str<'a>>,
+}
+
+/// One entry of a plan.
+#[derive(Deserialize)]
+pub struct PlanEntry<'a> {
+    #[serde(borrow, default)]
+    pub content: Option<Str<'a>>,
+    #[serde(borrow, default)]
+    pub status: Option<Str<'a>>,
+    #[serde(borrow, default)]
+    pub priority: Option<Str<'a>>,
+}
+
+/// One available command.
+#[derive(Deserialize)]
+pub struct Command<'a> {
+    #[serde(borrow, default)]
+    pub name: Option<Str<'a>>,
+}
+
+/// `cost` of a `usage_update`.
+#[derive(Deserialize)]
+pub struct Cost {
+    #[serde(default)]
+    pub amount: Option<f64>,
+    #[serde(default)]
+    pub currency: Option<String>,
+}
+
+impl Cost {
+    /// `amount currency`.
+    pub fn describe(&self) -> Option<String> {
+        let amount = self.amount?;
+        Some(match &self.currency {
+            Some(c) => format!("{amount} {c}"),
+            None => amount.to_string(),
+        })
+    }
+}
