@@ -12,6 +12,11 @@
 //! - `/api/traces/{id}/frames/{seq}/raw` -> the frame's bytes
 //!   (`application/octet-stream`)
 //! - `/api/traces/{id}/stats` -> [`TraceStats`]
+//! - `/api/traces/{id}/sessions` -> [`crate::session::TraceSessions`]: its
+//!   ACP sessions, what each adds up to, and the requests still open
+//! - `/api/traces/{id}/sessions/{sid}?offset=N&limit=N` ->
+//!   [`crate::session::SessionDetail`]: one session with a page of its turns
+//!   (see [`crate::session::TurnQuery`])
 //! - `/api/traces/{id}/live?after=SEQ` -> Server-Sent Events: event `frames`
 //!   with data `Vec<FrameSummary>` (only frames with seq > after, in order,
 //!   unfiltered), event `trace` with data [`TraceSummary`] when counts or the

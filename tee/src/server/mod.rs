@@ -21,6 +21,7 @@ mod error;
 mod live;
 mod mask;
 mod routes;
+mod sessions;
 
 pub use auth::generate_token;
 pub use db::{Db, MAX_EXPORTS, QUERY_TIME_LIMIT};
@@ -45,6 +46,8 @@ pub struct AppState {
     dist: Option<PathBuf>,
     /// Whether frames are served masked (the default rules of exports).
     redact: bool,
+    /// Session models kept between requests.
+    sessions: sessions::Models,
     /// Background threads of this state run while this lives.
     _alive: std::sync::Arc<()>,
 }
@@ -58,7 +61,7 @@ impl AppState {
         let alive = std::sync::Arc::new(());
         live::index_behind_recorders(db_path, std::sync::Arc::downgrade(&alive));
         let dist = dist.filter(|d| d.join("index.html").is_file());
-        AppState { db, token, changes, dist, redact: true, _alive: alive }
+        AppState { db, token, changes, dist, redact: true, sessions: sessions::Models::default(), _alive: alive }
     }
 
     /// The same state serving frames as they were stored, unmasked
@@ -91,6 +94,8 @@ pub fn app(state: AppState) -> Router {
         .route("/traces/{id}/frames/{seq}", get(routes::frame))
         .route("/traces/{id}/frames/{seq}/raw", get(routes::frame_raw))
         .route("/traces/{id}/stats", get(routes::stats))
+        .route("/traces/{id}/sessions", get(sessions::sessions))
+        .route("/traces/{id}/sessions/{sid}", get(sessions::session))
         .route("/traces/{id}/live", get(routes::live))
         .route("/traces/{id}/export", get(routes::export_trace))
         .fallback(api_not_found);

@@ -22,11 +22,11 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc;
 
-fn path<T>(p: Result<Path<T>, PathRejection>) -> Result<T, AppError> {
+pub(super) fn path<T>(p: Result<Path<T>, PathRejection>) -> Result<T, AppError> {
     p.map(|Path(v)| v).map_err(|e| AppError::BadRequest(e.body_text()))
 }
 
-fn query<T>(q: Result<Query<T>, QueryRejection>) -> Result<T, AppError> {
+pub(super) fn query<T>(q: Result<Query<T>, QueryRejection>) -> Result<T, AppError> {
     q.map(|Query(v)| v).map_err(|e| AppError::BadRequest(e.body_text()))
 }
 

@@ -123,6 +123,7 @@ impl Model {
     }
 
     /// The last frame fed.
+    #[cfg(test)]
     pub fn last_seq(&self) -> i64 {
         self.last_seq
     }

@@ -66,8 +66,6 @@ impl RpcError<'_> {
 #[serde(rename_all = "camelCase")]
 pub struct SessionParams<'a> {
     #[serde(borrow, default)]
-    pub session_id: Option<Str<'a>>,
-    #[serde(borrow, default)]
     pub cwd: Option<Str<'a>>,
     #[serde(borrow, default)]
     pub mode_id: Option<Str<'a>>,
@@ -213,8 +211,7 @@ pub struct ContentBlock<'a> {
     pub text: Option<Str<'a>>,
 }
 
-/// The fields a `tool_call`, a `tool_call_update` and a permission
-/// request's `toolCall` share.
+/// A permission request's `toolCall`.
 #[derive(Deserialize, Default)]
 #[serde(rename_all = "camelCase")]
 pub struct ToolCallFields<'a> {
@@ -222,10 +219,6 @@ pub struct ToolCallFields<'a> {
     pub tool_call_id: Option<Str<'a>>,
     #[serde(borrow, default)]
     pub title: Option<Str<'a>>,
-    #[serde(borrow, default)]
-    pub kind: Option<Str<'a>>,
-    #[serde(borrow, default)]
-    pub status: Option<Str<'a>>,
 }
 
 /// A `session/update`'s `update`.
@@ -259,8 +252,6 @@ pub struct Update<'a> {
     pub available_commands: Option<Vec<Command<'a>>>,
     #[serde(borrow, default)]
     pub current_mode_id: Option<Str<'a>>,
-    #[serde(borrow, default)]
-    pub config_options: Option<&'a RawValue>,
     #[serde(default)]
     pub used: Option<u64>,
     #[serde(default)]
@@ -268,8 +259,6 @@ pub struct Update<'a> {
     #[serde(default)]
     pub cost: Option<Cost>,
     /// v2 `state_update`.
-    #[serde(borrow, default)]
-    pub state: Option<Str<'a>>,
     #[serde(borrow, default)]
     pub stop_reason: Option<Str<'a>>,
 }
