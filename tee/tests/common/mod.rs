@@ -175,6 +175,40 @@ pub fn peer(name: &str) -> String {
     }
 }
 
+/// Where `scripts/install-tools` puts the peers that are not crates:
+/// `$ACP_TEE_PEERS`, by default `~/.cache/acp-tee-peers`.
+pub fn peers_dir() -> PathBuf {
+    match std::env::var_os("ACP_TEE_PEERS") {
+        Some(dir) => PathBuf::from(dir),
+        None => PathBuf::from(std::env::var_os("HOME").expect("HOME is set")).join(".cache/acp-tee-peers"),
+    }
+}
+
+/// The path of a peer that `scripts/install-tools TOOL` installs under
+/// [`peers_dir`] (`relative` inside it); panics with the install command
+/// when it is missing (the tests never skip silently).
+pub fn installed_peer(relative: &str, tool: &str) -> String {
+    let path = peers_dir().join(relative);
+    assert!(
+        path.is_file(),
+        "`{}` is missing: this test runs it for real; install it with `scripts/install-tools {tool}` \
+         (or every tool the tests use: `scripts/install-tools tests`)",
+        path.display()
+    );
+    path.display().to_string()
+}
+
+/// The Python of the venv that holds the official Python ACP SDK
+/// (`agent-client-protocol` from PyPI).
+pub fn python_acp() -> String {
+    installed_peer("venv/bin/python", "python-acp")
+}
+
+/// The acpx client (npm `acpx`).
+pub fn acpx() -> String {
+    installed_peer("node_modules/.bin/acpx", "acpx")
+}
+
 /// Parses an `acp-tee export` of one trace and returns its frames.
 pub fn exported_frames(db: &Path, trace_id: i64) -> Vec<serde_json::Value> {
     let out = Command::new(bin())
