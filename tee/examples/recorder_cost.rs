@@ -7,7 +7,7 @@
 //! For counts that do not move with machine load, run it under callgrind
 //! and read the inclusive instructions of `FrameSplitter::push` (framing;
 //! `Framer::chunk` around it may be inlined) and `Store::insert_frames`
-//! (BENCHMARKS.md quotes them), divided by N:
+//! (BENCHMARKS.md says how), divided by N:
 //!
 //! ```sh
 //! cargo build --release --example recorder_cost

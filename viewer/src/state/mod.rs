@@ -23,7 +23,7 @@ use window::FrameWindow;
 /// Every drawn row costs the scroll handler when the drawn range moves;
 /// with 800 px (20 rows) a fling at 400 px per frame spent 7 ms p50 / 22 ms p95
 /// of script per scroll event and dropped frames, with 320 px 5 / 15 ms and
-/// it kept up (BENCHMARKS.md).
+/// it kept up (`scripts/bench --only viewer`).
 const OVERSCAN_PX: f64 = 320.0;
 
 /// Where a selected frame that the filters hide would be.
