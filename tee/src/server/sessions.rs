@@ -9,9 +9,8 @@
 use super::error::AppError;
 use super::routes::{path, query};
 use super::AppState;
-use crate::session::Model;
+use crate::session::{now_t_ns, Model};
 use crate::store::{Store, StoreError};
-use acp_tee_shared::api::TraceSummary;
 use acp_tee_shared::session::{SessionDetail, TraceSessions, TurnQuery, TURNS_DEFAULT_LIMIT, TURNS_MAX_LIMIT};
 use axum::extract::rejection::{PathRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
@@ -53,16 +52,6 @@ impl Models {
         model.catch_up(store, id, (!redactor.is_noop()).then_some(redactor))?;
         read(&model)
     }
-}
-
-/// The present as a `t_ns` of a live trace (its wall-clock start to now);
-/// `None` once it has ended.
-fn now_t_ns(trace: &TraceSummary) -> Option<i64> {
-    if !trace.live {
-        return None;
-    }
-    let started = chrono::DateTime::parse_from_rfc3339(&trace.meta.started_at).ok()?;
-    (chrono::Utc::now() - started.with_timezone(&chrono::Utc)).num_nanoseconds()
 }
 
 /// `GET /api/traces/{id}/sessions`
