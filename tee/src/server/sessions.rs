@@ -54,6 +54,17 @@ impl Models {
     }
 }
 
+/// Trace `id`'s sessions, its model brought up to date first.
+pub(super) fn overview(
+    models: &Models,
+    store: &Store,
+    id: i64,
+    redactor: &crate::redact::Redactor,
+) -> Result<TraceSessions, StoreError> {
+    let trace = store.trace_summary(id)?;
+    models.with_current(store, id, redactor, |m| Ok(m.sessions(now_t_ns(&trace))))
+}
+
 /// `GET /api/traces/{id}/sessions`
 pub async fn sessions(
     State(st): State<AppState>,
@@ -63,10 +74,7 @@ pub async fn sessions(
     let (models, r) = (st.sessions.clone(), st.redactor());
     let view = st
         .db
-        .run_scan(move |s| {
-            let trace = s.trace_summary(id)?;
-            models.with_current(s, id, &r, |m| Ok(m.sessions(now_t_ns(&trace))))
-        })
+        .run_scan(move |s| overview(&models, s, id, &r))
         .await?;
     Ok(Json(view))
 }

@@ -124,8 +124,19 @@ fn a_permission_nobody_answers_is_an_open_request_whose_age_grows_while_the_clie
     assert!(text.contains(&format!("#{} {PERMISSION}", ask.stored.seq)), "{text}");
     assert!(text.contains("waiting") && text.contains("for the client"), "{text}");
 
-    // Answered at last: nothing is open once the trace ended.
+    // The live stream carries the sessions too, on request.
+    let stream = ureq::get(&format!("{}/api/traces/{}/live?sessions=true", served.url, wait.trace_id)).call().unwrap();
+    let mut events = sse_events(stream.into_reader());
+    let live = next_sessions(&mut events);
+    assert!(live.open_requests.iter().any(|o| o.seq == ask.stored.seq), "{:?}", live.open_requests);
+
+    // Answered at last: nothing is open once the trace ended, and the live
+    // stream says so.
     wait.answer(true);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !next_sessions(&mut events).open_requests.is_empty() {
+        assert!(Instant::now() < deadline, "the stream never showed the answer");
+    }
     let ended: TraceSessions = served.get(&path);
     assert!(!ended.live);
     assert!(ended.open_requests.is_empty(), "{:?}", ended.open_requests);
@@ -145,4 +156,35 @@ fn a_cancelled_turn_ends_cancelled_and_its_tool_call_failed() {
     assert_eq!(turn.tool_calls[0].status.as_deref(), Some("failed"));
     let summary = doc.overview.sessions.iter().find(|s| s.session_id == session.session_id).unwrap();
     assert!(summary.notes.is_empty(), "{:?}", summary.notes);
+}
+
+/// The events of a Server-Sent Events stream: (event name, data).
+fn sse_events(body: impl std::io::Read + Send + 'static) -> std::sync::mpsc::Receiver<(String, String)> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let (mut name, mut data) = (String::new(), String::new());
+        for line in std::io::BufRead::lines(std::io::BufReader::new(body)) {
+            let Ok(line) = line else { return };
+            if let Some(n) = line.strip_prefix("event:") {
+                name = n.trim().to_owned();
+            } else if let Some(d) = line.strip_prefix("data:") {
+                data.push_str(d.trim_start());
+            } else if line.is_empty() && !data.is_empty() {
+                if tx.send((std::mem::take(&mut name), std::mem::take(&mut data))).is_err() {
+                    return;
+                }
+            }
+        }
+    });
+    rx
+}
+
+/// The next `sessions` event of `events`.
+fn next_sessions(events: &mut std::sync::mpsc::Receiver<(String, String)>) -> TraceSessions {
+    loop {
+        let (name, data) = events.recv_timeout(Duration::from_secs(30)).expect("a sessions event within 30 s");
+        if name == "sessions" {
+            return serde_json::from_str(&data).unwrap();
+        }
+    }
 }
