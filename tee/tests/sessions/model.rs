@@ -188,3 +188,28 @@ fn next_sessions(events: &mut std::sync::mpsc::Receiver<(String, String)>) -> Tr
         }
     }
 }
+
+#[test]
+fn an_elizacp_session_driven_by_yopo_is_one_turn_whose_reply_is_its_chunks() {
+    let store = TempStore::new();
+    let mut cmd = Command::new(peer("yopo"));
+    cmd.args(["Hello, I feel anxious today", "--", bin(), "--db", store.db.to_str().unwrap(), "--"])
+        .args([peer("elizacp").as_str(), "--deterministic", "acp"]);
+    let out = run_within(cmd);
+    assert!(out.status.success(), "yopo failed: {}", String::from_utf8_lossy(&out.stderr));
+    let run = finish(store);
+    let frames = run.frames();
+    let doc = show(&run.store.db, run.trace_id);
+    let prompt = request(&frames, Direction::ClientToAgent, "session/prompt");
+    let done = response_to(&frames, prompt).expect("elizacp answered the prompt");
+    assert_eq!(doc.overview.sessions.len(), 1);
+    assert_eq!(doc.overview.sessions[0].session_id, prompt.json["params"]["sessionId"]);
+    let turn = &doc.sessions[0].turns[0];
+    assert_eq!(turn.prompt.text, "Hello, I feel anxious today");
+    assert_eq!(turn.response_seq, Some(done.stored.seq));
+    assert_eq!(turn.stop_reason.as_deref(), done.json["result"]["stopReason"].as_str());
+    let reply = chunk_text(&frames, "agent_message_chunk");
+    assert!(!reply.is_empty(), "elizacp sent no chunk");
+    assert_eq!(turn.message.text, reply);
+    assert_eq!(String::from_utf8(out.stdout).unwrap().trim(), reply.trim());
+}
