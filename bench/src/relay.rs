@@ -124,6 +124,31 @@ pub fn check_recorded(record: &Record, expected: u64) -> Result<Option<Recorded>
     Ok(Some(got))
 }
 
+/// Waits until the newest trace of `db` (named `name`, when given) has
+/// ended: acp-tee exits when its run ends, while its recorder may still be
+/// storing what it was handed, so a trace is complete only once it ended.
+pub fn wait_trace_end(db: &Path, name: Option<&str>) -> Result<()> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(300);
+    let conn = rusqlite::Connection::open_with_flags(db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+        .with_context(|| format!("cannot open the store {}", db.display()))?;
+    loop {
+        let ended: Option<String> = conn
+            .query_row(
+                "SELECT ended_at FROM traces WHERE ?1 IS NULL OR name = ?1 ORDER BY id DESC LIMIT 1",
+                [name],
+                |r| r.get(0),
+            )
+            .with_context(|| format!("no trace in {}", db.display()))?;
+        if ended.is_some() {
+            return Ok(());
+        }
+        if std::time::Instant::now() > deadline {
+            bail!("the trace in {} did not end within 300 s of acp-tee's exit", db.display());
+        }
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+}
+
 /// Frames stored in the only trace of `db`, once that trace has ended.
 pub fn stored_frames(db: &Path) -> Result<Recorded> {
     let conn = rusqlite::Connection::open_with_flags(db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)

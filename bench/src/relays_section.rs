@@ -194,8 +194,8 @@ pub fn ingest(cfg: &Config, report: &mut Report, mut acp: AcpTeeRuns) -> Result<
     report.say("## 3. Store ingest and memory at maximum rate\n");
     report.say(
         "acp-tee -- cat fed as fast as it takes lines (section 1's runs for 300 B and 64 KiB, new runs for \
-         1 MiB). Ingest = frames stored / time from the first byte written to acp-tee's exit, which comes \
-         after its recorder ended the trace. Peak RSS: `VmHWM` of the relay process and of the \
+         1 MiB). Ingest = frames stored / time from the first byte written to the trace's end (acp-tee exits \
+         when the run ends; its recorder ends the trace once all is stored). Peak RSS: `VmHWM` of the relay process and of the \
          `acp-tee __recorder` process, sampled every 5 ms (the maximum over repetitions).\n",
     );
     let mut rows = Vec::new();

@@ -5,7 +5,7 @@
 //! acp-tee: after its recorder ended the trace) is timed too.
 
 use crate::procs::{self, Peaks, RssSampler};
-use crate::relay::{self, Recorded, Relay};
+use crate::relay::{self, Record, Recorded, Relay};
 use anyhow::{bail, Context, Result};
 use std::io::{Read, Write};
 use std::path::Path;
@@ -165,6 +165,11 @@ pub fn run(relay: &Relay, acp_tee: &Path, dir: &Path, size: usize, payload: Arc<
     }
     drop(close_tx);
     let exit = procs::wait4(&mut child)?;
+    // The run is recorded once its trace ended (the recorder may still be
+    // storing when acp-tee exits); its memory is sampled until then.
+    if let Record::Store(db) = &record {
+        relay::wait_trace_end(db, None)?;
+    }
     let exit_t = t0.elapsed();
     let peaks = sampler.finish();
     let stalled = watchdog.finish();

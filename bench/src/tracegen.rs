@@ -157,6 +157,7 @@ pub fn generate(acp_tee: &Path, db: &Path, name: &str, target: u64) -> Result<Ge
     let mut rest = Vec::new();
     stdout.read_to_end(&mut rest)?;
     let exit = procs::wait4(&mut child)?;
+    crate::relay::wait_trace_end(db, Some(name))?;
     let took = t0.elapsed();
     if exit.code != 0 || !rest.is_empty() {
         bail!("acp-tee exited with {} after {} unexpected bytes", exit.code, rest.len());

@@ -81,9 +81,6 @@ pub struct SessionSummary {
     /// `modes` of the answer that opened it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mode: Option<String>,
-    /// Mode and configuration changes, in order.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub changes: Vec<SettingChange>,
     /// `session/close` or `session/delete`, when seen.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub closed_seq: Option<i64>,
@@ -120,8 +117,8 @@ pub struct SessionSummary {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub other_updates: Vec<KindCount>,
     /// What looks wrong (`load-replayed-nothing`, `replayed-twice`,
-    /// `usage-looks-cumulative`, `cancel-not-honoured`, ...), each with a
-    /// sentence for a person.
+    /// `usage-looks-cumulative`, `cancel-not-honoured`), once per code:
+    /// its first occurrence and how many there were.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<Note>,
 }
@@ -155,9 +152,13 @@ pub struct Note {
     pub code: String,
     /// What it means here.
     pub message: String,
-    /// The frame it is about, when one.
+    /// The frame it is about, when one (the first, when it happened more
+    /// than once).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seq: Option<i64>,
+    /// How many times it happened.
+    #[serde(default)]
+    pub count: u64,
 }
 
 /// Tokens, as `PromptResponse.usage` reports them.
@@ -211,6 +212,9 @@ pub struct SessionDetail {
     /// The commands the agent offered last (`available_commands_update`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub commands: Vec<String>,
+    /// Mode and configuration changes, in order (the first `LIST_MAX`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub changes: Vec<SettingChange>,
 }
 
 /// Paging of `/api/traces/{id}/sessions/{sid}`.
@@ -496,6 +500,9 @@ pub struct ShowSession {
     /// The commands the agent offered last.
     #[serde(default)]
     pub commands: Vec<String>,
+    /// Mode and configuration changes, in order.
+    #[serde(default)]
+    pub changes: Vec<SettingChange>,
     /// Every turn, in order.
     pub turns: Vec<Turn>,
 }

@@ -122,8 +122,10 @@ impl Shown<'_> {
     fn json(&self, trace: &TraceSummary, overview: &TraceSessions, out: &mut impl Write) -> anyhow::Result<()> {
         write!(out, "{{\"trace\":{},\"overview\":{},\"sessions\":[", json(trace), json(overview))?;
         for (i, s) in overview.sessions.iter().enumerate() {
-            let (plan, commands) = self.model.plan_and_commands(&s.session_id);
-            let head = serde_json::json!({ "session_id": s.session_id, "plan": plan, "commands": commands });
+            let (plan, commands, changes) = self.model.extras(&s.session_id);
+            let head = serde_json::json!({
+                "session_id": s.session_id, "plan": plan, "commands": commands, "changes": changes
+            });
             let head = head.to_string();
             write!(out, "{}{},\"turns\":[", if i > 0 { "," } else { "" }, &head[..head.len() - 1])?;
             let mut first = true;
@@ -163,7 +165,8 @@ impl Shown<'_> {
             self.each_turn(&s.session_id, |t| turn_text(t, out))?;
             for n in &s.notes {
                 let at = n.seq.map(|s| format!(" (#{s})")).unwrap_or_default();
-                writeln!(out, "  note {}{at}: {}", n.code, printable(&n.message))?;
+                let times = if n.count > 1 { format!(" ({} times)", n.count) } else { String::new() };
+                writeln!(out, "  note {}{at}{times}: {}", n.code, printable(&n.message))?;
             }
         }
         if overview.open_requests_total > 0 {
@@ -264,7 +267,12 @@ fn turn_text(t: &Turn, out: &mut impl Write) -> anyhow::Result<()> {
                 ),
                 (None, _) => "never answered".into(),
             };
-            writeln!(out, "      permission #{} {answer} (options {})", p.request_seq, printable(&p.options.join(", ")))?;
+            writeln!(
+                out,
+                "      permission #{} {answer} (options {})",
+                p.request_seq,
+                printable(&p.options.join(", "))
+            )?;
         }
     }
     for c in &t.client_calls {
@@ -273,7 +281,8 @@ fn turn_text(t: &Turn, out: &mut impl Write) -> anyhow::Result<()> {
             (Some(seq), Some(d)) => format!(" → #{seq}, {}", took(d)),
             _ => ", never answered".into(),
         };
-        let extra = c.error.as_deref().or(c.result.as_deref()).map(|e| format!(": {}", printable(e))).unwrap_or_default();
+        let extra =
+            c.error.as_deref().or(c.result.as_deref()).map(|e| format!(": {}", printable(e))).unwrap_or_default();
         writeln!(out, "    {} #{}{subject}{answer}{extra}", printable(&c.method), c.request_seq)?;
     }
     if let Some(u) = &t.usage {

@@ -72,10 +72,7 @@ pub async fn sessions(
 ) -> Result<Json<TraceSessions>, AppError> {
     let id = path(id)?;
     let (models, r) = (st.sessions.clone(), st.redactor());
-    let view = st
-        .db
-        .run_scan(move |s| overview(&models, s, id, &r))
-        .await?;
+    let view = st.db.run_scan(move |s| overview(&models, s, id, &r)).await?;
     Ok(Json(view))
 }
 
@@ -102,10 +99,10 @@ pub async fn session(
                 let Some(summary) = view.sessions.into_iter().find(|x| x.session_id == sid) else { return Ok(None) };
                 let redact = (!r.is_noop()).then_some(&r);
                 let Some(page) = model.turns_of(s, id, &sid, offset, limit, redact)? else { return Ok(None) };
-                let (plan, commands) = model.plan_and_commands(&sid);
+                let (plan, commands, changes) = model.extras(&sid);
                 let open_requests =
                     view.open_requests.into_iter().filter(|o| o.session_id.as_deref() == Some(sid.as_str())).collect();
-                Ok(Some(SessionDetail { summary, turns: page.turns, offset, open_requests, plan, commands }))
+                Ok(Some(SessionDetail { summary, turns: page.turns, offset, open_requests, plan, commands, changes }))
             })
         })
         .await?;

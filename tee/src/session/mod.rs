@@ -18,17 +18,18 @@ mod text;
 mod turns;
 mod wire;
 
-
 use crate::frame::id_key;
-use crate::store::{Store, StoreError, StoredFrame};
+use crate::redact::Redactor;
+use crate::store::{FrameRef, Store, StoreError};
 use acp_tee_shared::session::{
     ContextUsage, Note, OpenRequest, Plan, PlanEntry, SessionSummary, SettingChange, TraceSessions, OPEN_REQUESTS_MAX,
     SESSIONS_MAX,
 };
 use acp_tee_shared::{Direction, FrameKind};
+use std::borrow::Cow;
 use std::collections::HashMap;
 use text::{count_kind, cut};
-use wire::{Answer, Message, SessionParams};
+use wire::SessionParams;
 
 /// Requests awaiting an answer the model follows at most; later ones are
 /// counted in `open_requests_total` only while this many are open.
@@ -46,7 +47,10 @@ enum Awaiting {
     Initialize,
     /// `session/new|load|resume|fork`: how, the cwd and (load, resume) the
     /// session named.
-    Open { how: &'static str, cwd: Option<String> },
+    Open {
+        how: &'static str,
+        cwd: Option<String>,
+    },
     Prompt,
     Permission,
     Other,
@@ -78,6 +82,7 @@ struct Session {
     open_turns: Vec<(i64, Option<i64>)>,
     plan: Option<Plan>,
     commands: Vec<String>,
+    changes: Vec<SettingChange>,
     /// Usage of the last turn that reported it, and how many turns in a row
     /// grew in every figure.
     last_usage: Option<acp_tee_shared::session::TokenUsage>,
@@ -89,6 +94,9 @@ struct Session {
 pub struct Model {
     sessions: Vec<Session>,
     by_id: HashMap<String, usize>,
+    /// The session the last lookup found: frames of one session come in
+    /// runs, and comparing the id is cheaper than hashing it.
+    last_session: usize,
     frames_left_out: u64,
     /// Requests awaiting answers, by seq.
     pending: HashMap<i64, Pending>,
@@ -103,22 +111,12 @@ pub struct Model {
 
 impl Model {
     /// The model of trace `trace_id`'s frames after seq `self.last_seq()`
-    /// added to this one; `redact` masks each frame first as the server
-    /// masks the frames it serves.
-    pub fn catch_up(
-        &mut self,
-        reader: &Store,
-        trace_id: i64,
-        redact: Option<&crate::redact::Redactor>,
-    ) -> Result<(), StoreError> {
-        reader.for_each_frame_after(trace_id, self.last_seq, |mut f| {
-            if let Some(r) = redact {
-                if let std::borrow::Cow::Owned(masked) = r.redact(&f.raw) {
-                    f.raw = masked;
-                }
-            }
-            self.feed(&f);
-            Ok::<_, StoreError>(true)
+    /// added to this one; `redact` masks what the model shows of a frame
+    /// as the server masks the frames it serves.
+    pub fn catch_up(&mut self, reader: &Store, trace_id: i64, redact: Option<&Redactor>) -> Result<(), StoreError> {
+        reader.fold_frames_after(trace_id, self.last_seq, |f| {
+            self.feed(f, redact);
+            true
         })
     }
 
@@ -128,11 +126,14 @@ impl Model {
         self.last_seq
     }
 
-    /// Adds one frame (frames come in seq order).
-    pub fn feed(&mut self, f: &StoredFrame) {
+    /// Adds one frame (frames come in seq order). Only frames the model
+    /// shows text of (settings, titles, plans, peers' names) are masked
+    /// with `redact`: the streamed chunks that make up most traces are
+    /// counted, not shown, and cost no masking.
+    pub fn feed(&mut self, f: &FrameRef<'_>, redact: Option<&Redactor>) {
         self.last_seq = self.last_seq.max(f.seq);
         self.last_t_ns = self.last_t_ns.max(f.t_ns);
-        if let Some(sid) = &f.session_id {
+        if let Some(sid) = f.session_id {
             match self.session(sid, f) {
                 Some(s) => {
                     s.summary.last_seq = f.seq;
@@ -142,15 +143,18 @@ impl Model {
             }
         }
         match f.kind {
-            FrameKind::Request => self.request(f),
-            FrameKind::Notification => self.notification(f),
-            FrameKind::Response | FrameKind::Error => self.response(f),
+            FrameKind::Request => self.request(f, redact),
+            FrameKind::Notification => self.notification(f, redact),
+            FrameKind::Response | FrameKind::Error => self.response(f, redact),
             _ => {}
         }
     }
 
     /// The session `sid`, added when new (`None` past `SESSIONS_MAX`).
-    fn session(&mut self, sid: &str, f: &StoredFrame) -> Option<&mut Session> {
+    fn session(&mut self, sid: &str, f: &FrameRef<'_>) -> Option<&mut Session> {
+        if self.sessions.get(self.last_session).is_some_and(|s| s.summary.session_id == sid) {
+            return Some(&mut self.sessions[self.last_session]);
+        }
         let i = match self.by_id.get(sid) {
             Some(&i) => i,
             None if self.sessions.len() >= SESSIONS_MAX => return None,
@@ -169,13 +173,24 @@ impl Model {
                 self.sessions.len() - 1
             }
         };
+        self.last_session = i;
         Some(&mut self.sessions[i])
     }
 
-    fn request(&mut self, f: &StoredFrame) {
-        let method = f.method.as_deref().unwrap_or("");
-        let msg = Message::parse(&f.raw);
-        let params: SessionParams = msg.as_ref().and_then(|m| m.params()).unwrap_or_default();
+    fn request(&mut self, f: &FrameRef<'_>, redact: Option<&Redactor>) {
+        let method = f.method.unwrap_or("");
+        let shown = matches!(
+            method,
+            "initialize"
+                | "session/new"
+                | "session/load"
+                | "session/resume"
+                | "session/fork"
+                | "session/set_mode"
+                | "session/set_config_option"
+        );
+        let raw = if shown { masked(f.raw, redact) } else { Cow::Borrowed(f.raw) };
+        let params = wire::params(&raw).unwrap_or_default();
         let what = match method {
             "initialize" => {
                 self.client = params.client_info.as_ref().and_then(|i| i.describe()).map(|s| cut(&s, SHORT_MAX));
@@ -189,14 +204,14 @@ impl Model {
                     _ => "fork",
                 };
                 if how == "load" || how == "resume" {
-                    if let Some(s) = f.session_id.as_deref().and_then(|sid| self.session(sid, f)) {
+                    if let Some(s) = f.session_id.and_then(|sid| self.session(sid, f)) {
                         s.replaying = Some((f.seq, 0, Default::default()));
                     }
                 }
                 Awaiting::Open { how, cwd: params.cwd.as_deref().map(|c| cut(c, SHORT_MAX)) }
             }
             "session/prompt" => {
-                if let Some(s) = f.session_id.as_deref().and_then(|sid| self.session(sid, f)) {
+                if let Some(s) = f.session_id.and_then(|sid| self.session(sid, f)) {
                     s.summary.turns += 1;
                     s.turn_starts.push(f.seq);
                     s.open_turns.push((f.seq, None));
@@ -211,25 +226,30 @@ impl Model {
                         params.value.map(|v| v.get().trim_matches('"').to_owned()),
                     ),
                 };
-                if let (Some(value), Some(s)) = (value, f.session_id.as_deref().and_then(|sid| self.session(sid, f))) {
+                if let (Some(value), Some(s)) = (value, f.session_id.and_then(|sid| self.session(sid, f))) {
                     if setting == "mode" {
                         s.summary.mode = Some(cut(&value, SHORT_MAX));
                     }
                     push_bounded(
-                        &mut s.summary.changes,
-                        SettingChange { setting: cut(&setting, SHORT_MAX), value: cut(&value, SHORT_MAX), seq: f.seq, t_ns: f.t_ns },
+                        &mut s.changes,
+                        SettingChange {
+                            setting: cut(&setting, SHORT_MAX),
+                            value: cut(&value, SHORT_MAX),
+                            seq: f.seq,
+                            t_ns: f.t_ns,
+                        },
                     );
                 }
                 Awaiting::Other
             }
             "session/close" | "session/delete" => {
-                if let Some(s) = f.session_id.as_deref().and_then(|sid| self.session(sid, f)) {
+                if let Some(s) = f.session_id.and_then(|sid| self.session(sid, f)) {
                     s.summary.closed_seq = Some(f.seq);
                 }
                 Awaiting::Other
             }
             "session/request_permission" => {
-                if let Some(s) = f.session_id.as_deref().and_then(|sid| self.session(sid, f)) {
+                if let Some(s) = f.session_id.and_then(|sid| self.session(sid, f)) {
                     s.summary.permission_requests += 1;
                 }
                 Awaiting::Permission
@@ -244,9 +264,9 @@ impl Model {
             f.seq,
             Pending {
                 dir: f.dir,
-                method: f.method.as_deref().map(|m| cut(m, SHORT_MAX)),
-                rpc_id: f.rpc_id.as_deref().map(|i| cut(i, SHORT_MAX)),
-                session: f.session_id.clone(),
+                method: f.method.map(|m| cut(m, SHORT_MAX)),
+                rpc_id: f.rpc_id.map(|i| cut(i, SHORT_MAX)),
+                session: f.session_id.map(str::to_owned),
                 t_ns: f.t_ns,
                 what,
                 cancel_seq: None,
@@ -254,11 +274,32 @@ impl Model {
         );
     }
 
-    fn notification(&mut self, f: &StoredFrame) {
-        match f.method.as_deref() {
-            Some("session/update") => self.update(f),
+    fn notification(&mut self, f: &FrameRef<'_>, redact: Option<&Redactor>) {
+        match f.method {
+            Some("session/update") => {
+                let params = wire::params(f.raw);
+                let kind = params.as_ref().and_then(|p| p.update.as_ref()).and_then(|u| u.session_update.as_deref());
+                // Kinds whose text the model shows are read again, masked.
+                let shown = matches!(
+                    kind,
+                    Some(
+                        "plan"
+                            | "available_commands_update"
+                            | "current_mode_update"
+                            | "session_info_update"
+                            | "usage_update"
+                    )
+                );
+                match redact.filter(|_| shown) {
+                    Some(r) => {
+                        let raw = r.redact(f.raw);
+                        self.update(f, wire::params(&raw));
+                    }
+                    None => self.update(f, params),
+                }
+            }
             Some("session/cancel") => {
-                if let Some(s) = f.session_id.as_deref().and_then(|sid| self.session(sid, f)) {
+                if let Some(s) = f.session_id.and_then(|sid| self.session(sid, f)) {
                     for turn in &mut s.open_turns {
                         turn.1.get_or_insert(f.seq);
                     }
@@ -271,7 +312,7 @@ impl Model {
                 }
             }
             Some("$/cancel_request") => {
-                let params: Option<SessionParams> = Message::parse(&f.raw).and_then(|m| m.params());
+                let params = wire::params(f.raw);
                 let Some(id) = params.as_ref().and_then(|p| p.request_id) else { return };
                 let key = id_key(id.get());
                 // The side that sent the request cancels it.
@@ -287,9 +328,8 @@ impl Model {
         }
     }
 
-    fn update(&mut self, f: &StoredFrame) {
-        let Some(sid) = f.session_id.as_deref() else { return };
-        let params: Option<SessionParams> = Message::parse(&f.raw).and_then(|m| m.params());
+    fn update(&mut self, f: &FrameRef<'_>, params: Option<SessionParams<'_>>) {
+        let Some(sid) = f.session_id else { return };
         let Some(s) = self.session(sid, f) else { return };
         s.summary.updates += 1;
         let Some(update) = params.and_then(|p| p.update) else {
@@ -340,13 +380,13 @@ impl Model {
                 if let Some(mode) = update.current_mode_id.as_deref() {
                     s.summary.mode = Some(cut(mode, SHORT_MAX));
                     push_bounded(
-                        &mut s.summary.changes,
+                        &mut s.changes,
                         SettingChange { setting: "mode".into(), value: cut(mode, SHORT_MAX), seq: f.seq, t_ns: f.t_ns },
                     );
                 }
             }
             "config_option_update" => push_bounded(
-                &mut s.summary.changes,
+                &mut s.changes,
                 SettingChange { setting: "config_options".into(), value: "updated".into(), seq: f.seq, t_ns: f.t_ns },
             ),
             "session_info_update" => {
@@ -369,18 +409,26 @@ impl Model {
                     end_turn(&mut s.summary, cancel, Some(reason), f.seq);
                 }
             }
-            "agent_message_chunk" | "agent_thought_chunk" | "user_message_chunk" | "tool_call_update"
-            | "agent_message" | "agent_thought" | "user_message" | "tool_call_content_chunk" | "plan_update" => {}
+            "agent_message_chunk"
+            | "agent_thought_chunk"
+            | "user_message_chunk"
+            | "tool_call_update"
+            | "agent_message"
+            | "agent_thought"
+            | "user_message"
+            | "tool_call_content_chunk"
+            | "plan_update" => {}
             other => count_kind(&mut s.summary.other_updates, other),
         }
     }
 
-    fn response(&mut self, f: &StoredFrame) {
+    fn response(&mut self, f: &FrameRef<'_>, redact: Option<&Redactor>) {
         let Some(request) = f.reply_to_seq else { return };
         let Some(p) = self.pending.remove(&request) else { return };
-        let msg = Message::parse(&f.raw);
-        let answer: Answer = msg.as_ref().and_then(|m| m.result()).unwrap_or_default();
-        let error = msg.as_ref().and_then(|m| m.error.as_ref()).map(|e| e.describe());
+        let shown = matches!(p.what, Awaiting::Initialize | Awaiting::Open { .. });
+        let raw = if shown { masked(f.raw, redact) } else { Cow::Borrowed(f.raw) };
+        let (answer, error) = wire::reply(&raw);
+        let error = error.map(|e| e.describe());
         match p.what {
             Awaiting::Initialize => {
                 self.protocol_version = answer.protocol_version.or(self.protocol_version);
@@ -408,7 +456,12 @@ impl Model {
                 }
                 if let Some((load, replayed, _)) = s.replaying.take() {
                     if how == "load" && replayed == 0 && load == request {
-                        note(&mut s.summary, "load-replayed-nothing", "session/load answered without replaying the conversation", Some(f.seq));
+                        note(
+                            &mut s.summary,
+                            "load-replayed-nothing",
+                            "session/load answered without replaying the conversation",
+                            Some(f.seq),
+                        );
                     }
                 }
             }
@@ -478,11 +531,19 @@ impl Model {
         self.by_id.get(sid).map(|&i| self.sessions[i].turn_starts.as_slice())
     }
 
-    /// Session `sid`'s last plan and commands.
-    pub fn plan_and_commands(&self, sid: &str) -> (Option<Plan>, Vec<String>) {
+    /// The seq of session `sid`'s last frame.
+    pub fn session_last_seq(&self, sid: &str) -> Option<i64> {
+        self.by_id.get(sid).map(|&i| self.sessions[i].summary.last_seq)
+    }
+
+    /// Session `sid`'s last plan, commands and setting changes.
+    pub fn extras(&self, sid: &str) -> (Option<Plan>, Vec<String>, Vec<SettingChange>) {
         match self.by_id.get(sid) {
-            Some(&i) => (self.sessions[i].plan.clone(), self.sessions[i].commands.clone()),
-            None => (None, Vec::new()),
+            Some(&i) => {
+                let s = &self.sessions[i];
+                (s.plan.clone(), s.commands.clone(), s.changes.clone())
+            }
+            None => (None, Vec::new(), Vec::new()),
         }
     }
 
@@ -500,6 +561,14 @@ pub fn now_t_ns(trace: &acp_tee_shared::api::TraceSummary) -> Option<i64> {
     }
     let started = chrono::DateTime::parse_from_rfc3339(&trace.meta.started_at).ok()?;
     (chrono::Utc::now() - started.with_timezone(&chrono::Utc)).num_nanoseconds()
+}
+
+/// `raw` masked by `redact`, when given.
+fn masked<'a>(raw: &'a [u8], redact: Option<&Redactor>) -> Cow<'a, [u8]> {
+    match redact {
+        Some(r) => r.redact(raw),
+        None => Cow::Borrowed(raw),
+    }
 }
 
 fn open_request(seq: i64, p: &Pending, now: i64) -> OpenRequest {
@@ -561,8 +630,12 @@ fn add_usage(s: &mut Session, u: acp_tee_shared::session::TokenUsage, seq: i64) 
     s.last_usage = Some(u);
 }
 
+/// Notes `code` once: later occurrences are counted.
 fn note(summary: &mut SessionSummary, code: &str, message: &str, seq: Option<i64>) {
-    push_bounded(&mut summary.notes, Note { code: code.into(), message: message.into(), seq });
+    match summary.notes.iter_mut().find(|n| n.code == code) {
+        Some(n) => n.count += 1,
+        None => summary.notes.push(Note { code: code.into(), message: message.into(), seq, count: 1 }),
+    }
 }
 
 fn push_bounded<T>(list: &mut Vec<T>, item: T) {

@@ -5,14 +5,17 @@
 //! Built by a fold over the frames of just those turns: from the first
 //! turn's prompt on, until every turn of the page has ended and every
 //! request made in them is answered, or [`TURN_TAIL_FRAMES`] frames past the
-//! next turn's prompt when one never is. Tool call updates that come after
+//! next turn's prompt when one never is, and never past the session's last
+//! frame. Tool call updates that come after
 //! that are not on the page.
 
 use super::text::{add_block, count_kind, cut, json_text};
-use super::wire::{Answer, ContentBlock, Message, SessionParams, ToolContent, Update};
+use super::wire::{self, Answer, ContentBlock, SessionParams, ToolContent, Update};
 use super::{Model, SHORT_MAX};
-use crate::store::{Store, StoreError, StoredFrame};
-use acp_tee_shared::session::{ClientCall, Message as TurnMessage, Permission, StatusChange, TokenUsage, ToolCall, Turn};
+use crate::store::{FrameRef, Store, StoreError};
+use acp_tee_shared::session::{
+    ClientCall, Message as TurnMessage, Permission, StatusChange, TokenUsage, ToolCall, Turn,
+};
 use acp_tee_shared::{Direction, FrameKind};
 use std::collections::HashMap;
 
@@ -36,8 +39,15 @@ pub struct TurnPage {
 enum Awaits {
     /// A prompt: its turn's place on the page, `None` for a turn past it.
     Prompt(Option<usize>),
-    Permission { turn: usize, tool: usize, permission: usize },
-    Client { turn: usize, call: usize },
+    Permission {
+        turn: usize,
+        tool: usize,
+        permission: usize,
+    },
+    Client {
+        turn: usize,
+        call: usize,
+    },
 }
 
 struct Builder<'s> {
@@ -76,6 +86,8 @@ impl Model {
             return Ok(Some(TurnPage { turns: Vec::new() }));
         }
         let next = starts.get(to).copied();
+        // No frame of the session comes after its last one so far.
+        let until = self.session_last_seq(sid).unwrap_or(i64::MAX);
         let mut b = Builder {
             sid,
             first_index: from as u64,
@@ -87,24 +99,20 @@ impl Model {
             pending: HashMap::new(),
             v2: self.protocol_version() == Some(2),
         };
-        reader.for_each_frame_after(trace_id, starts[from] - 1, |mut f| {
-            if let Some(next) = next {
-                if f.seq >= next + TURN_TAIL_FRAMES {
-                    return Ok(false);
-                }
+        reader.fold_frames_after(trace_id, starts[from] - 1, |f| {
+            if f.seq > until || next.is_some_and(|next| f.seq >= next + TURN_TAIL_FRAMES) {
+                return false;
             }
-            if f.session_id.as_deref() != Some(b.sid) {
-                return Ok(true);
+            if f.session_id != Some(b.sid) {
+                return true;
             }
-            if let Some(r) = redact {
-                if let std::borrow::Cow::Owned(masked) = r.redact(&f.raw) {
-                    f.raw = masked;
-                }
+            match redact.map(|r| r.redact(f.raw)) {
+                Some(std::borrow::Cow::Owned(masked)) => b.feed(&FrameRef { raw: &masked, ..*f }),
+                _ => b.feed(f),
             }
-            b.feed(&f);
             // Done once every turn of the page began and ended and nothing
             // they asked awaits an answer.
-            Ok::<_, StoreError>(b.turns.len() < b.want || b.waiting())
+            b.turns.len() < b.want || b.waiting()
         })?;
         Ok(Some(TurnPage { turns: b.turns }))
     }
@@ -123,16 +131,14 @@ pub fn token_usage(u: super::wire::Usage) -> TokenUsage {
 }
 
 impl Builder<'_> {
-    fn feed(&mut self, f: &StoredFrame) {
-        let msg = Message::parse(&f.raw);
+    fn feed(&mut self, f: &FrameRef<'_>) {
         match f.kind {
             FrameKind::Request => {
-                let params: SessionParams = msg.as_ref().and_then(|m| m.params()).unwrap_or_default();
-                self.request(f, params);
+                self.request(f, wire::params(f.raw).unwrap_or_default());
             }
             FrameKind::Notification => {
-                let params: SessionParams = msg.as_ref().and_then(|m| m.params()).unwrap_or_default();
-                match f.method.as_deref() {
+                let params = wire::params(f.raw).unwrap_or_default();
+                match f.method {
                     Some("session/update") => {
                         if let Some(update) = params.update {
                             self.update(f, update);
@@ -148,8 +154,8 @@ impl Builder<'_> {
             }
             FrameKind::Response | FrameKind::Error => {
                 let Some(awaits) = f.reply_to_seq.and_then(|r| self.pending.remove(&r)) else { return };
-                let answer: Answer = msg.as_ref().and_then(|m| m.result()).unwrap_or_default();
-                let error = msg.as_ref().and_then(|m| m.error.as_ref()).map(|e| cut(&e.describe(), SHORT_MAX));
+                let (answer, error) = wire::reply(f.raw);
+                let error = error.map(|e| cut(&e.describe(), SHORT_MAX));
                 self.response(f, awaits, answer, error);
             }
             _ => {}
@@ -175,8 +181,8 @@ impl Builder<'_> {
         }
     }
 
-    fn request(&mut self, f: &StoredFrame, params: SessionParams<'_>) {
-        let method = f.method.as_deref().unwrap_or("");
+    fn request(&mut self, f: &FrameRef<'_>, params: SessionParams<'_>) {
+        let method = f.method.unwrap_or("");
         if method == "session/prompt" {
             if self.turns.len() >= self.want {
                 self.open.push(None);
@@ -259,7 +265,7 @@ impl Builder<'_> {
 
     /// The place of tool call `id` in turn `turn`, added when new (`None`
     /// past the turn's bound).
-    fn tool(&mut self, turn: usize, id: &str, f: &StoredFrame) -> Option<usize> {
+    fn tool(&mut self, turn: usize, id: &str, f: &FrameRef<'_>) -> Option<usize> {
         if let Some(&i) = self.tools[turn].get(id) {
             return Some(i);
         }
@@ -279,7 +285,7 @@ impl Builder<'_> {
         Some(calls.len() - 1)
     }
 
-    fn update(&mut self, f: &StoredFrame, update: Update<'_>) {
+    fn update(&mut self, f: &FrameRef<'_>, update: Update<'_>) {
         let kind = update.session_update.as_deref().unwrap_or("unknown");
         let Some(turn) = self.current() else {
             // v2: a turn past the page ends here.
@@ -344,7 +350,7 @@ impl Builder<'_> {
         add_block(&mut self.turns[turn].messages[at].text, block, seq, true);
     }
 
-    fn tool_update(&mut self, turn: usize, f: &StoredFrame, u: &Update<'_>) {
+    fn tool_update(&mut self, turn: usize, f: &FrameRef<'_>, u: &Update<'_>) {
         let Some(tool) = self.tool(turn, u.tool_call_id.as_deref().unwrap_or(""), f) else { return };
         let call = &mut self.turns[turn].tool_calls[tool];
         call.updates += 1;
@@ -383,7 +389,7 @@ impl Builder<'_> {
         }
     }
 
-    fn response(&mut self, f: &StoredFrame, awaits: Awaits, answer: Answer<'_>, error: Option<String>) {
+    fn response(&mut self, f: &FrameRef<'_>, awaits: Awaits, answer: Answer<'_>, error: Option<String>) {
         match awaits {
             Awaits::Prompt(None) => {
                 if answer.stop_reason.is_some() || error.is_some() || !self.v2 {

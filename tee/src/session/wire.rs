@@ -2,8 +2,8 @@
 //! structs: a field the model does not need is skipped, not built.
 //!
 //! A message that does not parse as these shapes (a wrong type, a repeated
-//! member) is read as far as the model needs it: [`Message::parse`] gives
-//! `None` and the frame counts only by its stored columns.
+//! member) gives nothing ([`params`], [`reply`]): the frame counts only by
+//! its stored columns.
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -12,31 +12,33 @@ use std::borrow::Cow;
 /// A JSON string, borrowed when it has no escapes.
 pub type Str<'a> = Cow<'a, str>;
 
-/// One JSON-RPC message, its payload left raw.
+/// A request's or notification's params.
 #[derive(Deserialize)]
-pub struct Message<'a> {
+struct WithParams<'a> {
     #[serde(borrow, default)]
-    pub params: Option<&'a RawValue>,
-    #[serde(borrow, default)]
-    pub result: Option<&'a RawValue>,
-    #[serde(default)]
-    pub error: Option<RpcError<'a>>,
+    params: Option<SessionParams<'a>>,
 }
 
-impl<'a> Message<'a> {
-    /// The message in `raw`, when it is a JSON object of the usual shape.
-    pub fn parse(raw: &'a [u8]) -> Option<Message<'a>> {
-        serde_json::from_slice(raw).ok()
-    }
+/// A response's result or error.
+#[derive(Deserialize)]
+struct WithReply<'a> {
+    #[serde(borrow, default)]
+    result: Option<Answer<'a>>,
+    #[serde(borrow, default)]
+    error: Option<RpcError<'a>>,
+}
 
-    /// Its params as `T`.
-    pub fn params<T: Deserialize<'a>>(&self) -> Option<T> {
-        self.params.and_then(|p| serde_json::from_str(p.get()).ok())
-    }
+/// The params of the message in `raw`, read in one pass (`None` when the
+/// message is not an object of the usual shape).
+pub fn params(raw: &[u8]) -> Option<SessionParams<'_>> {
+    serde_json::from_slice::<WithParams>(raw).ok().and_then(|m| m.params)
+}
 
-    /// Its result as `T`.
-    pub fn result<T: Deserialize<'a>>(&self) -> Option<T> {
-        self.result.and_then(|p| serde_json::from_str(p.get()).ok())
+/// The result and error of the response in `raw`.
+pub fn reply(raw: &[u8]) -> (Answer<'_>, Option<RpcError<'_>>) {
+    match serde_json::from_slice::<WithReply>(raw) {
+        Ok(r) => (r.result.unwrap_or_default(), r.error),
+        Err(_) => (Answer::default(), None),
     }
 }
 

@@ -19,7 +19,7 @@ pub mod stats;
 
 pub use error::StoreError;
 pub use import::Import;
-pub use queries::StoredFrame;
+pub use queries::{FrameRef, StoredFrame};
 pub use reader::Reader;
 
 use insert::Inserts;

@@ -39,6 +39,60 @@ pub struct StoredFrame {
     pub receiver: Option<String>,
 }
 
+/// The columns of one stored frame a fold reads, borrowed from the row
+/// being read ([`Store::fold_frames_after`]).
+#[derive(Clone, Copy, Debug)]
+pub struct FrameRef<'a> {
+    /// Position in the trace, from 1.
+    pub seq: i64,
+    /// Monotonic nanoseconds since the trace started.
+    pub t_ns: i64,
+    /// Which way it went.
+    pub dir: Direction,
+    /// What it is.
+    pub kind: FrameKind,
+    /// JSON-RPC id as JSON text.
+    pub rpc_id: Option<&'a str>,
+    /// JSON-RPC method (for responses: their request's).
+    pub method: Option<&'a str>,
+    /// ACP session id (for responses: their request's).
+    pub session_id: Option<&'a str>,
+    /// For responses: the request's seq.
+    pub reply_to_seq: Option<i64>,
+    /// The exact bytes.
+    pub raw: &'a [u8],
+}
+
+/// The [`FrameRef`] in `row` (`id, seq, t_ns, dir, kind, rpc_id, method,
+/// session_id, reply_to_seq, raw`).
+fn frame_ref<'a>(row: &'a Row<'_>) -> rusqlite::Result<FrameRef<'a>> {
+    let text = |i: usize| -> rusqlite::Result<Option<&'a str>> {
+        row.get_ref(i)?
+            .as_str_or_null()
+            .map_err(|e| rusqlite::Error::FromSqlConversionFailure(i, rusqlite::types::Type::Text, Box::new(e)))
+    };
+    let name = |i: usize| -> rusqlite::Result<&'a str> {
+        text(i)?.ok_or(rusqlite::Error::InvalidColumnType(i, "null".into(), rusqlite::types::Type::Null))
+    };
+    let bad = |i: usize, e: acp_tee_shared::UnknownName| {
+        rusqlite::Error::FromSqlConversionFailure(i, rusqlite::types::Type::Text, Box::new(e))
+    };
+    Ok(FrameRef {
+        seq: row.get(1)?,
+        t_ns: row.get(2)?,
+        dir: name(3)?.parse().map_err(|e| bad(3, e))?,
+        kind: name(4)?.parse().map_err(|e| bad(4, e))?,
+        rpc_id: text(5)?,
+        method: text(6)?,
+        session_id: text(7)?,
+        reply_to_seq: row.get(8)?,
+        raw: row
+            .get_ref(9)?
+            .as_bytes()
+            .map_err(|e| rusqlite::Error::FromSqlConversionFailure(9, rusqlite::types::Type::Blob, Box::new(e)))?,
+    })
+}
+
 pub(super) const TRACE_COLUMNS: &str = "id, name, command, cwd, mode, started_at, ended_at, exit_code, exit_signal,
      end_reason, frame_count, error_count, missing_frames";
 
@@ -168,6 +222,46 @@ impl Store {
                 if !each(frame)? {
                     return Ok(());
                 }
+            }
+        }
+        Ok(())
+    }
+
+    /// Calls `each` with trace `trace_id`'s frames after seq `after`, in
+    /// order, as [`FrameRef`]s borrowed from the row being read (nothing is
+    /// copied), until it returns `false` or the frames stored when this
+    /// began are all read. A read transaction lasts one step of at most
+    /// `STEP_FRAMES` frames, so `each` must be quick: it is for folds over a
+    /// whole trace (the session model), not for writing to a client.
+    pub fn fold_frames_after(
+        &self,
+        trace_id: i64,
+        after: i64,
+        mut each: impl FnMut(&FrameRef<'_>) -> bool,
+    ) -> Result<(), StoreError> {
+        let (lo, hi) = super::frame_id_bounds(trace_id);
+        let last: Option<i64> =
+            self.conn
+                .query_row("SELECT max(id) FROM frames WHERE id > ?1 AND id < ?2", params![lo, hi], |r| r.get(0))?;
+        let Some(last) = last else { return Ok(()) };
+        let mut from = super::frame_id(trace_id, after.max(0));
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT id, seq, t_ns, dir, kind, rpc_id, method, session_id, reply_to_seq, raw
+             FROM frames WHERE id > ?1 AND id <= ?2 ORDER BY id LIMIT ?3",
+        )?;
+        while from < last {
+            let mut rows = stmt.query(params![from, last, STEP_FRAMES as i64])?;
+            let mut count = 0;
+            while let Some(row) = rows.next()? {
+                count += 1;
+                from = row.get(0)?;
+                let frame = frame_ref(row)?;
+                if !each(&frame) {
+                    return Ok(());
+                }
+            }
+            if count < STEP_FRAMES {
+                break;
             }
         }
         Ok(())
