@@ -48,7 +48,7 @@ pub use redact::REDACT_MAX_DEPTH;
 pub use server::{app, AppState, Db, MAX_EXPORTS, QUERY_TIME_LIMIT};
 pub use store::migrations::SCHEMA_VERSION;
 pub use store::search::MAX_SEARCH_TERMS;
-pub use store::{Reader, Store, StoreError, StoredFrame};
+pub use store::{MaintenanceReport, Reader, Store, StoreError, StoredFrame};
 
 /// The recorder's parts, for `examples/recorder_cost.rs`, which measures
 /// what recording costs per frame without the processes around it.

@@ -287,6 +287,7 @@ fn store_of_lines(lines: &[(acp_tee_shared::Direction, &str)]) -> (TempStore, i6
     use acp_tee::{TraceEnd, TraceStart};
     let store = TempStore::new();
     let mut s = Store::create_or_open(&store.db).unwrap();
+    s.maintain(0).unwrap();
     let start = TraceStart {
         name: Some("lines".into()),
         command: vec!["agent".into()],

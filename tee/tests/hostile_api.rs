@@ -21,6 +21,7 @@ use std::time::{Duration, Instant};
 /// line) in a new store at `db`; returns its id.
 fn store_lines(db: &Path, lines: impl IntoIterator<Item = (Direction, String)>) -> i64 {
     let mut store = Store::create_or_open(db).unwrap();
+    store.maintain(0).unwrap();
     let start = TraceStart {
         name: Some("hostile".into()),
         command: vec!["agent".into()],

@@ -392,7 +392,7 @@ fn a_recording_during_a_long_import_is_stored_while_the_import_goes_on() {
 fn a_recording_waits_out_a_write_lock_held_past_the_busy_timeout() {
     use std::io::Read;
     let store = TempStore::new();
-    drop(Store::create_or_open(&store.db).unwrap());
+    Store::create_or_open(&store.db).unwrap().maintain(0).unwrap();
     // Another process's transaction holds the write lock for 35 s, past the
     // 30 s busy timeout after which the recorder used to give up.
     let holder = rusqlite::Connection::open(&store.db).unwrap();

@@ -96,9 +96,12 @@ impl StoreArg {
         }
     }
 
-    /// Opens the existing store for reading only (see [`Reader`]).
+    /// Runs a maintenance step on the existing store, then opens it for
+    /// reading only (see [`Reader`]).
     fn open_reader(&self) -> anyhow::Result<Reader> {
-        Ok(Reader::open(&self.path()?)?)
+        let path = self.path()?;
+        maintain_before_reading(&path)?;
+        Ok(Reader::open(&path)?)
     }
 }
 
@@ -323,6 +326,15 @@ struct RecorderArgs {
     resume: bool,
 }
 
+/// The maintenance step the read commands (and `serve`) run before they
+/// open readers: migrations and traces whose recorder is gone, no search
+/// indexing (`serve` indexes in the background; the others never search). A
+/// store that cannot be written here is left as it is.
+fn maintain_before_reading(path: &std::path::Path) -> anyhow::Result<()> {
+    store::maintain_existing(path, 0)?;
+    Ok(())
+}
+
 /// Parses `3s`, `500ms`, `2m` or a bare number of seconds.
 fn parse_duration(s: &str) -> Result<Duration, String> {
     let bad = || format!("`{s}` is not a duration; write e.g. 3s, 500ms or 1m");
@@ -402,6 +414,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
         }
         Command::Serve(a) => {
             let db = a.store.path()?;
+            maintain_before_reading(&db)?;
             let open_path = match a.trace {
                 None => "/".to_owned(),
                 Some(sel) => {
@@ -511,6 +524,7 @@ fn settle(store: &Store, id: i64, wait: bool) -> anyhow::Result<()> {
 
 fn import_command(a: ImportArgs) -> anyhow::Result<i32> {
     let mut store = Store::create_or_open(&a.store.path()?)?;
+    store.maintain(0)?;
     let format = match a.format {
         ImportFormatArg::Auto => ImportFormat::Auto,
         ImportFormatArg::AcpTee => ImportFormat::AcpTee,

@@ -209,7 +209,7 @@ mod tests {
     fn a_folded_log_starts_over_after_the_writer_copies_its_share() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("t.db");
-        let mut writer = Store::create_or_open(&path).unwrap();
+        let mut writer = crate::store::create_maintained(&path);
         writer.set_autocheckpoint(0).unwrap();
         let id = writer.create_trace(&crate::store::test_start(), 1).unwrap();
         let mut framer = Framer::new();
@@ -255,7 +255,7 @@ mod tests {
     fn stopping_waits_for_the_pass_and_ends_the_thread() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("t.db");
-        let _store = Store::create_or_open(&path).unwrap();
+        let _store = crate::store::create_maintained(&path);
         let c = Checkpointer::start(&path).expect("a checkpointer");
         for _ in 0..3 {
             c.nudge();

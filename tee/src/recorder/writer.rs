@@ -93,9 +93,10 @@ impl StoreWriter {
         let relay = relay_pid();
         let client = relay.and_then(parent_of);
         let opened = w.while_locked(|| {
-            Store::create_or_open(path).and_then(|store| store.tune_for_recording().map(|()| store)).and_then(|store| {
-                store.create_relayed_trace(start, std::process::id(), relay, client).map(|id| (store, id))
-            })
+            let store = opened_and_maintained(path)?;
+            store.tune_for_recording()?;
+            let id = store.create_relayed_trace(start, std::process::id(), relay, client)?;
+            Ok((store, id))
         });
         w.attach(path, opened);
         w
@@ -111,7 +112,7 @@ impl StoreWriter {
         let client = relay.and_then(parent_of);
         let own = std::process::id();
         let opened = w.while_locked(|| {
-            let store = Store::create_or_open(path)?;
+            let store = opened_and_maintained(path)?;
             store.tune_for_recording()?;
             let resumed = match store.resume_trace(start, resume.recorder_pid, own)? {
                 Some(resumed) => resumed,
@@ -245,15 +246,15 @@ impl StoreWriter {
         }
     }
 
-    /// Indexes one chunk of frames for search; returns how many. Failure only
-    /// delays search indexing (searches scan unindexed frames), so it is
-    /// logged at debug level, not warned about.
+    /// Runs a maintenance step that indexes one chunk of frames for search;
+    /// returns how many. Failure only delays search indexing (searches scan
+    /// unindexed frames), so it is logged at debug level, not warned about.
     fn index_some(&mut self) -> usize {
         let Some((store, _)) = self.target.as_mut() else { return 0 };
-        match store.index_for_search(INDEX_CHUNK) {
-            Ok(n) => n,
+        match store.maintain(INDEX_CHUNK) {
+            Ok(report) => report.indexed,
             Err(e) => {
-                tracing::debug!("search indexing: {e}");
+                tracing::debug!("maintenance: {e}");
                 0
             }
         }
@@ -386,6 +387,15 @@ impl StoreWriter {
             );
         }
     }
+}
+
+/// Opens (or creates) the store at `path` and runs the maintenance step a
+/// recorder runs when it starts: migrations and traces left without an end,
+/// no search indexing (that waits for an idle queue, so the run starts now).
+fn opened_and_maintained(path: &Path) -> Result<Store, StoreError> {
+    let mut store = Store::create_or_open(path)?;
+    store.maintain(0)?;
+    Ok(store)
 }
 
 /// The write-ahead log of the store at `db` (`DB-wal`).

@@ -306,15 +306,16 @@ mod tests {
     fn what_a_dead_import_left_is_removed_by_the_next() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("t.db");
-        let mut store = Store::create_or_open(&path).unwrap();
+        let mut store = crate::store::create_maintained(&path);
         let mut import = store.begin_import().unwrap();
         let id = import.create_trace("import", "2026-01-01T00:00:00.000000Z", "jsons file x").unwrap();
         import.insert_frames(id, &[frame(&mut Framer::new(), 1)]).unwrap();
         // As if its process had died: a pid that no process has.
         import.store.conn.execute("UPDATE traces SET recorder_pid = ?1", params![i32::MAX]).unwrap();
         std::mem::forget(import);
-        // Opening the store leaves it alone (it is not a cut-off recording).
+        // Maintenance leaves it alone (it is not a cut-off recording).
         let mut store = Store::open_existing(&path).unwrap();
+        assert_eq!(store.maintain(100).unwrap().ended, 0);
         assert_eq!((rows(&store, "traces"), rows(&store, "frames")), (1, 1));
         let import = store.begin_import().unwrap();
         drop(import);

@@ -3,13 +3,19 @@
 //! This module and `recorder/` are the only code that speaks SQL. Everyone
 //! else uses the typed operations here.
 //!
+//! The store's roles: the recorder's writes, imports ([`Import`]), reads
+//! ([`Reader`]), and the upkeep
+//! every writer runs explicitly ([`Store::maintain`], `maintenance.rs`):
+//! opening a store never changes it.
+//!
 //! Architecture Invariant: the schema only changes through `migrations/`,
-//! applied in order by [`migrations::apply`] when a store is opened.
+//! applied in order by [`migrations::apply`] during maintenance.
 
 pub mod api;
 mod error;
 mod import;
 mod insert;
+mod maintenance;
 pub mod migrations;
 mod queries;
 mod reader;
@@ -19,12 +25,13 @@ pub mod stats;
 
 pub use error::StoreError;
 pub use import::Import;
+pub use maintenance::{maintain_existing, MaintenanceReport};
 pub use queries::StoredFrame;
 pub use reader::Reader;
 
 use insert::Inserts;
 
-use crate::model::{NewFrame, TraceEnd, TraceStart, CUT_OFF};
+use crate::model::{NewFrame, TraceEnd, TraceStart};
 use acp_tee_shared::Direction;
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension, TransactionBehavior};
 use std::fs::{DirBuilder, OpenOptions};
@@ -45,6 +52,14 @@ pub(crate) fn test_start() -> TraceStart {
         mode: crate::model::Mode::Wrap.to_string(),
         started_at: "2026-01-01T00:00:00Z".into(),
     }
+}
+
+/// The store at `path`, created and maintained (migrated), for tests.
+#[cfg(test)]
+pub(crate) fn create_maintained(path: &Path) -> Store {
+    let mut store = Store::create_or_open(path).expect("create the store");
+    store.maintain(0).expect("maintain the store");
+    store
 }
 
 /// The trace a replacement recorder continues ([`Store::resume_trace`]).
@@ -106,6 +121,25 @@ enum Access {
     /// memory file (SQLite's `immutable`), for a directory this process
     /// cannot create them in.
     Immutable,
+}
+
+/// Runs `attempt` again while SQLite answers SQLITE_BUSY at once instead of
+/// waiting (a writer upgrading its lock while another connection switches
+/// the journal mode or migrates: SQLite returns SQLITE_BUSY rather than
+/// deadlock), for up to [`BUSY_TIMEOUT`]. This happens when a store is
+/// created and set up by two processes at the same moment.
+fn retry_busy<T>(mut attempt: impl FnMut() -> Result<T, StoreError>) -> Result<T, StoreError> {
+    let deadline = std::time::Instant::now() + BUSY_TIMEOUT;
+    let mut pause = Duration::from_millis(5);
+    loop {
+        match attempt() {
+            Err(e) if e.is_busy() && std::time::Instant::now() < deadline => {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_millis(200));
+            }
+            other => return other,
+        }
+    }
 }
 
 /// The `file:` URI of `path` opened immutable.
@@ -191,28 +225,15 @@ impl Store {
     }
 
     /// Opens the store, retrying while another process holds it in a way
-    /// SQLite reports at once instead of waiting (a writer upgrading its lock
-    /// while this connection switches the journal mode or migrates: SQLite
-    /// returns SQLITE_BUSY rather than deadlock). This happens when a store is
-    /// created and opened by two processes at the same moment.
+    /// SQLite reports at once ([`retry_busy`]).
     fn open_with(path: &Path, access: Access) -> Result<Store, StoreError> {
-        let deadline = std::time::Instant::now() + BUSY_TIMEOUT;
-        let mut pause = Duration::from_millis(5);
-        loop {
-            match Self::open_once(path, access) {
-                Err(e) if e.is_busy() && std::time::Instant::now() < deadline => {
-                    std::thread::sleep(pause);
-                    pause = (pause * 2).min(Duration::from_millis(200));
-                }
-                other => return other,
-            }
-        }
+        retry_busy(|| Self::open_once(path, access))
     }
 
     fn open_once(path: &Path, access: Access) -> Result<Store, StoreError> {
         let wrap = |source| StoreError::Open { path: path.to_owned(), source };
         let flags = OpenFlags::SQLITE_OPEN_NO_MUTEX;
-        let mut conn = match access {
+        let conn = match access {
             Access::ReadWrite => Connection::open_with_flags(path, flags | OpenFlags::SQLITE_OPEN_READ_WRITE),
             Access::ReadOnly => Connection::open_with_flags(path, flags | OpenFlags::SQLITE_OPEN_READ_ONLY),
             Access::Immutable => Connection::open_with_flags(
@@ -228,20 +249,14 @@ impl Store {
         }
         conn.pragma_update(None, "synchronous", "NORMAL").map_err(wrap)?;
         conn.pragma_update(None, "foreign_keys", "ON").map_err(wrap)?;
-        let migrated = match access {
-            Access::ReadWrite => migrations::apply(&mut conn).map(|_| ()),
-            Access::ReadOnly | Access::Immutable => migrations::check(&conn),
-        };
-        migrated.map_err(|source| StoreError::Migrate { path: path.to_owned(), source })?;
+        // No upkeep here: a writable store older than this build is opened
+        // as it is and brought up to date by [`Store::maintain`]; one that
+        // cannot be written must already have this build's schema.
+        let writable = access == Access::ReadWrite && !conn.is_readonly(rusqlite::MAIN_DB).unwrap_or(true);
+        let checked = if writable { migrations::check_not_newer(&conn) } else { migrations::check(&conn) };
+        checked.map_err(|source| StoreError::Migrate { path: path.to_owned(), source })?;
         api::register_functions(&conn).map_err(wrap)?;
-        let store = Store { inserts: Inserts::default(), conn, path: path.to_owned() };
-        if store.is_read_only() {
-            return Ok(store);
-        }
-        if let Err(e) = store.end_abandoned_traces() {
-            tracing::debug!("cannot mark abandoned traces in {}: {e}", path.display());
-        }
-        Ok(store)
+        Ok(Store { inserts: Inserts::default(), conn, path: path.to_owned() })
     }
 
     /// An in-memory store, for tests.
@@ -378,90 +393,6 @@ impl Store {
         insert_rows(&tx, &mut self.inserts, trace_id, frames)?;
         tx.commit()?;
         Ok(())
-    }
-
-    /// Adds up to `max_rows` stored frames that are not yet in the search
-    /// index to it, trace by trace, in one transaction; returns how many. Any
-    /// recorder may do this for any trace: the progress is kept per trace.
-    pub fn index_for_search(&mut self, max_rows: i64) -> Result<usize, StoreError> {
-        let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let mut count = 0;
-        {
-            let traces: Vec<(i64, i64)> = tx
-                .prepare_cached(&format!(
-                    "SELECT t.id, coalesce(p.indexed_seq, 0) FROM traces t
-                     LEFT JOIN search_progress p ON p.trace_id = t.id WHERE {SHOWN} ORDER BY t.id"
-                ))?
-                .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
-                .collect::<Result<_, _>>()?;
-            let mut rows =
-                tx.prepare_cached("SELECT id, seq, raw FROM frames WHERE id > ?1 AND id < ?2 ORDER BY id LIMIT ?3")?;
-            let mut index = tx.prepare_cached("INSERT INTO frames_fts (rowid, text) VALUES (?1, ?2)")?;
-            let mut progress = tx.prepare_cached(
-                "INSERT INTO search_progress (trace_id, indexed_seq) VALUES (?1, ?2)
-                 ON CONFLICT (trace_id) DO UPDATE SET indexed_seq = excluded.indexed_seq",
-            )?;
-            for (trace_id, done) in traces {
-                if count >= max_rows {
-                    break;
-                }
-                let (_, end) = frame_id_bounds(trace_id);
-                let mut last = None;
-                let mut found = rows.query(params![frame_id(trace_id, done), end, max_rows - count])?;
-                while let Some(row) = found.next()? {
-                    let (id, seq, raw): (i64, i64, Vec<u8>) = (row.get(0)?, row.get(1)?, row.get(2)?);
-                    // Bytes that are not UTF-8 are searched as far as they decode.
-                    index.execute(params![id, String::from_utf8_lossy(&raw)])?;
-                    last = Some(seq);
-                    count += 1;
-                }
-                if let Some(seq) = last {
-                    progress.execute(params![trace_id, seq])?;
-                }
-            }
-        }
-        tx.commit()?;
-        Ok(count as usize)
-    }
-
-    /// Ends every trace that has no end while its recorder process is gone
-    /// (acp-tee and its recorder were both killed): the end is the time of its
-    /// last frame, the reason says it was cut off. Returns how many. Imports
-    /// are left alone: one whose process died is removed by the next import
-    /// (`import.rs`).
-    pub fn end_abandoned_traces(&self) -> Result<usize, StoreError> {
-        let open: Vec<(i64, String, Option<i64>)> = self
-            .conn
-            .prepare(
-                "SELECT id, started_at, recorder_pid FROM traces WHERE ended_at IS NULL AND imported_from IS NULL",
-            )?
-            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
-            .collect::<Result<_, _>>()?;
-        let mut ended = 0;
-        for (id, started_at, pid) in open {
-            // Traces that never had a recorder are not ours to end.
-            if pid.is_none_or(crate::proc::process_exists) {
-                continue;
-            }
-            let (lo, hi) = frame_id_bounds(id);
-            let last_t_ns: i64 = self.conn.query_row(
-                "SELECT coalesce(max(t_ns), 0) FROM frames WHERE id > ?1 AND id < ?2",
-                params![lo, hi],
-                |r| r.get(0),
-            )?;
-            let ended_at = chrono::DateTime::parse_from_rfc3339(&started_at)
-                .map(|s| {
-                    (s + chrono::Duration::nanoseconds(last_t_ns))
-                        .with_timezone(&chrono::Utc)
-                        .to_rfc3339_opts(chrono::SecondsFormat::Micros, true)
-                })
-                .unwrap_or(started_at);
-            ended += self.conn.execute(
-                "UPDATE traces SET ended_at = ?1, end_reason = ?2 WHERE id = ?3 AND ended_at IS NULL",
-                params![ended_at, CUT_OFF, id],
-            )?;
-        }
-        Ok(ended)
     }
 
     /// Moves the write-ahead log into the database file and empties it, so
