@@ -288,6 +288,7 @@ fn store_of_lines(lines: &[(acp_tee_shared::Direction, &str)]) -> (TempStore, i6
     let store = TempStore::new();
     let mut s = Store::create_or_open(&store.db).unwrap();
     s.maintain(0).unwrap();
+    let mut s = acp_tee::Recording::new(s).unwrap();
     let start = TraceStart {
         name: Some("lines".into()),
         command: vec!["agent".into()],
@@ -477,12 +478,11 @@ async fn a_query_past_the_time_limit_is_stopped_with_503() {
 
 /// The server's connections are opened `query_only`: a write slipped into a
 /// query, through the same pool the routes use, fails in SQLite and leaves
-/// the store as it was.
+/// the store as it was. (The recorder's writes are not even reachable from
+/// a reader: they are `Recording`'s; maintenance's are, on `&Store`.)
 #[tokio::test]
 async fn the_servers_connections_cannot_write_the_store() {
-    let (store, id) =
-        store_of_lines(&[(acp_tee_shared::Direction::ClientToAgent, r#"{"jsonrpc":"2.0","method":"m"}"#)]);
-    let db = Db::open(&store.db).unwrap();
+    let (store, _) = store_of_lines(&[(acp_tee_shared::Direction::ClientToAgent, r#"{"jsonrpc":"2.0","method":"m"}"#)]);
     let start = acp_tee::TraceStart {
         name: None,
         command: vec!["x".into()],
@@ -490,12 +490,15 @@ async fn the_servers_connections_cannot_write_the_store() {
         mode: acp_tee::Mode::Wrap.to_string(),
         started_at: "2026-01-01T00:00:00Z".into(),
     };
-    let created = db.run(move |s| s.create_trace(&start, 1)).await;
-    assert!(created.is_err(), "the server's connection wrote a trace: {created:?}");
-    let end = acp_tee::TraceEnd { exit_code: Some(9), exit_signal: None, end_reason: "rewritten".into() };
-    let finished = db.run(move |s| s.finish_trace(id, &end, 0, "2026-01-02T00:00:00Z")).await;
-    assert!(finished.is_err(), "the server's connection rewrote a trace's end");
+    // A trace whose recorder (a pid no process has) is gone: maintenance
+    // would end it.
+    let recording = acp_tee::Recording::new(Store::open_existing(&store.db).unwrap()).unwrap();
+    let open = recording.create_trace(&start, i32::MAX as u32).unwrap();
+    let db = Db::open(&store.db).unwrap();
+    let ended = db.run(move |s| s.end_abandoned_traces()).await;
+    assert!(ended.is_err(), "the server's connection ended a trace: {ended:?}");
     let traces = Store::open_existing(&store.db).unwrap().list_traces().unwrap();
-    assert_eq!(traces.len(), 1);
-    assert_eq!(traces[0].end_reason.as_deref(), Some("done"));
+    assert_eq!(traces.len(), 2);
+    assert_eq!(traces.iter().find(|t| t.id == open).unwrap().ended_at, None);
+    assert_eq!(traces.iter().find(|t| t.id != open).unwrap().end_reason.as_deref(), Some("done"));
 }

@@ -22,6 +22,7 @@ use std::time::{Duration, Instant};
 fn store_lines(db: &Path, lines: impl IntoIterator<Item = (Direction, String)>) -> i64 {
     let mut store = Store::create_or_open(db).unwrap();
     store.maintain(0).unwrap();
+    let mut store = acp_tee::Recording::new(store).unwrap();
     let start = TraceStart {
         name: Some("hostile".into()),
         command: vec!["agent".into()],

@@ -362,6 +362,7 @@ fn list_ends_a_trace_whose_recorder_is_gone_and_opening_alone_does_not() {
     let store = TempStore::new();
     let mut s = acp_tee::Store::create_or_open(&store.db).unwrap();
     s.maintain(0).unwrap();
+    let s = acp_tee::Recording::new(s).unwrap();
     let start = acp_tee::TraceStart {
         name: Some("abandoned".into()),
         command: vec!["agent".into()],

@@ -136,7 +136,7 @@ impl Import<'_> {
     /// Stores frames of trace `trace_id` in one transaction and adds them to
     /// its counts.
     pub fn insert_frames(&mut self, trace_id: i64, frames: &[NewFrame]) -> Result<(), StoreError> {
-        self.store.insert_frames(trace_id, frames)
+        self.store.insert_batch(trace_id, frames)
     }
 
     /// Whether trace `trace_id` has stored a frame with `seq`.

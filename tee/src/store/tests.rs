@@ -1,6 +1,7 @@
 //! Tests of opening stores and writing frames.
 
 use super::*;
+use crate::model::TraceStart;
 use acp_tee_shared::{Direction, FrameKind};
 
 #[test]
@@ -26,7 +27,7 @@ fn many_processes_creating_and_opening_one_store_at_once_all_succeed() {
                             mode: crate::model::Mode::Wrap.to_string(),
                             started_at: "2026-01-01T00:00:00Z".into(),
                         };
-                        store.create_trace(&start, std::process::id()).map(|_| ())
+                        Recording::new(store)?.create_trace(&start, std::process::id()).map(|_| ())
                     } else {
                         // Opening may come before the file exists: that is the
                         // one error allowed here.
