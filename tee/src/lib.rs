@@ -24,15 +24,10 @@ mod cli;
 mod clock;
 mod export;
 mod frame;
-// Until the relay/recorder lifecycle work lands, items of these two that
-// only tests use (and `handoff::MAX_PAYLOAD`, kept as documentation of the
-// wire format) are allowed; then they are gated with `cfg(test)` or removed.
-#[allow(dead_code)]
 mod handoff;
 mod import;
 mod model;
 mod proc;
-#[cfg_attr(not(test), allow(dead_code))]
 mod recorder;
 mod redact;
 mod relay;
