@@ -91,11 +91,7 @@ fn by_kind_alone(q: &FrameQuery, facts: Facts) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn query(text: &str) -> FrameQuery {
-        let uri: axum::http::Uri = format!("/?{text}").parse().unwrap();
-        axum::extract::Query::<FrameQuery>::try_from_uri(&uri).unwrap().0
-    }
+    use crate::store::api::tests::query;
 
     #[test]
     fn each_query_gets_its_plans() {
