@@ -41,8 +41,11 @@ pub struct Stored {
 
 impl Store {
     /// Starts an import, first deleting what imports whose process is gone
-    /// left behind.
+    /// left behind. The store must have this build's schema: run
+    /// [`Store::maintain`] on it first (`acp-tee import` does).
     pub fn begin_import(&mut self) -> Result<Import<'_>, StoreError> {
+        super::migrations::check_current(&self.conn)
+            .map_err(|source| StoreError::Migrate { path: self.path.clone(), source })?;
         self.remove_abandoned_imports()?;
         Ok(Import { store: self, traces: Vec::new(), committed: false })
     }

@@ -249,8 +249,9 @@ impl Store {
         Ok(Store { inserts: Inserts::default(), conn, path: path.to_owned() })
     }
 
-    /// An in-memory store, for tests.
-    pub fn in_memory() -> Result<Store, StoreError> {
+    /// An in-memory store, migrated, for tests.
+    #[cfg(test)]
+    pub(crate) fn in_memory() -> Result<Store, StoreError> {
         let mut conn = Connection::open_in_memory()?;
         api::register_functions(&conn)?;
         migrations::apply(&mut conn).map_err(|source| StoreError::Migrate { path: ":memory:".into(), source })?;
