@@ -6,7 +6,7 @@
 //!
 //! For counts that do not move with machine load, run it under callgrind
 //! and read the inclusive instructions of `FrameSplitter::push` (framing;
-//! `Framer::chunk` around it may be inlined) and `Store::insert_frames`
+//! `Framer::chunk` around it may be inlined) and `Recording::insert_frames`
 //! (BENCHMARKS.md says how), divided by N:
 //!
 //! ```sh

@@ -10,7 +10,7 @@
 //! - `handoff`: the pipe protocol from the relay to the recorder process.
 //! - `recorder`: the recorder process; frames what it is handed and stores it.
 //! - `server`: `acp-tee serve`, the viewer's axum server and JSON API ([`app`]).
-//! - `store`: the SQLite trace store ([`Store`], and [`Reader`] for read-only access).
+//! - `store`: the SQLite trace store ([`Store`]; its roles [`Recording`], `Import` and [`Reader`], and maintenance).
 //! - `export`: exports: `acp-tee-trace` JSON and NDJSON, the conductor's `.jsons`, Perfetto.
 //! - `import`: imports of `acp-tee-trace`, the conductor's `.jsons` and sacp-tee logs.
 //! - `session`: the session model (turns, tool calls, permission waits, open requests), derived on read.
@@ -25,15 +25,10 @@ mod cli;
 mod clock;
 mod export;
 mod frame;
-// Until the relay/recorder lifecycle work lands, items of these two that
-// only tests use (and `handoff::MAX_PAYLOAD`, kept as documentation of the
-// wire format) are allowed; then they are gated with `cfg(test)` or removed.
-#[allow(dead_code)]
 mod handoff;
 mod import;
 mod model;
 mod proc;
-#[cfg_attr(not(test), allow(dead_code))]
 mod recorder;
 mod redact;
 mod relay;
@@ -50,7 +45,7 @@ pub use redact::REDACT_MAX_DEPTH;
 pub use server::{app, AppState, Db, MAX_EXPORTS, QUERY_TIME_LIMIT};
 pub use store::migrations::SCHEMA_VERSION;
 pub use store::search::MAX_SEARCH_TERMS;
-pub use store::{Reader, Store, StoreError, StoredFrame};
+pub use store::{MaintenanceReport, Reader, Recording, Store, StoreError, StoredFrame};
 
 /// The recorder's parts, for `examples/recorder_cost.rs`, which measures
 /// what recording costs per frame without the processes around it.

@@ -278,6 +278,8 @@ fn perfetto_export_nests_and_orders_every_track() {
 /// through the library.
 fn generate_trace(db: &Path, n: usize) {
     let mut store = Store::create_or_open(db).unwrap();
+    store.maintain(0).unwrap();
+    let mut store = acp_tee::Recording::new(store).unwrap();
     let start = acp_tee::TraceStart {
         name: Some(format!("big-{n}")),
         command: vec!["gen".into()],

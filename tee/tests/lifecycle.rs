@@ -354,3 +354,28 @@ fn a_client_that_never_reads_is_not_blamed_on_the_agent() {
     assert!(!stderr.contains("something it started"), "{stderr}");
     assert!(stderr.contains("the client is not reading"), "{stderr}");
 }
+
+/// Opening a store changes nothing; `acp-tee list` runs the maintenance
+/// step first, which ends a trace whose recorder is gone as cut off.
+#[test]
+fn list_ends_a_trace_whose_recorder_is_gone_and_opening_alone_does_not() {
+    let store = TempStore::new();
+    let mut s = acp_tee::Store::create_or_open(&store.db).unwrap();
+    s.maintain(0).unwrap();
+    let s = acp_tee::Recording::new(s).unwrap();
+    let start = acp_tee::TraceStart {
+        name: Some("abandoned".into()),
+        command: vec!["agent".into()],
+        cwd: None,
+        mode: acp_tee::Mode::Wrap.to_string(),
+        started_at: "2026-01-01T00:00:00Z".into(),
+    };
+    // A pid no process has: the recorder is gone.
+    let id = s.create_trace(&start, i32::MAX as u32).unwrap();
+    drop(s);
+    let opened = acp_tee::Store::open_existing(&store.db).unwrap();
+    assert_eq!(opened.trace(id).unwrap().ended_at, None, "opening the store ended the trace");
+    let out = std::process::Command::new(bin()).args(["list", "--db", store.db.to_str().unwrap()]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(opened.trace(id).unwrap().end_reason.as_deref(), Some(acp_tee::CUT_OFF));
+}

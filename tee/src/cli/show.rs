@@ -6,7 +6,7 @@
 //! flat however long the trace.
 
 use super::list::printable;
-use super::StoreArg;
+use super::args::StoreArg;
 use crate::export::TraceSelection;
 use crate::redact::Redactor;
 use crate::session::{now_t_ns, Model};

@@ -129,6 +129,8 @@ fn dir_from_code(code: u8) -> Option<Direction> {
 }
 
 fn encode_header(tag: u8, dir: u8, t_ns: u64, len: usize) -> [u8; HEADER_LEN] {
+    // Chunks are 256 KiB at most and frames `MAX_LINE_BYTES`: far below.
+    debug_assert!(len <= MAX_PAYLOAD, "a handoff payload of {len} bytes does not fit its header");
     let mut h = [0u8; HEADER_LEN];
     h[0] = tag;
     h[1] = dir;

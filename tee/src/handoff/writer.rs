@@ -266,6 +266,7 @@ impl HandoffWriter {
     }
 
     /// How many chunks could not be handed off.
+    #[cfg(test)]
     pub fn lost_chunks(&self) -> u64 {
         self.lock().lost_chunks
     }

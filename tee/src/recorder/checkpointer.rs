@@ -19,9 +19,9 @@
 //! of CPU, a reader holding an old snapshot), the writer stops this thread's
 //! passes and truncates the log itself, waiting for the pass in progress.
 
-use crate::store::Store;
 #[cfg(test)]
 use crate::store::StoreError;
+use crate::store::{Recording, Store};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
@@ -62,7 +62,7 @@ impl Checkpointer {
     /// thread (at the recorder's lower priority); `None` when either fails,
     /// and the writer's automatic checkpoints do all the work as before.
     pub fn start(path: &Path) -> Option<Checkpointer> {
-        let store = match Store::open_existing(path) {
+        let store = match Store::open_existing(path).and_then(Recording::new) {
             Ok(store) => store,
             Err(e) => {
                 tracing::debug!("no checkpoint thread: {e}");
@@ -157,7 +157,7 @@ const WRITER_SHARE_PAGES: i64 = 2048;
 
 /// Checkpoints; once the log is `restart_pages` long or more, checkpoints
 /// again until the pages added meanwhile are few, then tells the writer.
-fn fold(store: &Store, restart: &AtomicBool, restart_pages: i64) {
+fn fold(store: &Recording, restart: &AtomicBool, restart_pages: i64) {
     let mut before = None;
     for _ in 0..4 {
         match store.checkpoint_passive() {
@@ -209,19 +209,19 @@ mod tests {
     fn a_folded_log_starts_over_after_the_writer_copies_its_share() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("t.db");
-        let mut writer = Store::create_or_open(&path).unwrap();
+        let mut writer = Recording::new(crate::store::create_maintained(&path)).unwrap();
         writer.set_autocheckpoint(0).unwrap();
         let id = writer.create_trace(&crate::store::test_start(), 1).unwrap();
         let mut framer = Framer::new();
         let line = format!("{{\"method\":\"session/update\",\"params\":{{\"text\":\"{}\"}}}}\n", "x".repeat(900));
-        let mut batch = |n: usize, writer: &mut Store| {
+        let mut batch = |n: usize, writer: &mut Recording| {
             let mut frames = Vec::new();
             framer.chunk(Direction::AgentToClient, 1, line.repeat(n).as_bytes(), |f| frames.push(f));
             writer.insert_frames(id, &frames).unwrap();
         };
         batch(500, &mut writer);
 
-        let checkpointer = Store::open_existing(&path).unwrap();
+        let checkpointer = Recording::new(Store::open_existing(&path).unwrap()).unwrap();
         let restart = AtomicBool::new(false);
         // A log shorter than the threshold is copied, and the writer is not asked.
         fold(&checkpointer, &restart, 1 << 20);
@@ -255,7 +255,7 @@ mod tests {
     fn stopping_waits_for_the_pass_and_ends_the_thread() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("t.db");
-        let _store = Store::create_or_open(&path).unwrap();
+        let _store = crate::store::create_maintained(&path);
         let c = Checkpointer::start(&path).expect("a checkpointer");
         for _ in 0..3 {
             c.nudge();

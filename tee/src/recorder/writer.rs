@@ -4,12 +4,12 @@ use super::checkpointer::{Checkpointer, CHECKPOINT_EVERY, LOG_LIMIT_BYTES, RESTA
 use super::queue::{ByteQueue, Popped, Weighted};
 use crate::handoff::Resume;
 use crate::model::{NewFrame, TraceEnd, TraceStart};
-use crate::store::{Resumed, Store, StoreError};
+use crate::store::{Recording, Resumed, Store, StoreError};
 use std::path::Path;
 use std::time::Duration;
 
 /// With a checkpointer, the writer's own checkpoint waits for this much log
-/// (256 MiB); without, [`Store::tune_for_recording`]'s 64 MiB stays.
+/// (256 MiB); without, [`Recording::tune_for_recording`]'s 64 MiB stays.
 const BACKSTOP_PAGES: u32 = 65536;
 
 /// Frames committed per transaction at most.
@@ -61,7 +61,7 @@ impl Weighted for NewFrame {
 /// Writes one trace's frames; when the store fails, counts what it could not
 /// write and warns once, so the relay goes on regardless.
 pub struct StoreWriter {
-    target: Option<(Store, i64)>,
+    target: Option<(Recording, i64)>,
     /// Copies the log into the database beside the writer, when it could start.
     checkpointer: Option<Checkpointer>,
     /// Bytes committed since the checkpointer was last asked to run.
@@ -93,9 +93,10 @@ impl StoreWriter {
         let relay = relay_pid();
         let client = relay.and_then(parent_of);
         let opened = w.while_locked(|| {
-            Store::create_or_open(path).and_then(|store| store.tune_for_recording().map(|()| store)).and_then(|store| {
-                store.create_relayed_trace(start, std::process::id(), relay, client).map(|id| (store, id))
-            })
+            let store = opened_and_maintained(path)?;
+            store.tune_for_recording()?;
+            let id = store.create_relayed_trace(start, std::process::id(), relay, client)?;
+            Ok((store, id))
         });
         w.attach(path, opened);
         w
@@ -111,7 +112,7 @@ impl StoreWriter {
         let client = relay.and_then(parent_of);
         let own = std::process::id();
         let opened = w.while_locked(|| {
-            let store = Store::create_or_open(path)?;
+            let store = opened_and_maintained(path)?;
             store.tune_for_recording()?;
             let resumed = match store.resume_trace(start, resume.recorder_pid, own)? {
                 Some(resumed) => resumed,
@@ -164,7 +165,7 @@ impl StoreWriter {
 
     /// Writes into `opened`'s trace from now on (or only counts, after a
     /// warning, when the store failed).
-    fn attach(&mut self, path: &Path, opened: Result<(Store, i64), StoreError>) {
+    fn attach(&mut self, path: &Path, opened: Result<(Recording, i64), StoreError>) {
         match opened {
             Ok(target) => {
                 self.checkpointer = Checkpointer::start(path);
@@ -245,15 +246,15 @@ impl StoreWriter {
         }
     }
 
-    /// Indexes one chunk of frames for search; returns how many. Failure only
-    /// delays search indexing (searches scan unindexed frames), so it is
-    /// logged at debug level, not warned about.
+    /// Runs a maintenance step that indexes one chunk of frames for search;
+    /// returns how many. Failure only delays search indexing (searches scan
+    /// unindexed frames), so it is logged at debug level, not warned about.
     fn index_some(&mut self) -> usize {
         let Some((store, _)) = self.target.as_mut() else { return 0 };
-        match store.index_for_search(INDEX_CHUNK) {
-            Ok(n) => n,
+        match store.maintain(INDEX_CHUNK) {
+            Ok(report) => report.indexed,
             Err(e) => {
-                tracing::debug!("search indexing: {e}");
+                tracing::debug!("maintenance: {e}");
                 0
             }
         }
@@ -386,6 +387,16 @@ impl StoreWriter {
             );
         }
     }
+}
+
+/// Opens (or creates) the store at `path`, runs the maintenance step a
+/// recorder runs when it starts (migrations and traces left without an end;
+/// no search indexing, which waits for an idle queue, so the run starts
+/// now), and records into it.
+fn opened_and_maintained(path: &Path) -> Result<Recording, StoreError> {
+    let mut store = Store::create_or_open(path)?;
+    store.maintain(0)?;
+    Recording::new(store)
 }
 
 /// The write-ahead log of the store at `db` (`DB-wal`).

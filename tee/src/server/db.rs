@@ -45,8 +45,8 @@ pub struct Db {
 }
 
 impl Db {
-    /// Opens the store at `path` (it must exist), bringing its schema up to
-    /// date, for reading only.
+    /// Opens the store at `path` (it must exist, with this build's schema:
+    /// `serve` maintains it first) for reading only.
     pub fn open(path: &Path) -> Result<Db, StoreError> {
         let first = Reader::open(path)?;
         Ok(Db::around(path, first))

@@ -15,6 +15,9 @@ use tokio::sync::watch;
 /// an idle connection: it reads no frames.
 const POLL: Duration = Duration::from_millis(15);
 
+/// Frames the background maintenance indexes for search per step at most.
+const INDEX_STEP: i64 = 2000;
+
 /// Frames sent per `frames` event at most.
 const BATCH: i64 = 256;
 
@@ -39,11 +42,12 @@ pub fn watch_store(path: &Path) -> watch::Receiver<u64> {
     rx
 }
 
-/// Starts a thread that adds frames recorded under load (which recorders left
-/// out of the search index) to it, a chunk at a time with pauses, so searches
-/// soon stop scanning. It only writes the derived search index, and stops once
+/// Starts a thread that runs maintenance steps ([`Store::maintain`]) while the
+/// server runs: it ends traces whose recorder died and adds frames recorded
+/// under load (which recorders left out of the search index) to it, a chunk
+/// at a time with pauses, so searches soon stop scanning. It stops once
 /// `alive` can no longer be upgraded (the server state is gone).
-pub fn index_behind_recorders(path: &Path, alive: std::sync::Weak<()>) {
+pub fn maintain_behind_recorders(path: &Path, alive: std::sync::Weak<()>) {
     let path = path.to_owned();
     let _ = std::thread::Builder::new().name("search-index".into()).spawn(move || {
         // Below the request handlers and the browser the user is looking at.
@@ -55,7 +59,13 @@ pub fn index_behind_recorders(path: &Path, alive: std::sync::Weak<()>) {
             return;
         }
         while alive.upgrade().is_some() {
-            let indexed = store.index_for_search(2000).unwrap_or(0);
+            let indexed = match store.maintain(INDEX_STEP) {
+                Ok(report) => report.indexed,
+                Err(e) => {
+                    tracing::debug!("maintenance of {}: {e}", path.display());
+                    0
+                }
+            };
             // Short pauses while catching up leave the write lock to
             // recorders most of the time; long ones once caught up.
             std::thread::sleep(if indexed > 0 { Duration::from_millis(20) } else { Duration::from_millis(500) });

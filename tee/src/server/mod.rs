@@ -60,7 +60,7 @@ impl AppState {
     pub fn new(db: Db, db_path: &Path, token: Option<String>, dist: Option<PathBuf>) -> Self {
         let changes = live::watch_store(db_path);
         let alive = std::sync::Arc::new(());
-        live::index_behind_recorders(db_path, std::sync::Arc::downgrade(&alive));
+        live::maintain_behind_recorders(db_path, std::sync::Arc::downgrade(&alive));
         let dist = dist.filter(|d| d.join("index.html").is_file());
         AppState { db, token, changes, dist, redact: true, sessions: sessions::Models::default(), _alive: alive }
     }

@@ -41,8 +41,11 @@ pub struct Stored {
 
 impl Store {
     /// Starts an import, first deleting what imports whose process is gone
-    /// left behind.
+    /// left behind. The store must have this build's schema: run
+    /// [`Store::maintain`] on it first (`acp-tee import` does).
     pub fn begin_import(&mut self) -> Result<Import<'_>, StoreError> {
+        super::migrations::check_current(&self.conn)
+            .map_err(|source| StoreError::Migrate { path: self.path.clone(), source })?;
         self.remove_abandoned_imports()?;
         Ok(Import { store: self, traces: Vec::new(), committed: false })
     }
@@ -136,7 +139,7 @@ impl Import<'_> {
     /// Stores frames of trace `trace_id` in one transaction and adds them to
     /// its counts.
     pub fn insert_frames(&mut self, trace_id: i64, frames: &[NewFrame]) -> Result<(), StoreError> {
-        self.store.insert_frames(trace_id, frames)
+        self.store.insert_batch(trace_id, frames)
     }
 
     /// Whether trace `trace_id` has stored a frame with `seq`.
@@ -306,15 +309,16 @@ mod tests {
     fn what_a_dead_import_left_is_removed_by_the_next() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("t.db");
-        let mut store = Store::create_or_open(&path).unwrap();
+        let mut store = crate::store::create_maintained(&path);
         let mut import = store.begin_import().unwrap();
         let id = import.create_trace("import", "2026-01-01T00:00:00.000000Z", "jsons file x").unwrap();
         import.insert_frames(id, &[frame(&mut Framer::new(), 1)]).unwrap();
         // As if its process had died: a pid that no process has.
         import.store.conn.execute("UPDATE traces SET recorder_pid = ?1", params![i32::MAX]).unwrap();
         std::mem::forget(import);
-        // Opening the store leaves it alone (it is not a cut-off recording).
+        // Maintenance leaves it alone (it is not a cut-off recording).
         let mut store = Store::open_existing(&path).unwrap();
+        assert_eq!(store.maintain(100).unwrap().ended, 0);
         assert_eq!((rows(&store, "traces"), rows(&store, "frames")), (1, 1));
         let import = store.begin_import().unwrap();
         drop(import);

@@ -28,7 +28,12 @@ pub fn apply(conn: &mut Connection) -> Result<i64, MigrationError> {
     if current == SCHEMA_VERSION {
         return Ok(current);
     }
-    let tx = conn.transaction_with_behavior(TransactionBehavior::Exclusive)?;
+    let tx = match conn.transaction_with_behavior(TransactionBehavior::Exclusive) {
+        Err(e) if e.sqlite_error_code() == Some(rusqlite::ErrorCode::ReadOnly) && current < SCHEMA_VERSION => {
+            return Err(MigrationError::ReadOnlyOld { found: current, known: SCHEMA_VERSION })
+        }
+        other => other?,
+    };
     let found: i64 = tx.query_row("PRAGMA user_version", [], |r| r.get(0))?;
     if found > SCHEMA_VERSION {
         return Err(MigrationError::TooNew { found, known: SCHEMA_VERSION });
@@ -52,6 +57,28 @@ pub fn check(conn: &Connection) -> Result<(), MigrationError> {
     }
 }
 
+/// Checks that a store about to be maintained ([`super::Store::maintain`])
+/// is not from a newer acp-tee; an older one is fine, maintenance migrates it.
+pub fn check_not_newer(conn: &Connection) -> Result<(), MigrationError> {
+    let found: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+    if found > SCHEMA_VERSION {
+        return Err(MigrationError::TooNew { found, known: SCHEMA_VERSION });
+    }
+    Ok(())
+}
+
+/// Checks that a store is ready to read or write with this build's schema:
+/// a writable store older than that is refused with the command that
+/// brings it up to date, rather than migrated on the way.
+pub fn check_current(conn: &Connection) -> Result<(), MigrationError> {
+    check(conn).map_err(|e| match e {
+        MigrationError::ReadOnlyOld { found, known } if !conn.is_readonly(rusqlite::MAIN_DB).unwrap_or(true) => {
+            MigrationError::NotMaintained { found, known }
+        }
+        other => other,
+    })
+}
+
 /// Why the schema could not be brought up to date.
 #[derive(Debug, thiserror::Error)]
 pub enum MigrationError {
@@ -69,6 +96,17 @@ pub enum MigrationError {
          open it once with write access (any acp-tee command) to bring it up to date"
     )]
     ReadOnlyOld {
+        /// The version in the file.
+        found: i64,
+        /// The version this build reads.
+        known: i64,
+    },
+    /// The store is older than this build and was not maintained first.
+    #[error(
+        "the store has schema version {found}, older than this acp-tee's ({known}); run `acp-tee list` on it \
+         once to bring it up to date"
+    )]
+    NotMaintained {
         /// The version in the file.
         found: i64,
         /// The version this build reads.
@@ -121,6 +159,7 @@ mod tests {
             .unwrap();
         }
         let mut store = crate::store::Store::open_existing(&path).unwrap();
+        assert_eq!(store.maintain(0).unwrap().migrated_from, Some(4));
         let keys: Vec<(i64, i64, i64)> = store
             .conn
             .prepare("SELECT id, trace_id, seq FROM frames ORDER BY id")
@@ -179,7 +218,8 @@ mod tests {
             )
             .unwrap();
         }
-        let store = crate::store::Store::open_existing(&path).unwrap();
+        let mut store = crate::store::Store::open_existing(&path).unwrap();
+        assert!(store.maintain(0).unwrap().migrated_from.is_some());
         let counts: Vec<(i64, String, String, i64)> = store
             .conn
             .prepare("SELECT trace_id, dir, kind, count FROM kind_counts ORDER BY trace_id, dir, kind")
@@ -229,7 +269,8 @@ mod tests {
             )
             .unwrap();
         }
-        let store = crate::store::Store::open_existing(&path).unwrap();
+        let mut store = crate::store::Store::open_existing(&path).unwrap();
+        assert!(store.maintain(0).unwrap().migrated_from.is_some());
         let spans: Vec<(i64, String, i64, i64)> = store
             .conn
             .prepare("SELECT trace_id, method, first_seq, last_seq FROM method_spans ORDER BY trace_id, first_seq")

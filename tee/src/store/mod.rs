@@ -3,30 +3,38 @@
 //! This module and `recorder/` are the only code that speaks SQL. Everyone
 //! else uses the typed operations here.
 //!
+//! The store's roles, each a type of its own: the recorder's writes
+//! ([`Recording`]), imports ([`Import`]), reads ([`Reader`]), and the upkeep
+//! every writer runs explicitly ([`Store::maintain`], `maintenance.rs`):
+//! opening a store never changes it.
+//!
 //! Architecture Invariant: the schema only changes through `migrations/`,
-//! applied in order by [`migrations::apply`] when a store is opened.
+//! applied in order by [`migrations::apply`] during maintenance.
 
 pub mod api;
 mod error;
 mod import;
 mod insert;
+mod maintenance;
 pub mod migrations;
 mod queries;
 mod reader;
+mod recording;
 pub mod search;
 mod spans;
 pub mod stats;
 
 pub use error::StoreError;
 pub use import::Import;
+pub use maintenance::{maintain_existing, MaintenanceReport};
 pub use queries::{FrameRef, StoredFrame};
 pub use reader::Reader;
+pub use recording::{Recording, Resumed};
 
 use insert::Inserts;
 
-use crate::model::{NewFrame, TraceEnd, TraceStart, CUT_OFF};
-use acp_tee_shared::Direction;
-use rusqlite::{params, Connection, OpenFlags, OptionalExtension, TransactionBehavior};
+use crate::model::NewFrame;
+use rusqlite::{params, Connection, OpenFlags, TransactionBehavior};
 use std::fs::{DirBuilder, OpenOptions};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
@@ -37,8 +45,8 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The start of a plain wrap-mode run, for tests.
 #[cfg(test)]
-pub(crate) fn test_start() -> TraceStart {
-    TraceStart {
+pub(crate) fn test_start() -> crate::model::TraceStart {
+    crate::model::TraceStart {
         name: None,
         command: vec!["a".into()],
         cwd: None,
@@ -47,15 +55,12 @@ pub(crate) fn test_start() -> TraceStart {
     }
 }
 
-/// The trace a replacement recorder continues ([`Store::resume_trace`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Resumed {
-    /// The trace's id.
-    pub trace_id: i64,
-    /// The seq of its last stored frame (0 when none).
-    pub last_seq: i64,
-    /// Bytes of its stored frames, per direction, in [`Direction::ALL`] order.
-    pub stored_bytes: [u64; 3],
+/// The store at `path`, created and maintained (migrated), for tests.
+#[cfg(test)]
+pub(crate) fn create_maintained(path: &Path) -> Store {
+    let mut store = Store::create_or_open(path).expect("create the store");
+    store.maintain(0).expect("maintain the store");
+    store
 }
 
 /// A frame's rowid is `trace_id << SEQ_BITS | seq` (migration 5).
@@ -106,6 +111,25 @@ enum Access {
     /// memory file (SQLite's `immutable`), for a directory this process
     /// cannot create them in.
     Immutable,
+}
+
+/// Runs `attempt` again while SQLite answers SQLITE_BUSY at once instead of
+/// waiting (a writer upgrading its lock while another connection switches
+/// the journal mode or migrates: SQLite returns SQLITE_BUSY rather than
+/// deadlock), for up to [`BUSY_TIMEOUT`]. This happens when a store is
+/// created and set up by two processes at the same moment.
+fn retry_busy<T>(mut attempt: impl FnMut() -> Result<T, StoreError>) -> Result<T, StoreError> {
+    let deadline = std::time::Instant::now() + BUSY_TIMEOUT;
+    let mut pause = Duration::from_millis(5);
+    loop {
+        match attempt() {
+            Err(e) if e.is_busy() && std::time::Instant::now() < deadline => {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_millis(200));
+            }
+            other => return other,
+        }
+    }
 }
 
 /// The `file:` URI of `path` opened immutable.
@@ -191,28 +215,15 @@ impl Store {
     }
 
     /// Opens the store, retrying while another process holds it in a way
-    /// SQLite reports at once instead of waiting (a writer upgrading its lock
-    /// while this connection switches the journal mode or migrates: SQLite
-    /// returns SQLITE_BUSY rather than deadlock). This happens when a store is
-    /// created and opened by two processes at the same moment.
+    /// SQLite reports at once ([`retry_busy`]).
     fn open_with(path: &Path, access: Access) -> Result<Store, StoreError> {
-        let deadline = std::time::Instant::now() + BUSY_TIMEOUT;
-        let mut pause = Duration::from_millis(5);
-        loop {
-            match Self::open_once(path, access) {
-                Err(e) if e.is_busy() && std::time::Instant::now() < deadline => {
-                    std::thread::sleep(pause);
-                    pause = (pause * 2).min(Duration::from_millis(200));
-                }
-                other => return other,
-            }
-        }
+        retry_busy(|| Self::open_once(path, access))
     }
 
     fn open_once(path: &Path, access: Access) -> Result<Store, StoreError> {
         let wrap = |source| StoreError::Open { path: path.to_owned(), source };
         let flags = OpenFlags::SQLITE_OPEN_NO_MUTEX;
-        let mut conn = match access {
+        let conn = match access {
             Access::ReadWrite => Connection::open_with_flags(path, flags | OpenFlags::SQLITE_OPEN_READ_WRITE),
             Access::ReadOnly => Connection::open_with_flags(path, flags | OpenFlags::SQLITE_OPEN_READ_ONLY),
             Access::Immutable => Connection::open_with_flags(
@@ -228,24 +239,19 @@ impl Store {
         }
         conn.pragma_update(None, "synchronous", "NORMAL").map_err(wrap)?;
         conn.pragma_update(None, "foreign_keys", "ON").map_err(wrap)?;
-        let migrated = match access {
-            Access::ReadWrite => migrations::apply(&mut conn).map(|_| ()),
-            Access::ReadOnly | Access::Immutable => migrations::check(&conn),
-        };
-        migrated.map_err(|source| StoreError::Migrate { path: path.to_owned(), source })?;
+        // No upkeep here: a writable store older than this build is opened
+        // as it is and brought up to date by [`Store::maintain`]; one that
+        // cannot be written must already have this build's schema.
+        let writable = access == Access::ReadWrite && !conn.is_readonly(rusqlite::MAIN_DB).unwrap_or(true);
+        let checked = if writable { migrations::check_not_newer(&conn) } else { migrations::check(&conn) };
+        checked.map_err(|source| StoreError::Migrate { path: path.to_owned(), source })?;
         api::register_functions(&conn).map_err(wrap)?;
-        let store = Store { inserts: Inserts::default(), conn, path: path.to_owned() };
-        if store.is_read_only() {
-            return Ok(store);
-        }
-        if let Err(e) = store.end_abandoned_traces() {
-            tracing::debug!("cannot mark abandoned traces in {}: {e}", path.display());
-        }
-        Ok(store)
+        Ok(Store { inserts: Inserts::default(), conn, path: path.to_owned() })
     }
 
-    /// An in-memory store, for tests.
-    pub fn in_memory() -> Result<Store, StoreError> {
+    /// An in-memory store, migrated, for tests.
+    #[cfg(test)]
+    pub(crate) fn in_memory() -> Result<Store, StoreError> {
         let mut conn = Connection::open_in_memory()?;
         api::register_functions(&conn)?;
         migrations::apply(&mut conn).map_err(|source| StoreError::Migrate { path: ":memory:".into(), source })?;
@@ -262,102 +268,10 @@ impl Store {
         &self.path
     }
 
-    /// Sets this connection up for a long stream of inserts: a 16 MiB page
-    /// cache (a transaction of frames never spills to the log half-way, and
-    /// the index pages stay in memory) and a checkpoint every 64 MiB of log
-    /// instead of every 4 MiB (fewer copies of the pages every commit
-    /// touches, fewer fsyncs).
-    ///
-    /// It also stops enforcing foreign keys on this connection: checking that
-    /// each frame's trace exists opened a cursor on `traces` per row, about
-    /// 900 instructions a frame (a tenth of the writer's work), and a
-    /// recording connection only writes rows of the trace it created.
-    /// Every other connection (imports, the server) still enforces them.
-    pub fn tune_for_recording(&self) -> Result<(), StoreError> {
-        self.conn.pragma_update(None, "cache_size", -16384)?;
-        self.conn.pragma_update(None, "wal_autocheckpoint", 16384)?;
-        self.conn.pragma_update(None, "foreign_keys", "OFF")?;
-        Ok(())
-    }
-
-    /// Adds a trace for a run that is starting; returns its id.
-    pub fn create_trace(&self, start: &TraceStart, recorder_pid: u32) -> Result<i64, StoreError> {
-        self.create_relayed_trace(start, recorder_pid, None, None)
-    }
-
-    /// [`Store::create_trace`], naming the process that relays the run and
-    /// the client that started it too (so readers can tell a trace still
-    /// recorded from one whose run is over while its recorder is finishing).
-    pub fn create_relayed_trace(
-        &self,
-        start: &TraceStart,
-        recorder_pid: u32,
-        relay_pid: Option<u32>,
-        client_pid: Option<u32>,
-    ) -> Result<i64, StoreError> {
-        let command = serde_json::to_string(&start.command).expect("strings always serialise");
-        self.write(|conn| {
-            conn.execute(
-                "INSERT INTO traces (name, command, cwd, mode, started_at, recorder_pid, relay_pid, client_pid)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-                params![
-                    start.name,
-                    command,
-                    start.cwd,
-                    start.mode,
-                    start.started_at,
-                    recorder_pid,
-                    relay_pid,
-                    client_pid
-                ],
-            )?;
-            Ok(conn.last_insert_rowid())
-        })
-    }
-
-    /// Takes over, for recorder `own_pid`, the trace of the run `start` that
-    /// recorder `dead_pid` was writing when it died (whether or not a reader
-    /// ended it as cut off meanwhile): it is open again, and says where its
-    /// frames end. `None` when that recorder had not added the trace.
-    pub fn resume_trace(&self, start: &TraceStart, dead_pid: u32, own_pid: u32) -> Result<Option<Resumed>, StoreError> {
-        self.write(|conn| {
-            let id: Option<i64> = conn
-                .query_row(
-                    "SELECT id FROM traces WHERE recorder_pid = ?1 AND started_at = ?2 AND mode = ?3
-                     ORDER BY id DESC LIMIT 1",
-                    params![dead_pid, start.started_at, start.mode],
-                    |r| r.get(0),
-                )
-                .optional()?;
-            let Some(trace_id) = id else { return Ok(None) };
-            conn.execute(
-                "UPDATE traces SET recorder_pid = ?1, ended_at = NULL, end_reason = NULL, exit_code = NULL,
-                                   exit_signal = NULL
-                 WHERE id = ?2",
-                params![own_pid, trace_id],
-            )?;
-            let (lo, hi) = frame_id_bounds(trace_id);
-            let mut resumed = Resumed { trace_id, last_seq: 0, stored_bytes: [0; 3] };
-            let mut rows = conn.prepare(
-                "SELECT dir, coalesce(sum(length(raw)), 0), coalesce(max(seq), 0) FROM frames
-                 WHERE id > ?1 AND id < ?2 GROUP BY dir",
-            )?;
-            let mut found = rows.query(params![lo, hi])?;
-            while let Some(row) = found.next()? {
-                let (dir, bytes, last): (String, i64, i64) = (row.get(0)?, row.get(1)?, row.get(2)?);
-                if let Some(i) = Direction::ALL.iter().position(|d| d.as_str() == dir) {
-                    resumed.stored_bytes[i] = bytes as u64;
-                }
-                resumed.last_seq = resumed.last_seq.max(last);
-            }
-            Ok(Some(resumed))
-        })
-    }
-
     /// Runs `f` in a `BEGIN IMMEDIATE` transaction: the write lock is taken
     /// first, through the busy timeout, so a concurrent writer can never make
     /// the statement fail half-way with SQLITE_BUSY.
-    fn write<T>(&self, f: impl FnOnce(&Connection) -> Result<T, StoreError>) -> Result<T, StoreError> {
+    pub(super) fn write<T>(&self, f: impl FnOnce(&Connection) -> Result<T, StoreError>) -> Result<T, StoreError> {
         self.conn.execute_batch("BEGIN IMMEDIATE")?;
         match f(&self.conn) {
             Ok(v) => {
@@ -372,149 +286,12 @@ impl Store {
     }
 
     /// Stores `frames` of trace `trace_id` in one transaction and adds them to
-    /// the trace's counts.
-    pub fn insert_frames(&mut self, trace_id: i64, frames: &[NewFrame]) -> Result<(), StoreError> {
+    /// the trace's counts (for [`Recording`] and [`Import`]).
+    pub(super) fn insert_batch(&mut self, trace_id: i64, frames: &[NewFrame]) -> Result<(), StoreError> {
         let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         insert_rows(&tx, &mut self.inserts, trace_id, frames)?;
         tx.commit()?;
         Ok(())
-    }
-
-    /// Adds up to `max_rows` stored frames that are not yet in the search
-    /// index to it, trace by trace, in one transaction; returns how many. Any
-    /// recorder may do this for any trace: the progress is kept per trace.
-    pub fn index_for_search(&mut self, max_rows: i64) -> Result<usize, StoreError> {
-        let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let mut count = 0;
-        {
-            let traces: Vec<(i64, i64)> = tx
-                .prepare_cached(&format!(
-                    "SELECT t.id, coalesce(p.indexed_seq, 0) FROM traces t
-                     LEFT JOIN search_progress p ON p.trace_id = t.id WHERE {SHOWN} ORDER BY t.id"
-                ))?
-                .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
-                .collect::<Result<_, _>>()?;
-            let mut rows =
-                tx.prepare_cached("SELECT id, seq, raw FROM frames WHERE id > ?1 AND id < ?2 ORDER BY id LIMIT ?3")?;
-            let mut index = tx.prepare_cached("INSERT INTO frames_fts (rowid, text) VALUES (?1, ?2)")?;
-            let mut progress = tx.prepare_cached(
-                "INSERT INTO search_progress (trace_id, indexed_seq) VALUES (?1, ?2)
-                 ON CONFLICT (trace_id) DO UPDATE SET indexed_seq = excluded.indexed_seq",
-            )?;
-            for (trace_id, done) in traces {
-                if count >= max_rows {
-                    break;
-                }
-                let (_, end) = frame_id_bounds(trace_id);
-                let mut last = None;
-                let mut found = rows.query(params![frame_id(trace_id, done), end, max_rows - count])?;
-                while let Some(row) = found.next()? {
-                    let (id, seq, raw): (i64, i64, Vec<u8>) = (row.get(0)?, row.get(1)?, row.get(2)?);
-                    // Bytes that are not UTF-8 are searched as far as they decode.
-                    index.execute(params![id, String::from_utf8_lossy(&raw)])?;
-                    last = Some(seq);
-                    count += 1;
-                }
-                if let Some(seq) = last {
-                    progress.execute(params![trace_id, seq])?;
-                }
-            }
-        }
-        tx.commit()?;
-        Ok(count as usize)
-    }
-
-    /// Ends every trace that has no end while its recorder process is gone
-    /// (acp-tee and its recorder were both killed): the end is the time of its
-    /// last frame, the reason says it was cut off. Returns how many. Imports
-    /// are left alone: one whose process died is removed by the next import
-    /// (`import.rs`).
-    pub fn end_abandoned_traces(&self) -> Result<usize, StoreError> {
-        let open: Vec<(i64, String, Option<i64>)> = self
-            .conn
-            .prepare(
-                "SELECT id, started_at, recorder_pid FROM traces WHERE ended_at IS NULL AND imported_from IS NULL",
-            )?
-            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
-            .collect::<Result<_, _>>()?;
-        let mut ended = 0;
-        for (id, started_at, pid) in open {
-            // Traces that never had a recorder are not ours to end.
-            if pid.is_none_or(crate::proc::process_exists) {
-                continue;
-            }
-            let (lo, hi) = frame_id_bounds(id);
-            let last_t_ns: i64 = self.conn.query_row(
-                "SELECT coalesce(max(t_ns), 0) FROM frames WHERE id > ?1 AND id < ?2",
-                params![lo, hi],
-                |r| r.get(0),
-            )?;
-            let ended_at = chrono::DateTime::parse_from_rfc3339(&started_at)
-                .map(|s| {
-                    (s + chrono::Duration::nanoseconds(last_t_ns))
-                        .with_timezone(&chrono::Utc)
-                        .to_rfc3339_opts(chrono::SecondsFormat::Micros, true)
-                })
-                .unwrap_or(started_at);
-            ended += self.conn.execute(
-                "UPDATE traces SET ended_at = ?1, end_reason = ?2 WHERE id = ?3 AND ended_at IS NULL",
-                params![ended_at, CUT_OFF, id],
-            )?;
-        }
-        Ok(ended)
-    }
-
-    /// Moves the write-ahead log into the database file and empties it, so
-    /// that a store that ran out of space has room for a last small write.
-    pub fn checkpoint(&self) -> Result<(), StoreError> {
-        self.conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?;
-        Ok(())
-    }
-
-    /// Copies the whole write-ahead log into the database file and empties
-    /// the log file, waiting (up to the busy timeout) for a checkpoint in
-    /// progress and for readers; false when it could not finish (a reader
-    /// kept an older snapshot).
-    pub fn checkpoint_truncate(&self) -> Result<bool, StoreError> {
-        let busy: i64 = self.conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| r.get(0))?;
-        Ok(busy == 0)
-    }
-
-    /// Copies what the write-ahead log holds into the database file as far
-    /// as it can without waiting for anyone (`PASSIVE`); the log restarts
-    /// from its beginning at the next write once all of it is copied.
-    /// Returns the log's pages and how many of them are copied, or `None`
-    /// when another connection's checkpoint is running.
-    pub fn checkpoint_passive(&self) -> Result<Option<(i64, i64)>, StoreError> {
-        let (busy, log, copied): (i64, i64, i64) =
-            self.conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
-        Ok((busy == 0 && log >= 0).then_some((log, copied)))
-    }
-
-    /// Sets after how many pages (4 KiB) of log a commit on this connection
-    /// checkpoints by itself.
-    pub fn set_autocheckpoint(&self, pages: u32) -> Result<(), StoreError> {
-        self.conn.pragma_update(None, "wal_autocheckpoint", pages)?;
-        Ok(())
-    }
-
-    /// Marks trace `trace_id` as ended at `ended_at` (UTC, RFC 3339).
-    pub fn finish_trace(
-        &self,
-        trace_id: i64,
-        end: &TraceEnd,
-        missing_frames: u64,
-        ended_at: &str,
-    ) -> Result<(), StoreError> {
-        self.write(|conn| {
-            conn.execute(
-                "UPDATE traces SET ended_at = ?1, exit_code = ?2, exit_signal = ?3, end_reason = ?4,
-                                   missing_frames = ?5
-                 WHERE id = ?6",
-                params![ended_at, end.exit_code, end.exit_signal, end.end_reason, missing_frames as i64, trace_id],
-            )?;
-            Ok(())
-        })
     }
 }
 

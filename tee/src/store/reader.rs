@@ -12,17 +12,20 @@ use std::path::Path;
 /// [`Store`] for the typed queries, never mutably, so the methods that take
 /// `&mut Store` (inserting frames) are out of reach too.
 ///
-/// Opening does the upkeep any open does first (bringing the schema up to
-/// date, ending traces whose recorder is gone), on the same connection,
-/// before it is made read-only. The server's background search indexer is
-/// the one writer beside the recorders: it opens a [`Store`] of its own
-/// (`server/live.rs`) and writes only the derived search index.
+/// Opening does no upkeep: a store whose schema is older than this build's
+/// is refused with the command that brings it up to date (the CLI's read
+/// commands and `serve` run [`Store::maintain`] on a writable store before
+/// they open readers). The server's background maintenance is the one
+/// writer beside the recorders: it opens a [`Store`] of its own
+/// (`server/live.rs`).
 pub struct Reader(Store);
 
 impl Reader {
     /// Opens the existing store at `path` for reading only.
     pub fn open(path: &Path) -> Result<Reader, StoreError> {
         let store = Store::open_existing(path)?;
+        super::migrations::check_current(&store.conn)
+            .map_err(|source| StoreError::Migrate { path: path.to_owned(), source })?;
         store.conn.pragma_update(None, "query_only", true)?;
         Ok(Reader(store))
     }
@@ -45,7 +48,7 @@ mod tests {
     fn a_reader_reads_but_every_write_through_it_fails_in_sqlite() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("t.db");
-        let store = Store::create_or_open(&path).unwrap();
+        let store = crate::store::create_maintained(&path);
         let id = store.create_trace(&test_start(), 1).unwrap();
 
         let reader = Reader::open(&path).unwrap();

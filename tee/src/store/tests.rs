@@ -1,6 +1,7 @@
 //! Tests of opening stores and writing frames.
 
 use super::*;
+use crate::model::TraceStart;
 use acp_tee_shared::{Direction, FrameKind};
 
 #[test]
@@ -17,7 +18,8 @@ fn many_processes_creating_and_opening_one_store_at_once_all_succeed() {
                 std::thread::spawn(move || {
                     barrier.wait();
                     if i % 2 == 0 {
-                        let store = Store::create_or_open(&path)?;
+                        let mut store = Store::create_or_open(&path)?;
+                        store.maintain(0)?;
                         let start = TraceStart {
                             name: Some(format!("t{i}")),
                             command: vec!["a".into()],
@@ -25,7 +27,7 @@ fn many_processes_creating_and_opening_one_store_at_once_all_succeed() {
                             mode: crate::model::Mode::Wrap.to_string(),
                             started_at: "2026-01-01T00:00:00Z".into(),
                         };
-                        store.create_trace(&start, std::process::id()).map(|_| ())
+                        Recording::new(store)?.create_trace(&start, std::process::id()).map(|_| ())
                     } else {
                         // Opening may come before the file exists: that is the
                         // one error allowed here.
@@ -75,7 +77,7 @@ fn batches_of_any_length_store_every_column_of_every_frame() {
     // Full multi-row statements, the single-row remainder, and a second
     // batch after them.
     let dir = tempfile::tempdir().unwrap();
-    let mut store = Store::create_or_open(&dir.path().join("t.db")).unwrap();
+    let mut store = create_maintained(&dir.path().join("t.db"));
     let id = store.create_trace(&test_start(), 1).unwrap();
     let first = 2 * insert::ROWS as i64 + 5;
     let frames: Vec<NewFrame> = (1..=first + 3).map(varied_frame).collect();
@@ -128,7 +130,7 @@ fn batches_of_any_length_store_every_column_of_every_frame() {
 fn reading_every_frame_holds_no_read_transaction_while_the_caller_works() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("t.db");
-    let mut store = Store::create_or_open(&path).unwrap();
+    let mut store = create_maintained(&path);
     let id = store.create_trace(&test_start(), 1).unwrap();
     let mut frames: Vec<NewFrame> = (1..=1000).map(varied_frame).collect();
     // Frames of a step's size in bytes on their own, among small ones.
@@ -158,7 +160,7 @@ fn reading_every_frame_holds_no_read_transaction_while_the_caller_works() {
 #[test]
 fn a_batch_with_a_bad_seq_stores_none_of_it() {
     let dir = tempfile::tempdir().unwrap();
-    let mut store = Store::create_or_open(&dir.path().join("t.db")).unwrap();
+    let mut store = create_maintained(&dir.path().join("t.db"));
     let id = store.create_trace(&test_start(), 1).unwrap();
     let mut frames: Vec<NewFrame> = (1..=insert::ROWS as i64 + 2).map(varied_frame).collect();
     frames.last_mut().unwrap().seq = 0;

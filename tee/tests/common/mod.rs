@@ -29,8 +29,13 @@ impl TempStore {
         TempStore { dir, db }
     }
 
+    /// Opens the store the test recorded into and runs the maintenance step
+    /// `acp-tee list` runs before it reads (traces whose recorder is gone
+    /// are ended as cut off).
     pub fn open(&self) -> Store {
-        Store::open_existing(&self.db).expect("open the store the test recorded into")
+        let mut store = Store::open_existing(&self.db).expect("open the store the test recorded into");
+        store.maintain(0).expect("maintain the store");
+        store
     }
 
     /// Waits until `count` traces exist and all have ended (the recorder is a

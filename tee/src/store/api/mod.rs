@@ -13,6 +13,10 @@ use base64::Engine;
 use rusqlite::types::{Value, ValueRef};
 use rusqlite::{params, params_from_iter, Connection, OptionalExtension, Row};
 
+mod plan;
+
+use plan::{Facts, PagePlan, TotalPlan};
+
 /// Columns read into a [`FrameSummary`], in `summary_from_row` order.
 /// Frames shorter than [`crate::model::PREVIEW_STORED_FROM`] have no stored preview: the
 /// raw bytes come along (column 14) and the preview is made from them.
@@ -179,19 +183,12 @@ fn errors_only(q: &FrameQuery) -> bool {
     q.errors == Some(true) || q.kind == Some(FrameKind::Error)
 }
 
-/// How many frames of trace `trace_id` match `q`, from the per-kind counts,
-/// when `q` filters on direction and kind alone; `None` otherwise.
-fn count_by_kind(conn: &Connection, trace_id: i64, q: &FrameQuery, extra: &Extra) -> Result<Option<i64>, StoreError> {
-    let FrameQuery { after: _, offset: _, limit: _, dir, kind, method, session, errors, min_latency_ms, q: _ } = q;
-    if method.is_some() || session.is_some() || min_latency_ms.is_some() || searching(q) {
-        return Ok(None);
-    }
-    // Which batches hold an error response is not counted anywhere.
-    if *errors == Some(true) && extra.batches {
-        return Ok(None);
-    }
-    let kind = match (*kind, *errors == Some(true)) {
-        (Some(k), true) if k != FrameKind::Error => return Ok(Some(0)),
+/// How many frames of trace `trace_id` match `q`, which filters on
+/// direction, kind and errors alone ([`TotalPlan::KindCounts`]), from the
+/// per-kind counts.
+fn count_by_kind(conn: &Connection, trace_id: i64, q: &FrameQuery) -> Result<i64, StoreError> {
+    let kind = match (q.kind, q.errors == Some(true)) {
+        (Some(k), true) if k != FrameKind::Error => return Ok(0),
         (_, true) => Some(FrameKind::Error),
         (k, false) => k,
     };
@@ -200,20 +197,19 @@ fn count_by_kind(conn: &Connection, trace_id: i64, q: &FrameQuery, extra: &Extra
             "SELECT coalesce(sum(count), 0) FROM kind_counts
              WHERE trace_id = ?1 AND (?2 IS NULL OR dir = ?2) AND (?3 IS NULL OR kind = ?3)",
         )?
-        .query_row(params![trace_id, dir.map(Direction::as_str), kind.map(FrameKind::as_str)], |r| r.get(0))?;
-    Ok(Some(total))
+        .query_row(params![trace_id, q.dir.map(Direction::as_str), kind.map(FrameKind::as_str)], |r| r.get(0))?;
+    Ok(total)
 }
 
-/// How many frames of trace `trace_id` match `q`, from the method's spans,
-/// when `q` filters on the method alone; `None` otherwise.
-fn count_by_method(conn: &Connection, trace_id: i64, q: &FrameQuery) -> Result<Option<i64>, StoreError> {
-    let Some(method) = method_alone(q) else { return Ok(None) };
+/// How many frames of trace `trace_id` have `method` ([`TotalPlan::MethodSpans`]),
+/// from the method's spans.
+fn count_by_method(conn: &Connection, trace_id: i64, method: &str) -> Result<i64, StoreError> {
     let total = conn
         .prepare_cached(
             "SELECT coalesce(sum(last_seq - first_seq + 1), 0) FROM method_spans WHERE trace_id = ?1 AND method = ?2",
         )?
         .query_row(params![trace_id, method], |r| r.get(0))?;
-    Ok(Some(total))
+    Ok(total)
 }
 
 /// The method `q` filters on, when it filters on nothing else.
@@ -266,7 +262,8 @@ fn has_filters(q: &FrameQuery) -> bool {
 
 impl Store {
     /// A page of the frames of trace `trace_id` matching `q`, in seq order.
-    /// `q` must already be validated (limit within bounds).
+    /// `q` must already be validated (limit within bounds). How the rows
+    /// and the total are found is [`plan::plan`]'s choice.
     pub fn frame_page(&self, trace_id: i64, q: &FrameQuery) -> Result<FramePage, StoreError> {
         let meta = self.trace(trace_id)?;
         let limit = q.limit.unwrap_or(200);
@@ -274,30 +271,26 @@ impl Store {
             search: q.q.as_deref().filter(|_| searching(q)).map(|t| search::parse(&self.conn, t)).transpose()?,
             batches: q.errors == Some(true) && self.has_batches(trace_id)?,
         };
-        let known_total = if !has_filters(q) {
-            Some(meta.frame_count)
-        } else if let Some(n) = count_by_kind(&self.conn, trace_id, q, &extra)? {
-            Some(n)
-        } else {
-            count_by_method(&self.conn, trace_id, q)?
+        // Whether the trace is gap-free changes unfiltered pages without a
+        // cursor only: one seek, asked for those alone.
+        let gap_free = !has_filters(q) && q.after.is_none() && last_seq(&self.conn, trace_id)? == meta.frame_count;
+        let (page_plan, total_plan) = plan::plan(q, Facts { gap_free, batches: extra.batches });
+        // Totals the store keeps are read before the page, as the page may
+        // be of a live trace.
+        let known_total = match total_plan {
+            TotalPlan::Stored => Some(meta.frame_count),
+            TotalPlan::KindCounts => Some(count_by_kind(&self.conn, trace_id, q)?),
+            TotalPlan::MethodSpans => Some(count_by_method(&self.conn, trace_id, q.method.as_deref().unwrap_or(""))?),
+            TotalPlan::CountedInPage | TotalPlan::Count => None,
         };
-        let (mut after, mut offset) = (q.after, q.offset.unwrap_or(0));
-        // Unfiltered and without gaps, the frame at offset n has seq n + 1: a
-        // seek instead of stepping over n rows, so deep pages of a huge trace
-        // cost what the first does. The trace has no gap when its last seq is
-        // its count of frames stored; `missing_frames` cannot tell (frames
-        // may be missing at the end only, a live trace counts its missing
-        // frames when it ends, and older imports took a file's word for it).
-        if !has_filters(q) && after.is_none() && last_seq(&self.conn, trace_id)? == meta.frame_count {
-            after = Some(offset);
-            offset = 0;
-        }
-        // Filtered on a method alone, every seq of a span is a match: whole
-        // spans are stepped over by their lengths, not row by row.
-        if let (Some(method), None, true) = (method_alone(q), after, offset > 0) {
-            after = Some(seq_before_method_offset(&self.conn, trace_id, method, offset)?);
-            offset = 0;
-        }
+        let (after, offset) = match page_plan {
+            PagePlan::SeekBySeq { after } => (Some(after), 0),
+            PagePlan::MethodSpans { offset } => {
+                let method = q.method.as_deref().unwrap_or("");
+                (Some(seq_before_method_offset(&self.conn, trace_id, method, offset)?), 0)
+            }
+            PagePlan::Scan { after, offset } => (after, offset),
+        };
         let Filters { from, where_sql, mut args, order } = filters(trace_id, q, after.unwrap_or(0), &extra);
         args.push(Value::Integer(limit + 1));
         args.push(Value::Integer(offset));
@@ -310,15 +303,14 @@ impl Store {
             .collect::<Result<_, _>>()?;
         let has_more = frames.len() as i64 > limit;
         frames.truncate(limit as usize);
-        let total = match known_total {
-            Some(n) => n,
+        let total = match (known_total, total_plan) {
+            (Some(n), _) => n,
             // A page that is not full scanned to the trace's end: from the
-            // first match on, it saw all of them (skipping `offset`), so a
-            // rare word is searched for in one scan, not two.
-            None if q.after.is_none() && !has_more && (!frames.is_empty() || offset == 0) => {
+            // first match on, it saw all of them (skipping `offset`).
+            (None, TotalPlan::CountedInPage) if !has_more && (!frames.is_empty() || offset == 0) => {
                 offset + frames.len() as i64
             }
-            None => {
+            (None, _) => {
                 let Filters { from, where_sql, args, .. } = filters(trace_id, q, 0, &extra);
                 self.conn.query_row(
                     &format!("SELECT count(*) FROM {from} WHERE {where_sql}"),

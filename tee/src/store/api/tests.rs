@@ -7,6 +7,19 @@ use crate::store::test_start;
 /// No search, no batches.
 const NO_EXTRA: Extra = Extra { search: None, batches: false };
 
+/// The query a URL's query string (`method=m&offset=3`) asks for, read as
+/// the server reads it.
+pub(super) fn query(text: &str) -> FrameQuery {
+    let uri: axum::http::Uri = format!("/?{text}").parse().unwrap();
+    axum::extract::Query::<FrameQuery>::try_from_uri(&uri).unwrap().0
+}
+
+/// The seqs of the page `text` asks for of trace `id`, and its total.
+fn page_of(store: &Store, id: i64, text: &str) -> (Vec<i64>, i64) {
+    let page = store.frame_page(id, &query(text)).unwrap();
+    (page.frames.iter().map(|f| f.seq).collect(), page.total)
+}
+
 #[test]
 fn the_scan_answers_as_the_index_does() {
     // Every text, indexed in a table of its own, and searched for every
@@ -200,28 +213,33 @@ fn search_finds_frames_before_and_after_indexing() {
     let lines = b"{\"id\":1,\"method\":\"session/prompt\",\"params\":{\"text\":\"Purple Elephants\"}}\n{\"method\":\"x\",\"params\":{\"text\":\"grey mice\"}}\n";
     framer.chunk(Direction::ClientToAgent, 5, lines, |f| frames.push(f));
     store.insert_frames(id, &frames).unwrap();
-    let search = |store: &Store, words: &str| {
-        let q = FrameQuery { q: Some(words.into()), ..FrameQuery::default() };
-        store.frame_page(id, &q).unwrap().frames.iter().map(|f| f.seq).collect::<Vec<_>>()
-    };
-    // Not indexed yet: found by scanning.
-    assert_eq!(search(&store, "purple elephants"), [1]);
-    assert_eq!(search(&store, "mice"), [2]);
-    assert_eq!(search(&store, "purple mice"), Vec::<i64>::new());
     // Punctuation: a query of punctuation alone matches nothing (though
     // both frames hold `{`), a word of it beside others is ignored.
-    let cut_words = ["_", "{", "mice _", "session/prompt", "\"grey"];
-    let scanned: Vec<Vec<i64>> = cut_words.iter().map(|w| search(&store, w)).collect();
-    assert_eq!(scanned, [vec![], vec![], vec![2], vec![1], vec![2]]);
+    let table: &[(&str, &[i64])] = &[
+        ("q=purple+elephants", &[1]),
+        ("q=mice", &[2]),
+        ("q=purple+mice", &[]),
+        ("q=_", &[]),
+        ("q=%7B", &[]),
+        ("q=mice+_", &[2]),
+        ("q=session%2Fprompt", &[1]),
+        ("q=%22grey", &[2]),
+        ("q=mice&dir=agent_to_client", &[]),
+        ("q=elephants&method=session%2Fprompt", &[1]),
+    ];
+    let check = |store: &Store, state: &str| {
+        for (text, want) in table {
+            assert_eq!(page_of(store, id, text), (want.to_vec(), want.len() as i64), "{text} {state}");
+        }
+    };
+    // Not indexed yet: found by scanning.
+    check(&store, "unindexed");
     assert_eq!(store.index_for_search(1).unwrap(), 1);
+    check(&store, "half indexed");
     assert_eq!(store.index_for_search(10).unwrap(), 1);
     assert_eq!(store.index_for_search(10).unwrap(), 0);
     // Indexed: found through FTS5, the same answers.
-    assert_eq!(search(&store, "purple elephants"), [1]);
-    assert_eq!(search(&store, "mice"), [2]);
-    assert_eq!(search(&store, "purple mice"), Vec::<i64>::new());
-    let indexed_answers: Vec<Vec<i64>> = cut_words.iter().map(|w| search(&store, w)).collect();
-    assert_eq!(indexed_answers, scanned);
+    check(&store, "indexed");
     let indexed: i64 = store.conn.query_row("SELECT count(*) FROM frames_fts", [], |r| r.get(0)).unwrap();
     assert_eq!(indexed, 2);
 }
@@ -232,24 +250,32 @@ fn offsets_count_frames_even_across_missing_ones() {
     use crate::model::TraceEnd;
     let mut store = Store::in_memory().unwrap();
     let start = test_start();
-    let page = |store: &Store, id: i64, offset: i64| {
-        let q = FrameQuery { offset: Some(offset), limit: Some(2), ..FrameQuery::default() };
-        store.frame_page(id, &q).unwrap().frames.iter().map(|f| f.seq).collect::<Vec<_>>()
-    };
     let mut framer = Framer::new();
     let mut frames = Vec::new();
     framer.chunk(Direction::AgentStderr, 1, b"1\n2\n3\n4\n5\n6\n", |f| frames.push(f));
     let whole = store.create_trace(&start, 1).unwrap();
     store.insert_frames(whole, &frames).unwrap();
-    assert_eq!(page(&store, whole, 2), [3, 4]);
     // A store that failed for frames 3 and 4 left a gap in seq.
     let gappy = store.create_trace(&start, 1).unwrap();
     frames.retain(|f| f.seq != 3 && f.seq != 4);
     store.insert_frames(gappy, &frames).unwrap();
     let end = TraceEnd { exit_code: Some(0), exit_signal: None, end_reason: "x".into() };
     store.finish_trace(gappy, &end, 2, "2026-01-01T00:00:01Z").unwrap();
-    assert_eq!(page(&store, gappy, 2), [5, 6]);
-    assert_eq!(page(&store, gappy, 0), [1, 2]);
+    let table: &[(i64, &str, &[i64], i64)] = &[
+        (whole, "offset=2&limit=2", &[3, 4], 6),
+        (whole, "offset=5&limit=2", &[6], 6),
+        (whole, "offset=6&limit=2", &[], 6),
+        (whole, "after=2&limit=2", &[3, 4], 6),
+        (gappy, "offset=0&limit=2", &[1, 2], 4),
+        (gappy, "offset=2&limit=2", &[5, 6], 4),
+        (gappy, "offset=3&limit=2", &[6], 4),
+        (gappy, "after=2&limit=2", &[5, 6], 4),
+        (gappy, "after=2&offset=1&limit=2", &[6], 4),
+        (gappy, "dir=agent_stderr&offset=2&limit=2", &[5, 6], 4),
+    ];
+    for (id, text, seqs, total) in table {
+        assert_eq!(page_of(&store, *id, text), (seqs.to_vec(), *total), "trace {id}: {text}");
+    }
 }
 
 /// Two traces of every direction and kind (errors few), stored in
@@ -297,8 +323,10 @@ fn totals_of_direction_and_kind_filters_come_from_the_counts_and_match_the_frame
                         .filter(|f| errors.is_none() || f.kind == FrameKind::Error)
                         .map(|f| f.seq)
                         .collect();
-                    let counted = count_by_kind(&store.conn, id, &q, &NO_EXTRA).unwrap();
-                    assert_eq!(counted, Some(want.len() as i64), "{q:?}");
+                    let planned = if has_filters(&q) { TotalPlan::KindCounts } else { TotalPlan::Stored };
+                    assert_eq!(plan::plan(&q, plan::Facts::default()).1, planned, "{q:?}");
+                    let counted = count_by_kind(&store.conn, id, &q).unwrap();
+                    assert_eq!(counted, want.len() as i64, "{q:?}");
                     let page = store.frame_page(id, &q).unwrap();
                     assert_eq!(page.total, want.len() as i64, "{q:?}");
                     assert_eq!(page.frames.iter().map(|f| f.seq).collect::<Vec<_>>(), want, "{q:?}");
@@ -310,7 +338,7 @@ fn totals_of_direction_and_kind_filters_come_from_the_counts_and_match_the_frame
     assert_eq!(checked, 2 * 4 * 8 * 2);
     // Other filters are counted from the frames.
     let q = FrameQuery { errors: Some(true), method: Some("m".into()), ..FrameQuery::default() };
-    assert_eq!(count_by_kind(&store.conn, ids[0], &q, &NO_EXTRA).unwrap(), None);
+    assert_eq!(plan::plan(&q, plan::Facts::default()).1, TotalPlan::CountedInPage);
     assert_eq!(store.frame_page(ids[0], &q).unwrap().total, 5);
     let stats = store.trace_stats(ids[1]).unwrap();
     assert_eq!(stats.per_direction, [120, 120, 40]);
@@ -373,17 +401,27 @@ fn method_filters_read_the_spans_and_match_the_frames() {
 }
 
 #[test]
-fn method_filters_page_through_the_spans_without_sorting() {
+fn filtered_pages_read_their_index_without_sorting() {
     let (store, ids) = store_of_every_kind();
-    for q in [
-        FrameQuery { method: Some("m".into()), ..FrameQuery::default() },
-        FrameQuery { method: Some("m".into()), errors: Some(true), ..FrameQuery::default() },
-        FrameQuery { method: Some("u".into()), dir: Some(Direction::AgentToClient), ..FrameQuery::default() },
-        FrameQuery { method: Some("m".into()), min_latency_ms: Some(0.0), ..FrameQuery::default() },
-    ] {
-        let plan = plan(&store, ids[1], &q);
-        assert!(plan.contains("method_spans"), "{q:?}: {plan}");
-        assert!(!plan.contains("TEMP B-TREE"), "{q:?}: {plan}");
+    // The query string, and the index SQLite's plan must use (`!` before
+    // it: must not).
+    let table = [
+        ("method=m", "method_spans"),
+        ("method=m&errors=true", "method_spans"),
+        ("method=u&dir=agent_to_client", "method_spans"),
+        ("method=m&min_latency_ms=0", "method_spans"),
+        ("errors=true", "frames_errors"),
+        ("kind=error", "frames_errors"),
+        ("errors=true&dir=agent_to_client", "frames_errors"),
+        ("kind=notification", "!frames_errors"),
+    ];
+    for (text, index) in table {
+        let plan = plan(&store, ids[1], &query(text));
+        match index.strip_prefix('!') {
+            Some(index) => assert!(!plan.contains(index), "{text}: {plan}"),
+            None => assert!(plan.contains(index), "{text}: {plan}"),
+        }
+        assert!(!plan.contains("TEMP B-TREE"), "{text}: {plan}");
     }
 }
 
@@ -400,21 +438,4 @@ fn plan(store: &Store, trace_id: i64, q: &FrameQuery) -> String {
         .collect::<Result<_, _>>()
         .unwrap();
     rows.join("; ")
-}
-
-#[test]
-fn errors_only_pages_through_the_index_of_errors() {
-    let (store, ids) = store_of_every_kind();
-    let plan = |q: &FrameQuery| plan(&store, ids[0], q);
-    for q in [
-        FrameQuery { errors: Some(true), ..FrameQuery::default() },
-        FrameQuery { kind: Some(FrameKind::Error), ..FrameQuery::default() },
-        FrameQuery { errors: Some(true), dir: Some(Direction::AgentToClient), ..FrameQuery::default() },
-    ] {
-        let plan = plan(&q);
-        assert!(plan.contains("frames_errors"), "{q:?}: {plan}");
-        assert!(!plan.contains("TEMP B-TREE"), "{q:?}: {plan}");
-    }
-    let plan = plan(&FrameQuery { kind: Some(FrameKind::Notification), ..FrameQuery::default() });
-    assert!(!plan.contains("frames_errors"), "{plan}");
 }

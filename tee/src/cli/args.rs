@@ -1,0 +1,391 @@
+//! The command line's definitions (clap): subcommands, their arguments and
+//! help texts, and the implicit `record`.
+
+use crate::export::TraceSelection;
+use crate::redact::Rule;
+use crate::store::{self, Reader};
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::time::Duration;
+
+const ABOUT: &str = "Record every Agent Client Protocol message between an editor and an agent";
+
+const LONG_ABOUT: &str = "\
+Record every Agent Client Protocol message between an editor and an agent.
+
+acp-tee sits between an ACP client (an editor such as Zed) and an ACP agent,
+forwards every byte both ways untouched, and writes each newline-delimited
+frame, timestamped, to a SQLite trace store.
+
+`record` is the default subcommand, so an editor's agent command becomes
+    acp-tee -- AGENT [ARGS...]
+e.g. in Zed's settings: \"command\": \"acp-tee\", \"args\": [\"--\", \"my-agent\", \"acp\"]";
+
+/// The `acp-tee` command line.
+#[derive(Debug, Parser)]
+#[command(name = "acp-tee", version, about = ABOUT, long_about = LONG_ABOUT)]
+#[command(subcommand_required = true, arg_required_else_help = true)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub(super) command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub(super) enum Command {
+    /// Run AGENT, relay its stdio and record every frame (the default subcommand)
+    #[command(long_about = RECORD_ABOUT)]
+    Record(RecordArgs),
+    /// Run as a proxy component under the ACP conductor, recording the hop
+    #[command(long_about = PROXY_ABOUT)]
+    Proxy(ProxyArgs),
+    /// Serve the trace viewer (browser app and JSON API) over HTTP
+    #[command(long_about = SERVE_ABOUT)]
+    Serve(ServeArgs),
+    /// List the traces in the store
+    List(ListArgs),
+    /// Write traces as acp-tee-trace JSON, the conductor's .jsons or Perfetto JSON
+    #[command(long_about = EXPORT_ABOUT)]
+    Export(ExportArgs),
+    /// Read an acp-tee export, a conductor .jsons trace or a sacp-tee log into the store
+    #[command(long_about = IMPORT_ABOUT)]
+    Import(ImportArgs),
+    /// Show a trace's sessions: turns, tool calls, permission waits, usage, open requests
+    #[command(long_about = super::show::SHOW_ABOUT)]
+    Show(super::show::ShowArgs),
+    /// The recorder process wrap mode starts; not for people
+    #[command(name = "__recorder", hide = true)]
+    Recorder(RecorderArgs),
+}
+
+const RECORD_ABOUT: &str = "\
+Run AGENT, relay its stdio and record every frame.
+
+Bytes go both ways as they arrive, never altered. The agent's stderr passes
+through to ours and is recorded too. When the client closes our stdin, the
+agent's stdin is closed; if the agent has not exited after --grace it gets
+SIGTERM, and SIGKILL after another --grace. SIGINT, SIGTERM and SIGHUP are
+passed on to the agent (TERM and HUP are followed by SIGKILL after --grace).
+Once the agent exited, its last output is forwarded; if something it started
+still holds its stdout or stderr open, acp-tee stops waiting after --grace
+(3 s at least) and says so.
+If acp-tee itself is killed, the agent is killed with it and every frame
+already forwarded is still stored.
+
+Exit status: the agent's exit code, or 128+N when signal N killed it; 0 when
+acp-tee stopped the agent after the client closed; 127 when AGENT does not
+exist, 126 when it cannot be executed (nothing is recorded then).";
+
+#[derive(Debug, Args)]
+pub(super) struct StoreArg {
+    /// The trace store (default: $XDG_DATA_HOME/acp-tee/traces.db, else ~/.local/share/acp-tee/traces.db)
+    #[arg(long, value_name = "PATH")]
+    pub(super) db: Option<PathBuf>,
+}
+
+impl StoreArg {
+    pub(super) fn path(&self) -> anyhow::Result<PathBuf> {
+        match &self.db {
+            Some(p) => Ok(p.clone()),
+            None => Ok(store::default_path()?),
+        }
+    }
+
+    /// Runs a maintenance step on the existing store, then opens it for
+    /// reading only (see [`Reader`]).
+    pub(super) fn open_reader(&self) -> anyhow::Result<Reader> {
+        let path = self.path()?;
+        super::maintain_before_reading(&path)?;
+        Ok(Reader::open(&path)?)
+    }
+}
+
+#[derive(Debug, Args)]
+pub(super) struct RecordArgs {
+    #[command(flatten)]
+    pub(super) store: StoreArg,
+    /// A name for the trace (default: the agent program's file name)
+    #[arg(long)]
+    pub(super) name: Option<String>,
+    /// How long the agent may run on after the client closed, and after SIGTERM (e.g. 3s, 500ms)
+    #[arg(long, default_value = "3s", value_parser = parse_duration)]
+    pub(super) grace: Duration,
+    #[command(flatten)]
+    pub(super) redact: RecordRedact,
+    /// The agent's command line, after `--`
+    #[arg(last = true, required = true, value_name = "AGENT")]
+    pub(super) agent: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub(super) struct RecordRedact {
+    /// Mask secrets in what is stored (the export's default rules, plus RULE
+    /// when given as --redact=RULE; repeatable). Forwarded bytes are never changed.
+    #[arg(long, value_name = "RULE", num_args = 0..=1, require_equals = true, default_missing_value = "")]
+    pub(super) redact: Vec<String>,
+}
+
+impl RecordRedact {
+    /// `None` when off, else the user's rules (checked now, so a bad rule
+    /// stops the run before it starts).
+    pub(super) fn rules(&self) -> anyhow::Result<Option<Vec<String>>> {
+        if self.redact.is_empty() {
+            return Ok(None);
+        }
+        let rules: Vec<String> = self.redact.iter().filter(|r| !r.is_empty()).cloned().collect();
+        for rule in &rules {
+            rule.parse::<Rule>()?;
+        }
+        Ok(Some(rules))
+    }
+}
+
+const PROXY_ABOUT: &str = "\
+Run as a proxy component under the ACP conductor, recording the hop.
+
+Put it in a chain, e.g.
+    agent-client-protocol-conductor agent \"acp-tee proxy --name hop1\" \"my-agent acp\"
+It answers proxy/initialize by forwarding initialize to its successor, passes
+every message on unchanged (wrapped in proxy/successor toward the agent,
+unwrapped toward the client), and records the logical messages (client to
+agent, agent to client) with their exact envelopes. Several acp-tee proxies in
+one chain each record their own trace; give each a --name.";
+
+#[derive(Debug, Args)]
+pub(super) struct ProxyArgs {
+    #[command(flatten)]
+    pub(super) store: StoreArg,
+    /// A name for the trace, telling which hop of the chain it is (default: proxy)
+    #[arg(long)]
+    pub(super) name: Option<String>,
+    #[command(flatten)]
+    pub(super) redact: RecordRedact,
+}
+
+const SERVE_ABOUT: &str = "\
+Serve the trace viewer (browser app and JSON API) over HTTP.
+
+The viewer lists the store's traces and draws each as a sequence diagram with
+timings, updating live while acp-tee records. The API under /api is read-only.
+Listening beyond loopback (--bind 0.0.0.0) requires a token: pass --token or
+one is generated; the printed URL carries it. Frames are served with secrets
+masked as exports mask them; --no-redact serves them as stored.";
+
+#[derive(Debug, Args)]
+pub(super) struct ServeArgs {
+    #[command(flatten)]
+    pub(super) store: StoreArg,
+    /// Address to listen on
+    #[arg(long, default_value = "127.0.0.1")]
+    pub(super) bind: std::net::IpAddr,
+    /// Port to listen on (0: any free port)
+    #[arg(long, default_value_t = 7878)]
+    pub(super) port: u16,
+    /// Require this token on every request (generated when --bind is not loopback)
+    #[arg(long)]
+    pub(super) token: Option<String>,
+    /// Open a browser on the viewer
+    #[arg(long)]
+    pub(super) open: bool,
+    /// Which trace the printed (and opened) URL shows: an id or `latest`
+    #[arg(long, value_name = "ID|latest")]
+    pub(super) trace: Option<TraceSelection>,
+    /// Serve the viewer app built in DIR (by scripts/build-viewer) instead of
+    /// the one built into acp-tee: for working on the viewer
+    #[arg(long, value_name = "DIR")]
+    pub(super) dist: Option<PathBuf>,
+    /// Serve frames unmasked. By default the API and the viewer mask secrets
+    /// as exports do (env and headers values, members named like secrets,
+    /// secret query parameters of URLs)
+    #[arg(long)]
+    pub(super) no_redact: bool,
+}
+
+#[derive(Debug, Args)]
+pub(super) struct ListArgs {
+    #[command(flatten)]
+    pub(super) store: StoreArg,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub(super) enum FormatArg {
+    /// One JSON document: {"format":"acp-tee-trace","version":1,"traces":[...]}
+    Json,
+    /// Per trace, a header line then one frame per line
+    Ndjson,
+    /// The conductor's trace format, one event per line (one trace)
+    Jsons,
+    /// Chrome trace-event JSON for ui.perfetto.dev and chrome://tracing
+    Perfetto,
+}
+
+const EXPORT_ABOUT: &str = "\
+Write traces as acp-tee-trace JSON or NDJSON (docs/trace-format.md), as the
+conductor's .jsons (agent-client-protocol-trace-viewer opens it), or as Chrome
+trace-event JSON (ui.perfetto.dev, chrome://tracing).
+
+Secrets are masked by default: the values of env and headers (mcpServers,
+terminal/create, auth methods) and of every field named like a token, key,
+secret, password, authorization or cookie. --redact adds rules: a JSONPath
+($.params.cwd, $..url, $.params.mcpServers[*].url) masks the values it
+selects; anything else is a regular expression whose matches are masked in
+every string. --no-redact writes the stored bytes as they are.";
+
+const IMPORT_ABOUT: &str = "\
+Read a trace file into the store: an acp-tee export (JSON or NDJSON), the
+conductor's .jsons (--trace FILE of agent-client-protocol-conductor), or a
+sacp-tee log (raw → / ← lines, or its --json entries).
+
+Messages are framed, paired and timed like recorded ones. The trace is shown
+only once all of the file is in (recordings into the same store go on
+meanwhile): a bad line stops the import with its file and line number and
+leaves the store as it was, unless --skip-bad leaves bad lines out (and says
+how many). Counts are those of the frames stored; an acp-tee export holding
+fewer frames than its header says is refused as cut short, or with --skip-bad
+imported with the rest counted as missing. Lines longer than 256 MiB are
+refused.";
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub(super) enum ImportFormatArg {
+    /// Tell from the first line
+    Auto,
+    /// An acp-tee export (JSON document or NDJSON)
+    AcpTee,
+    /// The conductor's .jsons trace
+    Jsons,
+    /// A sacp-tee log (raw or --json)
+    SacpTee,
+}
+
+#[derive(Debug, Args)]
+pub(super) struct ImportArgs {
+    #[command(flatten)]
+    pub(super) store: StoreArg,
+    /// A name for the imported trace (default: the file's name; an acp-tee export keeps its own)
+    #[arg(long)]
+    pub(super) name: Option<String>,
+    /// The file's format
+    #[arg(long, value_enum, default_value = "auto")]
+    pub(super) format: ImportFormatArg,
+    /// Leave out lines that cannot be read (counted) instead of failing; import a file cut short
+    #[arg(long)]
+    pub(super) skip_bad: bool,
+    /// The file to import
+    #[arg(value_name = "FILE")]
+    pub(super) file: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub(super) struct ExportArgs {
+    #[command(flatten)]
+    pub(super) store: StoreArg,
+    /// Which trace: an id from `acp-tee list`, `latest` or `all`
+    #[arg(long, default_value = "latest", value_name = "ID|latest|all")]
+    pub(super) trace: TraceSelection,
+    /// Output format
+    #[arg(long, value_enum, default_value = "json")]
+    pub(super) format: FormatArg,
+    /// Write to FILE instead of stdout
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub(super) output: Option<PathBuf>,
+    /// Also mask what RULE selects: a JSONPath ($.params.cwd) or a regular expression (repeatable)
+    #[arg(long, value_name = "JSONPATH|REGEX")]
+    pub(super) redact: Vec<Rule>,
+    /// Write the stored bytes as they are, secrets included
+    #[arg(long, conflicts_with = "redact")]
+    pub(super) no_redact: bool,
+    /// Do not wait for a trace whose recorder is still storing frames after
+    /// acp-tee exited (by default export waits for it, up to a minute)
+    #[arg(long)]
+    pub(super) no_wait: bool,
+}
+
+#[derive(Debug, Args)]
+pub(super) struct RecorderArgs {
+    #[arg(long)]
+    pub(super) db: PathBuf,
+    /// Mask secrets before storing (default rules plus --redact-rule)
+    #[arg(long)]
+    pub(super) redact: bool,
+    #[arg(long = "redact-rule")]
+    pub(super) redact_rule: Vec<Rule>,
+    /// The data pipes' read ends, one per direction (client→agent,
+    /// agent→client, agent stderr)
+    #[arg(long = "data-fds", value_delimiter = ',')]
+    pub(super) data_fds: Vec<i32>,
+    /// The agent's process group, killed if the relay vanishes mid-run
+    #[arg(long = "agent-group")]
+    pub(super) agent_group: Option<u32>,
+    /// This recorder replaces one that died mid-run (the handoff says which)
+    #[arg(long)]
+    pub(super) resume: bool,
+}
+
+/// Parses `3s`, `500ms`, `2m` or a bare number of seconds.
+pub(super) fn parse_duration(s: &str) -> Result<Duration, String> {
+    let bad = || format!("`{s}` is not a duration; write e.g. 3s, 500ms or 1m");
+    let (number, unit) = match s.find(|c: char| !c.is_ascii_digit() && c != '.') {
+        Some(i) => s.split_at(i),
+        None => (s, "s"),
+    };
+    let n: f64 = number.parse().map_err(|_| bad())?;
+    let secs = match unit {
+        "ms" => n / 1000.0,
+        "s" => n,
+        "m" => n * 60.0,
+        _ => return Err(bad()),
+    };
+    Duration::try_from_secs_f64(secs).map_err(|_| bad())
+}
+
+/// Subcommand names that may come first; anything else means `record`.
+const SUBCOMMANDS: &[&str] =
+    &["record", "proxy", "serve", "list", "export", "import", "show", "__recorder", "help", "-h", "--help", "-V", "--version"];
+
+/// Inserts the implicit `record` so `acp-tee -- AGENT` and
+/// `acp-tee --db X -- AGENT` work.
+pub fn with_default_subcommand(mut args: Vec<OsString>) -> Vec<OsString> {
+    let needs_record = args.get(1).is_some_and(|first| !SUBCOMMANDS.iter().any(|s| first == *s));
+    if needs_record {
+        args.insert(1, "record".into());
+    }
+    args
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(a: &[&str]) -> Vec<String> {
+        with_default_subcommand(a.iter().map(OsString::from).collect())
+            .into_iter()
+            .map(|s| s.into_string().unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn record_is_the_default_subcommand() {
+        assert_eq!(args(&["acp-tee", "--", "a"]), ["acp-tee", "record", "--", "a"]);
+        assert_eq!(args(&["acp-tee", "--db", "x", "--", "a"]), ["acp-tee", "record", "--db", "x", "--", "a"]);
+        assert_eq!(args(&["acp-tee", "list"]), ["acp-tee", "list"]);
+        assert_eq!(args(&["acp-tee", "--help"]), ["acp-tee", "--help"]);
+        assert_eq!(args(&["acp-tee"]), ["acp-tee"]);
+    }
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("3s").unwrap(), Duration::from_secs(3));
+        assert_eq!(parse_duration("250ms").unwrap(), Duration::from_millis(250));
+        assert_eq!(parse_duration("1.5").unwrap(), Duration::from_millis(1500));
+        assert_eq!(parse_duration("2m").unwrap(), Duration::from_secs(120));
+        assert!(parse_duration("soon").unwrap_err().contains("not a duration"));
+        assert!(parse_duration("3h").is_err());
+        assert!(parse_duration("-1s").is_err());
+    }
+
+    #[test]
+    fn cli_definition_is_consistent() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+    }
+}
