@@ -8,6 +8,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 mod fixtures;
+mod session;
 
 use common::webdriver::Browser;
 use common::*;
