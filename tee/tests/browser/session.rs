@@ -17,26 +17,70 @@ fn update(t: f64, sid: &str, update: Value) -> Msg {
 /// cancel 3 s later, the trace's last frame.
 fn conversation() -> Vec<Msg> {
     vec![
-        c2a(0.0, json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,"clientInfo":{"name":"ed","version":"1"}}})),
-        a2c(1.0, json!({"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1,"agentInfo":{"name":"ag","version":"2"}}})),
+        c2a(
+            0.0,
+            json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,"clientInfo":{"name":"ed","version":"1"}}}),
+        ),
+        a2c(
+            1.0,
+            json!({"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1,"agentInfo":{"name":"ag","version":"2"}}}),
+        ),
         c2a(2.0, json!({"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/w","mcpServers":[]}})),
         a2c(3.0, json!({"jsonrpc":"2.0","id":1,"result":{"sessionId":"s1"}})),
-        c2a(10.0, json!({"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"s1","prompt":[{"type":"text","text":"fix "},{"type":"text","text":"the parser"}]}})),
-        update(15.0, "s1", json!({"sessionUpdate":"agent_thought_chunk","content":{"type":"text","text":"look at the tests first"}})),
+        c2a(
+            10.0,
+            json!({"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"s1","prompt":[{"type":"text","text":"fix "},{"type":"text","text":"the parser"}]}}),
+        ),
+        update(
+            15.0,
+            "s1",
+            json!({"sessionUpdate":"agent_thought_chunk","content":{"type":"text","text":"look at the tests first"}}),
+        ),
         update(25.0, "s1", json!({"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"Sure, "}})),
-        update(26.0, "s1", json!({"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"it is fixed."}})),
-        update(27.0, "s1", json!({"sessionUpdate":"tool_call","toolCallId":"t1","title":"Edit parser.rs","kind":"edit","status":"pending","locations":[{"path":"/w/parser.rs"}]})),
-        a2c(28.0, json!({"jsonrpc":"2.0","id":"p1","method":"session/request_permission","params":{"sessionId":"s1","toolCall":{"toolCallId":"t1"},"options":[{"optionId":"allow","name":"Allow","kind":"allow_once"},{"optionId":"no","name":"No","kind":"reject_once"}]}})),
+        update(
+            26.0,
+            "s1",
+            json!({"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"it is fixed."}}),
+        ),
+        update(
+            27.0,
+            "s1",
+            json!({"sessionUpdate":"tool_call","toolCallId":"t1","title":"Edit parser.rs","kind":"edit","status":"pending","locations":[{"path":"/w/parser.rs"}]}),
+        ),
+        a2c(
+            28.0,
+            json!({"jsonrpc":"2.0","id":"p1","method":"session/request_permission","params":{"sessionId":"s1","toolCall":{"toolCallId":"t1"},"options":[{"optionId":"allow","name":"Allow","kind":"allow_once"},{"optionId":"no","name":"No","kind":"reject_once"}]}}),
+        ),
         c2a(78.0, json!({"jsonrpc":"2.0","id":"p1","result":{"outcome":{"outcome":"selected","optionId":"allow"}}})),
         update(79.0, "s1", json!({"sessionUpdate":"tool_call_update","toolCallId":"t1","status":"in_progress"})),
-        a2c(80.0, json!({"jsonrpc":"2.0","id":"f1","method":"fs/write_text_file","params":{"sessionId":"s1","path":"/w/parser.rs","content":"x"}})),
+        a2c(
+            80.0,
+            json!({"jsonrpc":"2.0","id":"f1","method":"fs/write_text_file","params":{"sessionId":"s1","path":"/w/parser.rs","content":"x"}}),
+        ),
         c2a(82.0, json!({"jsonrpc":"2.0","id":"f1","result":null})),
         update(83.0, "s1", json!({"sessionUpdate":"tool_call_update","toolCallId":"t1","status":"completed"})),
-        update(84.0, "s1", json!({"sessionUpdate":"plan","entries":[{"content":"fix the parser","priority":"high","status":"completed"}]})),
-        a2c(90.0, json!({"jsonrpc":"2.0","id":2,"result":{"stopReason":"end_turn","usage":{"totalTokens":30,"inputTokens":20,"outputTokens":10}}})),
-        c2a(1000.0, json!({"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{"sessionId":"s1","prompt":[{"type":"text","text":"run the tests"}]}})),
-        update(1001.0, "s1", json!({"sessionUpdate":"tool_call","toolCallId":"t2","title":"Run cargo test","kind":"execute","status":"pending"})),
-        a2c(1002.0, json!({"jsonrpc":"2.0","id":"p2","method":"session/request_permission","params":{"sessionId":"s1","toolCall":{"toolCallId":"t2"},"options":[{"optionId":"allow","kind":"allow_once"}]}})),
+        update(
+            84.0,
+            "s1",
+            json!({"sessionUpdate":"plan","entries":[{"content":"fix the parser","priority":"high","status":"completed"}]}),
+        ),
+        a2c(
+            90.0,
+            json!({"jsonrpc":"2.0","id":2,"result":{"stopReason":"end_turn","usage":{"totalTokens":30,"inputTokens":20,"outputTokens":10}}}),
+        ),
+        c2a(
+            1000.0,
+            json!({"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{"sessionId":"s1","prompt":[{"type":"text","text":"run the tests"}]}}),
+        ),
+        update(
+            1001.0,
+            "s1",
+            json!({"sessionUpdate":"tool_call","toolCallId":"t2","title":"Run cargo test","kind":"execute","status":"pending"}),
+        ),
+        a2c(
+            1002.0,
+            json!({"jsonrpc":"2.0","id":"p2","method":"session/request_permission","params":{"sessionId":"s1","toolCall":{"toolCallId":"t2"},"options":[{"optionId":"allow","kind":"allow_once"}]}}),
+        ),
         c2a(4002.0, json!({"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"s1"}})),
     ]
 }
@@ -131,8 +175,15 @@ fn session_with_turns(msgs: &mut Vec<Msg>, sid: &str, t: f64, turns: usize) {
     for n in 0..turns {
         let (t, id) = (t + 2.0 + n as f64 * 4.0, msgs.len() as i64 + 1);
         let prompt = json!([{"type":"text","text":format!("{sid} question {n}")}]);
-        msgs.push(c2a(t, json!({"jsonrpc":"2.0","id":id,"method":"session/prompt","params":{"sessionId":sid,"prompt":prompt}})));
-        msgs.push(update(t + 1.0, sid, json!({"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":format!("{sid} answer {n}")}})));
+        msgs.push(c2a(
+            t,
+            json!({"jsonrpc":"2.0","id":id,"method":"session/prompt","params":{"sessionId":sid,"prompt":prompt}}),
+        ));
+        msgs.push(update(
+            t + 1.0,
+            sid,
+            json!({"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":format!("{sid} answer {n}")}}),
+        ));
         msgs.push(a2c(t + 2.0, json!({"jsonrpc":"2.0","id":id,"result":{"stopReason":"end_turn"}})));
     }
 }
@@ -237,8 +288,11 @@ fn a_live_session_shows_its_waiting_permission_request_growing_and_then_answered
     b.screenshot("session-live");
 
     // The client answers: the banner empties and the turn ends, without a reload.
-    writeln!(tee_in, r#"{{"jsonrpc":"2.0","id":"p1","result":{{"outcome":{{"outcome":"selected","optionId":"allow"}}}}}}"#)
-        .unwrap();
+    writeln!(
+        tee_in,
+        r#"{{"jsonrpc":"2.0","id":"p1","result":{{"outcome":{{"outcome":"selected","optionId":"allow"}}}}}}"#
+    )
+    .unwrap();
     b.wait_for("the answered turn", |b| text_of(b, "#turn-0 .turn-end .stop") == "end_turn");
     b.wait_for("no open requests", |b| b.find_all("#open-requests").is_empty());
     assert!(text_of(&b, "#turn-0 .permission").contains("selected allow"));

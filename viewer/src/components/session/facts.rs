@@ -20,8 +20,10 @@ pub fn age_text(ns: i64) -> String {
 
 /// Tokens as one line: `30 tokens (20 in, 10 out, 4 thought, 8 cached)`.
 pub fn usage_text(u: &TokenUsage) -> String {
-    let mut parts =
-        vec![format!("{} in", format::count(u.input_tokens as i64)), format!("{} out", format::count(u.output_tokens as i64))];
+    let mut parts = vec![
+        format!("{} in", format::count(u.input_tokens as i64)),
+        format!("{} out", format::count(u.output_tokens as i64)),
+    ];
     if let Some(t) = u.thought_tokens {
         parts.push(format!("{} thought", format::count(t as i64)));
     }
@@ -49,7 +51,9 @@ pub fn open_requests(st: TraceState, o: &TraceSessions) -> Option<impl IntoView>
             on_cleanup(move || handle.clear());
         }
     }
-    let several = o.open_requests.iter().filter_map(|r| r.session_id.as_ref()).collect::<std::collections::HashSet<_>>().len() > 1;
+    let several =
+        o.open_requests.iter().filter_map(|r| r.session_id.as_ref()).collect::<std::collections::HashSet<_>>().len()
+            > 1;
     let items = o
         .open_requests
         .iter()
@@ -89,7 +93,11 @@ fn open_request_item(
             format!("{method} never answered by the {who}: open {} when the trace ended", age())
         }
     };
-    let session = r.session_id.clone().filter(|_| several).map(|s| view! { <span class="sid">{format!(" (session {s})")}</span> });
+    let session = r
+        .session_id
+        .clone()
+        .filter(|_| several)
+        .map(|s| view! { <span class="sid">{format!(" (session {s})")}</span> });
     let cancel = r.cancel_seq.map(|c| view! { " · cancelled " {seq_link(st, c)} });
     view! {
         <li class="open-request" data-seq=r.seq>
@@ -138,7 +146,8 @@ pub fn picker(st: TraceState, o: &TraceSessions) -> impl IntoView {
         }
         .into_any()
     } else {
-        view! { <span class="picker">"session " <code class="sid">{o.sessions[0].session_id.clone()}</code></span> }.into_any()
+        view! { <span class="picker">"session " <code class="sid">{o.sessions[0].session_id.clone()}</code></span> }
+            .into_any()
     };
     let left_out = (o.sessions_left_out > 0)
         .then(|| view! { <span class="warn">{format!("{} more not listed", plural(o.sessions_left_out as i64, "session"))}</span> });
@@ -169,20 +178,25 @@ pub fn summary_card(st: TraceState, d: &SessionDetail) -> impl IntoView {
     if let Some(seq) = s.closed_seq {
         rows.push(("closed", seq_link(st, seq).into_any()));
     }
-    let span = format!(
-        "{} (from {})",
-        format::duration_ns(s.last_t_ns - s.first_t_ns),
-        format::offset_ns(s.first_t_ns)
-    );
-    rows.push(("frames", view! { {seq_link(st, s.first_seq)} " – " {seq_link(st, s.last_seq)} " · " {span} }.into_any()));
+    let span =
+        format!("{} (from {})", format::duration_ns(s.last_t_ns - s.first_t_ns), format::offset_ns(s.first_t_ns));
+    rows.push((
+        "frames",
+        view! { {seq_link(st, s.first_seq)} " – " {seq_link(st, s.last_seq)} " · " {span} }.into_any(),
+    ));
     rows.push(("turns", format::count(s.turns as i64).into_any()));
     rows.push(("tool calls", format::count(s.tool_calls as i64).into_any()));
-    let waited = (s.permission_requests > 0)
-        .then(|| format!(", the client took {} over them", format::duration_ns(s.permission_wait_ns)))
-        .unwrap_or_default();
+    let waited = if s.permission_wait_ns > 0 {
+        format!(", the client took {} over them", format::duration_ns(s.permission_wait_ns))
+    } else {
+        String::new()
+    };
     rows.push(("permissions", format!("{}{waited}", plural(s.permission_requests as i64, "request")).into_any()));
-    let replayed =
-        (s.replayed_updates > 0).then(|| format!(" ({} replayed)", format::count(s.replayed_updates as i64))).unwrap_or_default();
+    let replayed = if s.replayed_updates > 0 {
+        format!(" ({} replayed)", format::count(s.replayed_updates as i64))
+    } else {
+        String::new()
+    };
     rows.push(("updates", format!("{}{replayed}", format::count(s.updates as i64)).into_any()));
     if let Some(u) = &s.usage {
         rows.push(("usage", usage_text(u).into_any()));

@@ -16,10 +16,14 @@ pub fn turn_card(st: TraceState, t: Turn, now_t_ns: i64) -> impl IntoView {
     let index = t.index;
     let mut blocks: Vec<(i64, AnyView)> = Vec::new();
     if !t.thought.is_empty() {
-        blocks.push((t.thought.first_seq.unwrap_or(i64::MAX), text_block(st, "thought", "Thought", &t.thought).into_any()));
+        blocks.push((
+            t.thought.first_seq.unwrap_or(i64::MAX),
+            text_block(st, "thought", "Thought", &t.thought).into_any(),
+        ));
     }
     if !t.user.is_empty() {
-        blocks.push((t.user.first_seq.unwrap_or(i64::MAX), text_block(st, "user", "User (echoed)", &t.user).into_any()));
+        blocks
+            .push((t.user.first_seq.unwrap_or(i64::MAX), text_block(st, "user", "User (echoed)", &t.user).into_any()));
     }
     if !t.message.is_empty() {
         blocks.push((t.message.first_seq.unwrap_or(i64::MAX), text_block(st, "agent", "Agent", &t.message).into_any()));
@@ -64,7 +68,8 @@ fn turn_head(st: TraceState, t: &Turn, now_t_ns: i64) -> impl IntoView {
         Some(end) => format::duration_ns(end - t.start_t_ns),
         None => format!("open {}", age_text(now_t_ns - t.start_t_ns)),
     };
-    let first = t.first_chunk_ns.map(|ns| view! { <span>{format!("first words after {}", format::duration_ns(ns))}</span> });
+    let first =
+        t.first_chunk_ns.map(|ns| view! { <span>{format!("first words after {}", format::duration_ns(ns))}</span> });
     view! {
         <header class="turn-head">
             <h2>{frame_link(st, t.request_seq, format!("Turn {}", t.index + 1))}</h2>
@@ -79,9 +84,12 @@ fn turn_head(st: TraceState, t: &Turn, now_t_ns: i64) -> impl IntoView {
 /// How the turn ended: stop reason or error, a cancel, usage.
 fn turn_end(st: TraceState, t: &Turn) -> impl IntoView {
     let reason = match (&t.stop_reason, &t.error, t.response_seq) {
-        (_, Some(e), Some(seq)) => view! { <span class="stop err">{format!("error: {e}")}</span> " " {seq_link(st, seq)} }.into_any(),
+        (_, Some(e), Some(seq)) => {
+            view! { <span class="stop err">{format!("error: {e}")}</span> " " {seq_link(st, seq)} }.into_any()
+        }
         (Some(r), _, Some(seq)) => {
-            view! { "stopped: " <span class="stop" data-stop=r.clone()>{r.clone()}</span> " " {seq_link(st, seq)} }.into_any()
+            view! { "stopped: " <span class="stop" data-stop=r.clone()>{r.clone()}</span> " " {seq_link(st, seq)} }
+                .into_any()
         }
         (_, _, Some(seq)) => view! { <span class="stop">"answered"</span> " " {seq_link(st, seq)} }.into_any(),
         (_, _, None) => view! { <span class="stop open">"no answer yet"</span> }.into_any(),
@@ -94,13 +102,18 @@ fn turn_end(st: TraceState, t: &Turn) -> impl IntoView {
 
 /// An assembled text with what it came in.
 fn text_block(st: TraceState, class: &'static str, label: &'static str, text: &Text) -> impl IntoView {
-    let cut = (text.chars > text.text.chars().count() as u64)
-        .then(|| format!(" · first {} of {} characters", format::count(text.text.chars().count() as i64), format::count(text.chars as i64)));
+    let cut = (text.chars > text.text.chars().count() as u64).then(|| {
+        format!(
+            " · first {} of {} characters",
+            format::count(text.text.chars().count() as i64),
+            format::count(text.chars as i64)
+        )
+    });
     let others = (!text.other_blocks.is_empty()).then(|| {
         let list = text.other_blocks.iter().map(|k| format!("{} ×{}", k.kind, k.count)).collect::<Vec<_>>().join(", ");
         view! { <span class="other-blocks">{format!("+ {list}")}</span> }
     });
-    let chunks = (text.chunks > 1).then(|| format!(" · {}", plural(text.chunks as i64, "chunk"))).unwrap_or_default();
+    let chunks = if text.chunks > 1 { format!(" · {}", plural(text.chunks as i64, "chunk")) } else { String::new() };
     let frames = match (text.first_seq, text.last_seq) {
         (Some(a), Some(b)) if a != b => Some(view! { {seq_link(st, a)} "–" {seq_link(st, b)} }.into_any()),
         (Some(a), _) => Some(seq_link(st, a).into_any()),

@@ -60,7 +60,16 @@ fn rows_of(turns: &[Turn], now_t_ns: i64) -> (Vec<Row>, usize) {
             let title = c.title.clone().unwrap_or_else(|| c.tool_call_id.clone());
             let status = c.status.clone().unwrap_or_default();
             let tip = format!("{title}: {} {status}", format::duration_ns(to - c.first_t_ns));
-            all.push(Row { class: "wf-tool", label: title, from: c.first_t_ns, to, seq: c.first_seq, tip, waits, status });
+            all.push(Row {
+                class: "wf-tool",
+                label: title,
+                from: c.first_t_ns,
+                to,
+                seq: c.first_seq,
+                tip,
+                waits,
+                status,
+            });
         }
         for row in all {
             if rows.len() < WATERFALL_ROWS_MAX {
