@@ -100,55 +100,76 @@ fn SessionPage(overview: Memo<Option<TraceSessions>>) -> impl IntoView {
         let sid = wanted.with(|w| w.as_ref().map(|w| w.sid.clone()));
         overview.with(|o| o.as_ref().is_some_and(|o| o.sessions.iter().any(|s| Some(&s.session_id) == sid.as_ref())))
     });
+    let now_t_ns = Memo::new(move |_| overview.with(|o| o.as_ref().map_or(0, |o| o.now_t_ns)));
+    let shape = Memo::new(move |_| match (known.get(), page.with(|p| p.as_ref().map(|r| r.as_ref().err().cloned()))) {
+        (false, _) => PageShape::Unknown,
+        (true, None) => PageShape::Loading,
+        (true, Some(Some(e))) => PageShape::Failed(e.message),
+        (true, Some(None)) => PageShape::Ready,
+    });
+    let detail = Memo::new(move |_| page.with(|p| p.as_ref().and_then(|r| r.as_ref().ok().cloned())));
     move || {
-        if !known.get() {
-            let sid = wanted.with(|w| w.as_ref().map(|w| w.sid.clone())).unwrap_or_default();
-            return view! { <div id="unknown-session" class="notice error">{format!("This trace has no session {sid}.")}</div> }
-                .into_any();
+        match shape.get() {
+        PageShape::Unknown => {
+            let sid = wanted.with_untracked(|w| w.as_ref().map(|w| w.sid.clone())).unwrap_or_default();
+            view! { <div id="unknown-session" class="notice error">{format!("This trace has no session {sid}.")}</div> }
+                .into_any()
         }
-        match page.get() {
-            None => view! { <div class="notice">"Loading turns…"</div> }.into_any(),
-            Some(Err(e)) => view! { <div class="notice error">{e.message}</div> }.into_any(),
-            Some(Ok(detail)) => {
-                let now = overview.with(|o| o.as_ref().map_or(0, |o| o.now_t_ns));
-                detail_view(st, detail, now).into_any()
-            }
+        PageShape::Loading => view! { <div class="notice">"Loading turns…"</div> }.into_any(),
+        PageShape::Failed(message) => view! { <div class="notice error">{message}</div> }.into_any(),
+        // The turns stay drawn across refreshes of a live trace: only turns that changed are drawn again.
+        PageShape::Ready => view! {
+            {move || detail.with(|d| d.as_ref().map(|d| page_head(st, d, now_t_ns.get())))}
+            <TurnList detail=detail now_t_ns=now_t_ns />
+            {move || detail.with(|d| d.as_ref().filter(|d| d.turns.len() > 3).map(|d| pager(st, d.offset, d.summary.turns, d.turns.len())))}
         }
+        .into_any(),
+    }
     }
 }
 
-fn detail_view(st: TraceState, detail: SessionDetail, now_t_ns: i64) -> impl IntoView {
+/// What the chosen session's part of the tab shows.
+#[derive(Clone, Debug, PartialEq)]
+enum PageShape {
+    Unknown,
+    Loading,
+    Failed(String),
+    Ready,
+}
+
+/// The session's facts and plan, the page's waterfall, and the pager.
+fn page_head(st: TraceState, detail: &SessionDetail, now_t_ns: i64) -> impl IntoView {
     let total = detail.summary.turns;
-    let offset = detail.offset;
-    let turns = detail.turns.clone();
     view! {
         <div class="session-cards">
-            {facts::summary_card(st, &detail)}
+            {facts::summary_card(st, detail)}
             {detail.plan.as_ref().map(|p| facts::plan_card(st, p))}
         </div>
         {(total > 0).then(|| waterfall::waterfall(st, &detail.turns, now_t_ns))}
-        {pager(st, offset, total, detail.turns.len())}
-        <TurnList turns=turns now_t_ns=now_t_ns />
-        {(detail.turns.len() > 3).then(|| pager(st, offset, total, detail.turns.len()))}
+        {pager(st, detail.offset, total, detail.turns.len())}
     }
 }
 
 /// The page's turns; a turn is drawn again only when what it shows changed.
 #[component]
-fn TurnList(turns: Vec<Turn>, now_t_ns: i64) -> impl IntoView {
+fn TurnList(detail: Memo<Option<SessionDetail>>, now_t_ns: Memo<i64>) -> impl IntoView {
     let st = trace_state();
-    if turns.is_empty() {
-        return view! { <div id="no-turns" class="notice">"No prompt turns in this session."</div> }.into_any();
+    let empty = Memo::new(move |_| detail.with(|d| d.as_ref().is_none_or(|d| d.turns.is_empty())));
+    scroll_to_turn(st, detail);
+    move || {
+        if empty.get() {
+            return view! { <div id="no-turns" class="notice">"No prompt turns in this session."</div> }.into_any();
+        }
+        view! {
+            <div class="turns">
+                <For each=move || detail.with(|d| d.as_ref().map(|d| d.turns.clone()).unwrap_or_default())
+                    key=turn_key let(t)>
+                    {turn::turn_card(st, t, now_t_ns.get_untracked())}
+                </For>
+            </div>
+        }
+        .into_any()
     }
-    scroll_to_turn(st);
-    view! {
-        <div class="turns">
-            <For each=move || turns.clone() key=turn_key let(t)>
-                {turn::turn_card(st, t, now_t_ns)}
-            </For>
-        </div>
-    }
-    .into_any()
 }
 
 /// What changes in a turn while it runs.
@@ -158,19 +179,30 @@ fn turn_key(t: &Turn) -> (u64, u64, Option<i64>, u64, usize, usize) {
     (t.index, t.updates, t.response_seq, t.message.chars + t.thought.chars, answered + done, t.client_calls.len())
 }
 
-/// Scrolls to the turn the URL names when it is drawn.
-fn scroll_to_turn(st: TraceState) {
-    let turn = Memo::new(move |_| st.query.with(|q| q.turn));
-    Effect::new(move |_| {
-        let Some(n) = turn.get() else { return };
-        if n % PAGE_TURNS == 0 {
-            // A page's first turn: the page starts at the top.
-            return;
-        }
-        if let Some(el) = document().get_element_by_id(&format!("turn-{n}")) {
-            el.scroll_into_view();
-        }
+/// Scrolls to the turn the URL names once its page is drawn (a link to a turn); a page's first turn
+/// needs nothing, the pager scrolls to the top.
+fn scroll_to_turn(st: TraceState, detail: Memo<Option<SessionDetail>>) {
+    let target = Memo::new(move |_| {
+        let turn = st.query.with(|q| q.turn).filter(|n| n % PAGE_TURNS != 0)?;
+        let offset = detail.with(|d| d.as_ref().map(|d| d.offset))?;
+        (offset == turn / PAGE_TURNS * PAGE_TURNS).then_some(turn)
     });
+    Effect::new(move |_| {
+        let Some(n) = target.get() else { return };
+        // After the turns are drawn.
+        request_animation_frame(move || {
+            if let Some(el) = document().get_element_by_id(&format!("turn-{n}")) {
+                el.scroll_into_view();
+            }
+        });
+    });
+}
+
+/// Scrolls the Session tab back to its top (a new page of turns).
+fn scroll_to_top() {
+    if let Some(el) = document().query_selector(".tab-session").ok().flatten() {
+        el.set_scroll_top(0);
+    }
 }
 
 /// Turns `a–b of n`, and buttons to the first, previous, next and last page.
@@ -180,7 +212,8 @@ fn pager(st: TraceState, offset: u64, total: u64, shown: usize) -> impl IntoView
         st.url.update(true, |q| {
             q.accept("turn");
             q.turn = (to > 0).then_some(to);
-        })
+        });
+        scroll_to_top();
     };
     let range = if shown == 0 {
         format!("no turns from {} on; {}", offset + 1, plural(total as i64, "turn"))
