@@ -20,7 +20,8 @@
 //! - `/api/traces/{id}/live?after=SEQ` -> Server-Sent Events: event `frames`
 //!   with data `Vec<FrameSummary>` (only frames with seq > after, in order,
 //!   unfiltered), event `trace` with data [`TraceSummary`] when counts or the
-//!   end change
+//!   end change; with `&sessions=true` also event `sessions` with data
+//!   [`crate::session::TraceSessions`] after new frames of a session
 //! - `/api/traces/{id}/export?format=json|ndjson|jsons|perfetto&redact=false`
 //!   -> the export in that format (secrets masked unless `redact=false`)
 

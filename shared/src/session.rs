@@ -39,9 +39,10 @@ pub struct TraceSessions {
     pub now_t_ns: i64,
     /// True when the trace is still recorded (ages grow).
     pub live: bool,
-    /// Sessions seen beyond [`SESSIONS_MAX`], left out of the list.
+    /// Frames of sessions beyond the first [`SESSIONS_MAX`], left out of
+    /// the model.
     #[serde(default)]
-    pub sessions_left_out: u64,
+    pub frames_left_out: u64,
     /// The protocol version `initialize` settled on, when seen.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub protocol_version: Option<i64>,
@@ -471,4 +472,30 @@ pub struct OpenRequest {
     /// A `$/cancel_request` or `session/cancel` was sent for it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cancel_seq: Option<i64>,
+}
+
+/// What `acp-tee show --format json` writes: one document.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ShowDocument {
+    /// The trace.
+    pub trace: crate::api::TraceSummary,
+    /// Its sessions and open requests.
+    pub overview: TraceSessions,
+    /// Each session of `overview`, in the same order, with all its turns.
+    pub sessions: Vec<ShowSession>,
+}
+
+/// One session's turns in [`ShowDocument`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ShowSession {
+    /// The `sessionId`.
+    pub session_id: String,
+    /// Its last plan.
+    #[serde(default)]
+    pub plan: Option<Plan>,
+    /// The commands the agent offered last.
+    #[serde(default)]
+    pub commands: Vec<String>,
+    /// Every turn, in order.
+    pub turns: Vec<Turn>,
 }

@@ -2,6 +2,7 @@
 
 mod list;
 mod progress;
+mod show;
 
 pub use list::printable;
 
@@ -58,6 +59,9 @@ enum Command {
     /// Read an acp-tee export, a conductor .jsons trace or a sacp-tee log into the store
     #[command(long_about = IMPORT_ABOUT)]
     Import(ImportArgs),
+    /// Show a trace's sessions: turns, tool calls, permission waits, usage, open requests
+    #[command(long_about = show::SHOW_ABOUT)]
+    Show(show::ShowArgs),
     /// The recorder process wrap mode starts; not for people
     #[command(name = "__recorder", hide = true)]
     Recorder(RecorderArgs),
@@ -342,7 +346,7 @@ fn parse_duration(s: &str) -> Result<Duration, String> {
 
 /// Subcommand names that may come first; anything else means `record`.
 const SUBCOMMANDS: &[&str] =
-    &["record", "proxy", "serve", "list", "export", "import", "__recorder", "help", "-h", "--help", "-V", "--version"];
+    &["record", "proxy", "serve", "list", "export", "import", "show", "__recorder", "help", "-h", "--help", "-V", "--version"];
 
 /// Inserts the implicit `record` so `acp-tee -- AGENT` and
 /// `acp-tee --db X -- AGENT` work.
@@ -436,6 +440,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
         }
         Command::Export(a) => export_command(a),
         Command::Import(a) => import_command(a),
+        Command::Show(a) => show::show_command(a),
         Command::Recorder(a) => {
             ignore_terminal_signals();
             let redactor = a.redact.then(|| Redactor::new(a.redact_rule));

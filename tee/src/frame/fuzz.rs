@@ -6,7 +6,7 @@ use super::{classify, FrameSplitter, Pairer};
 use acp_tee_shared::Direction;
 use proptest::prelude::*;
 
-fn cases() -> u32 {
+pub(crate) fn cases() -> u32 {
     std::env::var("ACP_TEE_FUZZ_CASES").ok().and_then(|c| c.parse().ok()).unwrap_or(10_000)
 }
 

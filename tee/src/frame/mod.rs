@@ -9,7 +9,7 @@
 mod classify;
 mod framer;
 #[cfg(test)]
-mod fuzz;
+pub(crate) mod fuzz;
 mod id;
 mod pairing;
 mod preview;

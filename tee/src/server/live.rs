@@ -72,6 +72,9 @@ struct LiveState {
     finished: bool,
     /// What masks the frames sent.
     redactor: crate::redact::Redactor,
+    /// With `sessions=true`: the models to send the sessions from, and
+    /// whether frames sent since the last `sessions` event may change them.
+    sessions: Option<(super::sessions::Models, bool)>,
 }
 
 fn summary_key(s: &TraceSummary) -> (i64, i64, Option<String>, bool) {
@@ -79,7 +82,9 @@ fn summary_key(s: &TraceSummary) -> (i64, i64, Option<String>, bool) {
 }
 
 /// The SSE events of trace `trace_id` from seq `after` on: `frames` with new
-/// frames in order, `trace` when the trace's counts or state change. Once the
+/// frames in order, `trace` when the trace's counts or state change, and
+/// with `sessions` given, `sessions` (the trace's `TraceSessions`) once new
+/// frames of a session were sent and no more are waiting. Once the
 /// trace has ended and every frame was sent, the stream stays open without
 /// events (only keep-alives), so browsers do not reconnect and replay it.
 pub fn trace_events(
@@ -88,8 +93,10 @@ pub fn trace_events(
     after: i64,
     changes: watch::Receiver<u64>,
     redactor: crate::redact::Redactor,
+    sessions: Option<super::sessions::Models>,
 ) -> impl Stream<Item = Result<Event, Infallible>> {
-    let state = LiveState { db, trace_id, after, changes, last_summary: None, finished: false, redactor };
+    let sessions = sessions.map(|m| (m, true));
+    let state = LiveState { db, trace_id, after, changes, last_summary: None, finished: false, redactor, sessions };
     futures_util::stream::unfold(state, |mut st| async move {
         loop {
             if st.finished {
@@ -100,7 +107,19 @@ pub fn trace_events(
             frames.iter_mut().for_each(|f| super::mask::summary(&st.redactor, f));
             if let Some(last) = frames.last() {
                 st.after = last.seq;
+                if let Some((_, dirty)) = &mut st.sessions {
+                    *dirty |= frames.iter().any(|f| f.session_id.is_some());
+                }
                 let event = Event::default().event("frames").json_data(&frames).ok()?;
+                return Some((Ok(event), st));
+            }
+            if let Some((models, true)) = &st.sessions {
+                let (models, redactor) = (models.clone(), st.redactor.clone());
+                let view = st.db.run(move |s| super::sessions::overview(&models, s, id, &redactor)).await.ok()?;
+                if let Some((_, dirty)) = &mut st.sessions {
+                    *dirty = false;
+                }
+                let event = Event::default().event("sessions").json_data(&view).ok()?;
                 return Some((Ok(event), st));
             }
             let Ok(summary) = st.db.run(move |s| s.trace_summary(id)).await else { return None };

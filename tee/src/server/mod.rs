@@ -26,6 +26,7 @@ mod sessions;
 pub use auth::generate_token;
 pub use db::{Db, MAX_EXPORTS, QUERY_TIME_LIMIT};
 pub use error::AppError;
+pub use mask::redactor;
 
 use anyhow::Context;
 use axum::http::StatusCode;

@@ -153,6 +153,8 @@ pub async fn stats(
 pub struct LiveQuery {
     /// Send frames with seq greater than this (default 0: all).
     after: Option<i64>,
+    /// Also send `sessions` events.
+    sessions: Option<bool>,
 }
 
 /// `GET /api/traces/{id}/live` (Server-Sent Events)
@@ -163,7 +165,8 @@ pub async fn live(
 ) -> Result<Response, AppError> {
     let (id, q) = (path(id)?, query(q)?);
     st.db.run(move |s| s.trace(id)).await?;
-    let events = trace_events(st.db.clone(), id, q.after.unwrap_or(0).max(0), st.changes.clone(), st.redactor());
+    let models = q.sessions.unwrap_or(false).then(|| st.sessions.clone());
+    let events = trace_events(st.db.clone(), id, q.after.unwrap_or(0).max(0), st.changes.clone(), st.redactor(), models);
     Ok(Sse::new(events).keep_alive(KeepAlive::default()).into_response())
 }
 

@@ -9,9 +9,8 @@
 use super::error::AppError;
 use super::routes::{path, query};
 use super::AppState;
-use crate::session::Model;
+use crate::session::{now_t_ns, Model};
 use crate::store::{Store, StoreError};
-use acp_tee_shared::api::TraceSummary;
 use acp_tee_shared::session::{SessionDetail, TraceSessions, TurnQuery, TURNS_DEFAULT_LIMIT, TURNS_MAX_LIMIT};
 use axum::extract::rejection::{PathRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
@@ -55,14 +54,15 @@ impl Models {
     }
 }
 
-/// The present as a `t_ns` of a live trace (its wall-clock start to now);
-/// `None` once it has ended.
-fn now_t_ns(trace: &TraceSummary) -> Option<i64> {
-    if !trace.live {
-        return None;
-    }
-    let started = chrono::DateTime::parse_from_rfc3339(&trace.meta.started_at).ok()?;
-    (chrono::Utc::now() - started.with_timezone(&chrono::Utc)).num_nanoseconds()
+/// Trace `id`'s sessions, its model brought up to date first.
+pub(super) fn overview(
+    models: &Models,
+    store: &Store,
+    id: i64,
+    redactor: &crate::redact::Redactor,
+) -> Result<TraceSessions, StoreError> {
+    let trace = store.trace_summary(id)?;
+    models.with_current(store, id, redactor, |m| Ok(m.sessions(now_t_ns(&trace))))
 }
 
 /// `GET /api/traces/{id}/sessions`
@@ -74,10 +74,7 @@ pub async fn sessions(
     let (models, r) = (st.sessions.clone(), st.redactor());
     let view = st
         .db
-        .run_scan(move |s| {
-            let trace = s.trace_summary(id)?;
-            models.with_current(s, id, &r, |m| Ok(m.sessions(now_t_ns(&trace))))
-        })
+        .run_scan(move |s| overview(&models, s, id, &r))
         .await?;
     Ok(Json(view))
 }

@@ -89,7 +89,7 @@ struct Session {
 pub struct Model {
     sessions: Vec<Session>,
     by_id: HashMap<String, usize>,
-    sessions_left_out: u64,
+    frames_left_out: u64,
     /// Requests awaiting answers, by seq.
     pending: HashMap<i64, Pending>,
     /// Open requests not followed (past [`PENDING_MAX`]).
@@ -133,9 +133,12 @@ impl Model {
         self.last_seq = self.last_seq.max(f.seq);
         self.last_t_ns = self.last_t_ns.max(f.t_ns);
         if let Some(sid) = &f.session_id {
-            if let Some(s) = self.session(sid, f) {
-                s.summary.last_seq = f.seq;
-                s.summary.last_t_ns = f.t_ns;
+            match self.session(sid, f) {
+                Some(s) => {
+                    s.summary.last_seq = f.seq;
+                    s.summary.last_t_ns = f.t_ns;
+                }
+                None => self.frames_left_out += 1,
             }
         }
         match f.kind {
@@ -150,10 +153,7 @@ impl Model {
     fn session(&mut self, sid: &str, f: &StoredFrame) -> Option<&mut Session> {
         let i = match self.by_id.get(sid) {
             Some(&i) => i,
-            None if self.sessions.len() >= SESSIONS_MAX => {
-                self.sessions_left_out += 1;
-                return None;
-            }
+            None if self.sessions.len() >= SESSIONS_MAX => return None,
             None => {
                 let summary = SessionSummary {
                     session_id: sid.to_owned(),
@@ -466,7 +466,7 @@ impl Model {
             last_seq: self.last_seq,
             now_t_ns: now,
             live: now_t_ns.is_some(),
-            sessions_left_out: self.sessions_left_out,
+            frames_left_out: self.frames_left_out,
             protocol_version: self.protocol_version,
             agent: self.agent.clone(),
             client: self.client.clone(),
@@ -490,6 +490,16 @@ impl Model {
     pub fn protocol_version(&self) -> Option<i64> {
         self.protocol_version
     }
+}
+
+/// The present as a `t_ns` of a live trace (its wall-clock start to now);
+/// `None` once it has ended.
+pub fn now_t_ns(trace: &acp_tee_shared::api::TraceSummary) -> Option<i64> {
+    if !trace.live {
+        return None;
+    }
+    let started = chrono::DateTime::parse_from_rfc3339(&trace.meta.started_at).ok()?;
+    (chrono::Utc::now() - started.with_timezone(&chrono::Utc)).num_nanoseconds()
 }
 
 fn open_request(seq: i64, p: &Pending, now: i64) -> OpenRequest {

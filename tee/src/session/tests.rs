@@ -1,4 +1,5 @@
 use super::*;
+use acp_tee_shared::FrameKind;
 use crate::export::tests::store_from;
 use acp_tee_shared::Direction::{AgentToClient as A2C, ClientToAgent as C2A};
 
@@ -219,4 +220,106 @@ fn hostile_frames_are_counted_not_trusted() {
     assert_eq!(s.other_updates[0].kind, "unreadable");
     let turns = model.turns_of(&store, 1, "s1", 0, 5, None).unwrap().unwrap().turns;
     assert_eq!(turns[0].prompt.chars, 0);
+}
+
+/// A stored frame as the recorder classifies one, for feeding the model
+/// without a store.
+fn frame(seq: i64, dir: Direction, kind: FrameKind, method: &str, session: Option<&str>, raw: &str) -> StoredFrame {
+    StoredFrame {
+        seq,
+        t_ns: seq * 1000,
+        dir,
+        kind,
+        rpc_id: Some(seq.to_string()),
+        method: Some(method.into()),
+        session_id: session.map(str::to_owned),
+        reply_to_seq: None,
+        latency_ns: None,
+        raw: raw.as_bytes().to_vec(),
+        envelope: None,
+        mcp: false,
+        mcp_method: None,
+        sender: None,
+        receiver: None,
+    }
+}
+
+#[test]
+fn sessions_and_open_requests_past_their_bounds_are_counted_not_kept() {
+    let mut m = Model::default();
+    let extra = 25;
+    let mut seq = 0;
+    for i in 0..SESSIONS_MAX + extra {
+        seq += 1;
+        let sid = format!("s{i}");
+        m.feed(&frame(seq, A2C, FrameKind::Notification, "session/update", Some(&sid), "{}"));
+    }
+    for _ in 0..PENDING_MAX + extra {
+        seq += 1;
+        m.feed(&frame(seq, C2A, FrameKind::Request, "x/y", None, r#"{"id":1,"method":"x/y"}"#));
+    }
+    let view = m.sessions(None);
+    assert_eq!(view.sessions.len(), SESSIONS_MAX);
+    assert_eq!(view.frames_left_out, extra as u64);
+    assert_eq!(view.open_requests.len(), OPEN_REQUESTS_MAX);
+    assert_eq!(view.open_requests_total, (PENDING_MAX + extra) as u64);
+    assert_eq!(m.pending.len(), PENDING_MAX);
+}
+
+mod fuzz {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// One message of a small vocabulary, in session `s`, with id `id`.
+    fn line(pick: u8, s: u8, id: u8) -> (Direction, String) {
+        let sid = format!("s{s}");
+        let up = |body: &str| {
+            (A2C, format!(r#"{{"jsonrpc":"2.0","method":"session/update","params":{{"sessionId":"{sid}","update":{body}}}}}"#))
+        };
+        match pick % 12 {
+            0 => (C2A, format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"session/prompt","params":{{"sessionId":"{sid}","prompt":[{{"type":"text","text":"p{id}"}}]}}}}"#)),
+            1 => (A2C, format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{"stopReason":"end_turn"}}}}"#)),
+            2 => up(r#"{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"a"}}"#),
+            3 => up(&format!(r#"{{"sessionUpdate":"tool_call","toolCallId":"t{id}","title":"x"}}"#)),
+            4 => up(&format!(r#"{{"sessionUpdate":"tool_call_update","toolCallId":"t{id}","status":"completed"}}"#)),
+            5 => (A2C, format!(r#"{{"jsonrpc":"2.0","id":"q{id}","method":"session/request_permission","params":{{"sessionId":"{sid}","toolCall":{{"toolCallId":"t{id}"}},"options":[]}}}}"#)),
+            6 => (C2A, format!(r#"{{"jsonrpc":"2.0","id":"q{id}","result":{{"outcome":{{"outcome":"cancelled"}}}}}}"#)),
+            7 => (C2A, format!(r#"{{"jsonrpc":"2.0","method":"session/cancel","params":{{"sessionId":"{sid}"}}}}"#)),
+            8 => (C2A, format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"session/load","params":{{"sessionId":"{sid}"}}}}"#)),
+            9 => (A2C, format!(r#"{{"jsonrpc":"2.0","id":{id},"error":{{"code":-1,"message":"no"}}}}"#)),
+            10 => up(r#"{"sessionUpdate":"plan","entries":[{"content":"c","status":"pending"}]}"#),
+            _ => (A2C, r#"{"jsonrpc":"2.0","id":"#.to_owned() + &id.to_string()),
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases((crate::frame::fuzz::cases() / 50).max(16)))]
+
+        /// Whatever the order of messages, the model does not fail, its
+        /// counts match the frames, and reading turns page by page gives
+        /// what one page of all of them gives.
+        #[test]
+        fn any_order_of_messages_pages_the_same(picks in prop::collection::vec((0u8..12, 0u8..3, 0u8..6), 1..80), size in 1u32..4) {
+            let lines: Vec<(Direction, u64, String)> =
+                picks.iter().enumerate().map(|(i, &(p, s, id))| { let (d, l) = line(p, s, id); (d, i as u64, l) }).collect();
+            let store = trace(&as_refs(&lines));
+            let model = model_of(&store);
+            let view = model.sessions(None);
+            let prompts = picks.iter().filter(|p| p.0 % 12 == 0).count() as u64;
+            prop_assert_eq!(view.sessions.iter().map(|s| s.turns).sum::<u64>(), prompts);
+            for s in &view.sessions {
+                let all = model.turns_of(&store, 1, &s.session_id, 0, 10_000, None).unwrap().unwrap().turns;
+                prop_assert_eq!(all.len() as u64, s.turns);
+                let mut paged = Vec::new();
+                let mut offset = 0;
+                loop {
+                    let page = model.turns_of(&store, 1, &s.session_id, offset, size, None).unwrap().unwrap().turns;
+                    if page.is_empty() { break; }
+                    offset += page.len() as u64;
+                    paged.extend(page);
+                }
+                prop_assert_eq!(paged, all);
+            }
+        }
+    }
 }

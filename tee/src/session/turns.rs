@@ -3,9 +3,10 @@
 //! the agent asked of the client, usage.
 //!
 //! Built by a fold over the frames of just those turns: from the first
-//! turn's prompt on, until every turn of the page has ended and the next
-//! turn has begun, or [`TURN_TAIL_FRAMES`] frames past that when one never
-//! ends. Tool call updates that come after that are not on the page.
+//! turn's prompt on, until every turn of the page has ended and every
+//! request made in them is answered, or [`TURN_TAIL_FRAMES`] frames past the
+//! next turn's prompt when one never is. Tool call updates that come after
+//! that are not on the page.
 
 use super::text::{add_block, count_kind, cut, json_text};
 use super::wire::{Answer, ContentBlock, Message, SessionParams, ToolContent, Update};
@@ -16,7 +17,7 @@ use acp_tee_shared::{Direction, FrameKind};
 use std::collections::HashMap;
 
 /// Frames a page reads past the next turn's prompt for a turn of the page
-/// still open.
+/// still open or a request of one still unanswered.
 pub const TURN_TAIL_FRAMES: i64 = 20_000;
 
 /// Tool calls, client calls and messages one turn lists at most.
@@ -33,7 +34,8 @@ pub struct TurnPage {
 
 /// What a request of the page awaits its answer for.
 enum Awaits {
-    Prompt(usize),
+    /// A prompt: its turn's place on the page, `None` for a turn past it.
+    Prompt(Option<usize>),
     Permission { turn: usize, tool: usize, permission: usize },
     Client { turn: usize, call: usize },
 }
@@ -43,8 +45,10 @@ struct Builder<'s> {
     first_index: u64,
     want: usize,
     turns: Vec<Turn>,
-    /// Indexes of turns still open.
-    open: Vec<usize>,
+    /// Turns still open, in order: their place on the page, `None` for a
+    /// turn past the page (updates then go to no turn of the page, as they
+    /// go to that later turn in the whole session).
+    open: Vec<Option<usize>>,
     /// Per turn, tool call id to its place.
     tools: Vec<HashMap<String, usize>>,
     /// Per turn, message id to its place.
@@ -85,7 +89,7 @@ impl Model {
         };
         reader.for_each_frame_after(trace_id, starts[from] - 1, |mut f| {
             if let Some(next) = next {
-                if f.seq >= next && (b.open.is_empty() || f.seq >= next + TURN_TAIL_FRAMES) {
+                if f.seq >= next + TURN_TAIL_FRAMES {
                     return Ok(false);
                 }
             }
@@ -98,7 +102,9 @@ impl Model {
                 }
             }
             b.feed(&f);
-            Ok::<_, StoreError>(b.turns.len() < b.want || !b.open.is_empty() || next.is_none())
+            // Done once every turn of the page began and ended and nothing
+            // they asked awaits an answer.
+            Ok::<_, StoreError>(b.turns.len() < b.want || b.waiting())
         })?;
         Ok(Some(TurnPage { turns: b.turns }))
     }
@@ -133,7 +139,7 @@ impl Builder<'_> {
                         }
                     }
                     Some("session/cancel") => {
-                        for &i in &self.open {
+                        for &i in self.open.iter().flatten() {
                             self.turns[i].cancel_seq.get_or_insert(f.seq);
                         }
                     }
@@ -150,15 +156,31 @@ impl Builder<'_> {
         }
     }
 
-    /// The turn updates go to: the last one still open.
+    /// The turn updates go to: the last one still open, when it is on the
+    /// page.
     fn current(&self) -> Option<usize> {
-        self.open.last().copied()
+        self.open.last().copied().flatten()
+    }
+
+    /// True while a turn of the page is open or a request of one awaits
+    /// its answer.
+    fn waiting(&self) -> bool {
+        self.open.iter().any(Option::is_some) || self.pending.values().any(|a| !matches!(a, Awaits::Prompt(None)))
+    }
+
+    /// Ends the open turn `turn`.
+    fn close(&mut self, turn: Option<usize>) {
+        if let Some(at) = self.open.iter().rposition(|&t| t == turn) {
+            self.open.remove(at);
+        }
     }
 
     fn request(&mut self, f: &StoredFrame, params: SessionParams<'_>) {
         let method = f.method.as_deref().unwrap_or("");
         if method == "session/prompt" {
             if self.turns.len() >= self.want {
+                self.open.push(None);
+                self.pending.insert(f.seq, Awaits::Prompt(None));
                 return;
             }
             let mut turn = Turn {
@@ -173,8 +195,8 @@ impl Builder<'_> {
             self.turns.push(turn);
             self.tools.push(HashMap::new());
             self.messages.push(HashMap::new());
-            self.open.push(self.turns.len() - 1);
-            self.pending.insert(f.seq, Awaits::Prompt(self.turns.len() - 1));
+            self.open.push(Some(self.turns.len() - 1));
+            self.pending.insert(f.seq, Awaits::Prompt(Some(self.turns.len() - 1)));
             return;
         }
         if f.dir != Direction::AgentToClient {
@@ -258,9 +280,15 @@ impl Builder<'_> {
     }
 
     fn update(&mut self, f: &StoredFrame, update: Update<'_>) {
-        let Some(turn) = self.current() else { return };
-        self.turns[turn].updates += 1;
         let kind = update.session_update.as_deref().unwrap_or("unknown");
+        let Some(turn) = self.current() else {
+            // v2: a turn past the page ends here.
+            if kind == "state_update" && self.v2 && update.stop_reason.is_some() {
+                self.close(None);
+            }
+            return;
+        };
+        self.turns[turn].updates += 1;
         let block = || update.content.and_then(|c| serde_json::from_str::<ContentBlock>(c.get()).ok());
         match kind {
             "agent_message_chunk" | "agent_message" => {
@@ -291,7 +319,7 @@ impl Builder<'_> {
                     t.stop_reason = Some(cut(reason, 64));
                     t.end_t_ns = Some(f.t_ns);
                     t.response_seq.get_or_insert(f.seq);
-                    self.open.retain(|&i| i != turn);
+                    self.close(Some(turn));
                 }
             }
             _ => {}
@@ -357,7 +385,12 @@ impl Builder<'_> {
 
     fn response(&mut self, f: &StoredFrame, awaits: Awaits, answer: Answer<'_>, error: Option<String>) {
         match awaits {
-            Awaits::Prompt(turn) => {
+            Awaits::Prompt(None) => {
+                if answer.stop_reason.is_some() || error.is_some() || !self.v2 {
+                    self.close(None);
+                }
+            }
+            Awaits::Prompt(Some(turn)) => {
                 let t = &mut self.turns[turn];
                 t.usage = answer.usage.map(token_usage);
                 t.error = error.clone();
@@ -369,7 +402,7 @@ impl Builder<'_> {
                 }
                 t.response_seq = Some(f.seq);
                 t.end_t_ns = Some(f.t_ns);
-                self.open.retain(|&i| i != turn);
+                self.close(Some(turn));
             }
             Awaits::Permission { turn, tool, permission } => {
                 let p = &mut self.turns[turn].tool_calls[tool].permissions[permission];

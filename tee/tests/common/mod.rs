@@ -379,3 +379,40 @@ impl TempStore {
         }
     }
 }
+
+/// `acp-tee serve` on 127.0.0.1, any free port; killed when dropped.
+pub struct Served {
+    child: Child,
+    /// `http://127.0.0.1:PORT`, no trailing slash.
+    pub url: String,
+}
+
+impl Served {
+    /// Serves the store `db` with `extra` arguments.
+    pub fn start(db: &Path, extra: &[&str]) -> Served {
+        let mut child = Command::new(bin())
+            .args(["serve", "--db", db.to_str().unwrap(), "--port", "0"])
+            .args(extra)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        std::io::BufRead::read_line(&mut std::io::BufReader::new(child.stdout.take().unwrap()), &mut line).unwrap();
+        let url = line.trim().split(" at ").nth(1).unwrap_or_else(|| panic!("serve printed no URL: {line:?}"));
+        let url = url.split("/traces").next().unwrap().trim_end_matches('/').to_owned();
+        Served { child, url }
+    }
+
+    /// `GET path` as JSON of type `T`.
+    pub fn get<T: serde::de::DeserializeOwned>(&self, path: &str) -> T {
+        ureq::get(&format!("{}{path}", self.url)).call().unwrap().into_json().unwrap()
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

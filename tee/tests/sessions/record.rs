@@ -1,19 +1,10 @@
-//! Real peers on both sides of acp-tee, for the session model (#15): the
-//! clients yopo and acpx, and `tests/peers/py_agent.py`, an agent on the
-//! official Python ACP SDK (`agent-client-protocol` from PyPI) that streams
-//! chunks, starts a tool call, asks permission and ends the turn.
-//! `scripts/install-tools tests` installs them all (the SDK in a venv and
-//! acpx under `~/.cache/acp-tee-peers`, see `common::peers_dir`).
-//!
-//! The helpers (`record_with_yopo`, `record_with_acpx`,
-//! `start_permission_wait`) return the store and the trace id so that
-//! session-level assertions can be made on the same recordings.
+//! Recording real clients against `tests/peers/py_agent.py` through
+//! acp-tee, and reading the frames back.
 
-mod common;
+use crate::common::*;
 
 use acp_tee::{Reader, StoredFrame};
 use acp_tee_shared::{Direction, FrameKind};
-use common::*;
 use serde_json::Value;
 use std::fs::File;
 use std::io::{Read, Write};
@@ -24,13 +15,13 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// What the clients ask.
-const PROMPT: &str = "please look at README.md";
+pub const PROMPT: &str = "please look at README.md";
 /// How long one recorded run may take before the test fails it as hung.
-const RUN_LIMIT: Duration = Duration::from_secs(120);
+pub const RUN_LIMIT: Duration = Duration::from_secs(120);
 /// acpx's exit code when it denied a permission request.
-const ACPX_PERMISSION_DENIED: i32 = 5;
+pub const ACPX_PERMISSION_DENIED: i32 = 5;
 /// The tool call py_agent.py starts in its first turn.
-const TOOL_CALL_ID: &str = "call-1";
+pub const TOOL_CALL_ID: &str = "call-1";
 
 /// One recorded frame with its bytes parsed as JSON.
 pub struct Frame {
@@ -67,12 +58,12 @@ pub fn read_frames(db: &Path, trace_id: i64) -> Vec<Frame> {
 }
 
 /// The agent script (absolute: the clients run in a temporary directory).
-fn py_agent_script() -> PathBuf {
+pub fn py_agent_script() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/peers/py_agent.py")
 }
 
 /// `acp-tee --db DB -- PYTHON py_agent.py AGENT_ARGS...`, as arguments.
-fn teed_agent(db: &Path, agent_args: &[&str]) -> Vec<String> {
+pub fn teed_agent(db: &Path, agent_args: &[&str]) -> Vec<String> {
     let mut cmd = vec![bin().to_string(), "--db".into(), db.display().to_string(), "--".into(), python_acp()];
     cmd.push(py_agent_script().display().to_string());
     cmd.extend(agent_args.iter().map(|a| a.to_string()));
@@ -81,13 +72,13 @@ fn teed_agent(db: &Path, agent_args: &[&str]) -> Vec<String> {
 
 /// `argv` as one command line for acpx's `--agent` (it splits like a shell;
 /// inside single quotes nothing is special).
-fn command_line(argv: &[String]) -> String {
+pub fn command_line(argv: &[String]) -> String {
     argv.iter().map(|a| format!("'{}'", a.replace('\'', r"'\''"))).collect::<Vec<_>>().join(" ")
 }
 
 /// Runs `cmd` to its end within [`RUN_LIMIT`], collecting its output; fails
 /// the test when it hangs.
-fn run_within(mut cmd: Command) -> Output {
+pub fn run_within(mut cmd: Command) -> Output {
     cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
     let mut child = cmd.spawn().unwrap_or_else(|e| panic!("spawn {cmd:?}: {e}"));
     let stdout = read_to_end_on_thread(child.stdout.take().unwrap());
@@ -98,7 +89,7 @@ fn run_within(mut cmd: Command) -> Output {
 
 /// Waits for the store's one trace to end (the recorder may still be
 /// committing after the client is gone).
-fn finish(store: TempStore) -> Recorded {
+pub fn finish(store: TempStore) -> Recorded {
     let trace_id = store.only_trace().id;
     Recorded { store, trace_id }
 }
@@ -185,10 +176,10 @@ pub fn start_permission_wait(agent_args: &[&str]) -> PermissionWait {
     PermissionWait { store, trace_id, acpx, terminal, screen }
 }
 
-const PERMISSION: &str = "session/request_permission";
+pub const PERMISSION: &str = "session/request_permission";
 
 /// The id of the store's one trace, when there is one.
-fn live_trace(db: &Path) -> Option<i64> {
+pub fn live_trace(db: &Path) -> Option<i64> {
     if !db.exists() {
         return None;
     }
@@ -232,7 +223,7 @@ impl Drop for PermissionWait {
 
 /// A new pseudo-terminal: (the test's end, the end a client gets as its
 /// terminal).
-fn open_pty() -> (File, File) {
+pub fn open_pty() -> (File, File) {
     let (mut master, mut slave) = (-1, -1);
     // SAFETY: openpty writes two new descriptors into the two ints; the
     // name, termios and winsize pointers may be null.
@@ -298,7 +289,7 @@ pub fn record_cancel_with_acpx() -> Recorded {
 // ---- what the frames must hold ---------------------------------------------
 
 /// The frames that are `method` messages of `kind` going `dir`.
-fn messages<'a>(frames: &'a [Frame], dir: Direction, kind: FrameKind, method: &str) -> Vec<&'a Frame> {
+pub fn messages<'a>(frames: &'a [Frame], dir: Direction, kind: FrameKind, method: &str) -> Vec<&'a Frame> {
     frames
         .iter()
         .filter(|f| f.stored.dir == dir && f.stored.kind == kind && f.stored.method.as_deref() == Some(method))
@@ -306,19 +297,19 @@ fn messages<'a>(frames: &'a [Frame], dir: Direction, kind: FrameKind, method: &s
 }
 
 /// The one `method` request going `dir`.
-fn request<'a>(frames: &'a [Frame], dir: Direction, method: &str) -> &'a Frame {
+pub fn request<'a>(frames: &'a [Frame], dir: Direction, method: &str) -> &'a Frame {
     let found = messages(frames, dir, FrameKind::Request, method);
     assert_eq!(found.len(), 1, "expected one {method} request");
     found[0]
 }
 
 /// The response to `req`, if one was recorded.
-fn response_to<'a>(frames: &'a [Frame], req: &Frame) -> Option<&'a Frame> {
+pub fn response_to<'a>(frames: &'a [Frame], req: &Frame) -> Option<&'a Frame> {
     frames.iter().find(|f| f.stored.reply_to_seq == Some(req.stored.seq))
 }
 
 /// The agent's `session/update` notifications of `update_kind`, in order.
-fn updates<'a>(frames: &'a [Frame], update_kind: &str) -> Vec<&'a Frame> {
+pub fn updates<'a>(frames: &'a [Frame], update_kind: &str) -> Vec<&'a Frame> {
     messages(frames, Direction::AgentToClient, FrameKind::Notification, "session/update")
         .into_iter()
         .filter(|f| f.json["params"]["update"]["sessionUpdate"] == update_kind)
@@ -326,7 +317,7 @@ fn updates<'a>(frames: &'a [Frame], update_kind: &str) -> Vec<&'a Frame> {
 }
 
 /// The `tool_call_update`s of the scripted tool call that set `status`.
-fn tool_updates<'a>(frames: &'a [Frame], status: &str) -> Vec<&'a Frame> {
+pub fn tool_updates<'a>(frames: &'a [Frame], status: &str) -> Vec<&'a Frame> {
     updates(frames, "tool_call_update")
         .into_iter()
         .filter(|f| f.json["params"]["update"]["toolCallId"] == TOOL_CALL_ID)
@@ -338,7 +329,7 @@ fn tool_updates<'a>(frames: &'a [Frame], status: &str) -> Vec<&'a Frame> {
 /// answer: the prompt, the thought and message chunks, the plan, the tool
 /// call (pending, titled, with kind and location) then in progress, and the
 /// permission request for it. Returns the permission request.
-fn assert_turn_until_permission<'a>(frames: &'a [Frame], tool_kind: &str) -> &'a Frame {
+pub fn assert_turn_until_permission<'a>(frames: &'a [Frame], tool_kind: &str) -> &'a Frame {
     let prompt = request(frames, Direction::ClientToAgent, "session/prompt");
     assert_eq!(prompt.json["params"]["prompt"][0]["text"], PROMPT);
     let session = prompt.json["params"]["sessionId"].clone();
@@ -377,7 +368,7 @@ fn assert_turn_until_permission<'a>(frames: &'a [Frame], tool_kind: &str) -> &'a
 /// checks, the client's answer selecting `selected`, the tool call then
 /// ending `tool_status` after the answer, and the prompt's response with
 /// stopReason `end_turn` and the turn's usage. Returns the prompt response.
-fn assert_whole_turn<'a>(frames: &'a [Frame], tool_kind: &str, selected: &str, tool_status: &str) -> &'a Frame {
+pub fn assert_whole_turn<'a>(frames: &'a [Frame], tool_kind: &str, selected: &str, tool_status: &str) -> &'a Frame {
     let ask = assert_turn_until_permission(frames, tool_kind);
     let answer = response_to(frames, ask).expect("the permission request was answered");
     assert_eq!(answer.stored.dir, Direction::ClientToAgent);
@@ -398,98 +389,4 @@ fn assert_whole_turn<'a>(frames: &'a [Frame], tool_kind: &str, selected: &str, t
     assert_eq!(done.json["result"]["usage"]["totalTokens"], 184);
     assert!(done.stored.seq > ended[0].stored.seq);
     done
-}
-
-// ---- the tests ----------------------------------------------------------------
-
-#[test]
-fn yopo_approves_the_python_sdk_agents_tool_call_through_acp_tee() {
-    let (run, printed) = record_with_yopo(&[]);
-    let frames = run.frames();
-    assert_whole_turn(&frames, "edit", "allow-once", "completed");
-    for method in ["initialize", "session/new"] {
-        let req = request(&frames, Direction::ClientToAgent, method);
-        assert!(response_to(&frames, req).is_some(), "{method} was not answered");
-    }
-    let init = response_to(&frames, request(&frames, Direction::ClientToAgent, "initialize")).unwrap();
-    assert_eq!(init.json["result"]["agentInfo"]["name"], "acp-tee-py-agent");
-    // What yopo printed is what the recorded message chunks say.
-    let text: String = updates(&frames, "agent_message_chunk")
-        .iter()
-        .map(|f| f.json["params"]["update"]["content"]["text"].as_str().unwrap())
-        .collect();
-    assert_eq!(printed.trim(), text.trim());
-    assert!(text.ends_with(" Done."), "{text:?}");
-}
-
-#[test]
-fn yopo_answers_cancelled_when_only_reject_options_are_offered() {
-    let (run, _) = record_with_yopo(&["--reject-only"]);
-    let frames = run.frames();
-    let ask = assert_turn_until_permission(&frames, "edit");
-    let answer = response_to(&frames, ask).expect("the permission request was answered");
-    assert_eq!(answer.json["result"]["outcome"], serde_json::json!({"outcome": "cancelled"}));
-    assert_eq!(tool_updates(&frames, "failed").len(), 1);
-    let prompt = request(&frames, Direction::ClientToAgent, "session/prompt");
-    assert_eq!(response_to(&frames, prompt).unwrap().json["result"]["stopReason"], "end_turn");
-}
-
-#[test]
-fn acpx_approves_all_and_prints_what_was_recorded() {
-    let (run, printed) = record_with_acpx(&["--approve-all"], &["--usage-update"], 0);
-    let frames = run.frames();
-    assert_whole_turn(&frames, "edit", "allow-once", "completed");
-    let usage = updates(&frames, "usage_update");
-    assert_eq!(usage.len(), 1);
-    assert_eq!(usage[0].json["params"]["update"]["used"], 168);
-    // acpx's JSON output is the messages it sent and received: each one is
-    // a recorded frame.
-    assert!(printed.len() >= 15, "acpx printed {} messages", printed.len());
-    for message in &printed {
-        assert!(frames.iter().any(|f| &f.json == message), "acpx printed {message}, not in the trace");
-    }
-}
-
-#[test]
-fn acpx_without_a_terminal_rejects_an_edit() {
-    let (run, _) = record_with_acpx(&[], &[], ACPX_PERMISSION_DENIED);
-    assert_whole_turn(&run.frames(), "edit", "reject-once", "failed");
-}
-
-#[test]
-fn a_permission_nobody_answers_stays_open_while_the_run_lives() {
-    let mut wait = start_permission_wait(&[]);
-    let frames = wait.frames();
-    let ask = assert_turn_until_permission(&frames, "edit");
-    assert!(response_to(&frames, ask).is_none(), "the permission request was answered");
-    let prompt = request(&frames, Direction::ClientToAgent, "session/prompt");
-    assert!(response_to(&frames, prompt).is_none(), "the turn ended");
-    assert!(tool_updates(&frames, "completed").is_empty() && tool_updates(&frames, "failed").is_empty());
-    let traces = Reader::open(&wait.store.db).unwrap().list_traces().unwrap();
-    assert_eq!(traces.len(), 1);
-    assert!(traces[0].ended_at.is_none(), "the trace ended while the client waits");
-    assert!(wait.client_running(), "acpx stopped waiting");
-
-    // Someone answers at last: the turn goes on and ends.
-    wait.answer(true);
-    assert_whole_turn(&wait.frames(), "edit", "allow-once", "completed");
-}
-
-#[test]
-fn acpx_cancels_the_turn_with_session_cancel() {
-    let run = record_cancel_with_acpx();
-    let frames = run.frames();
-    let prompt = request(&frames, Direction::ClientToAgent, "session/prompt");
-    assert_eq!(prompt.json["params"]["prompt"][0]["text"], PROMPT);
-    assert_eq!(updates(&frames, "tool_call").len(), 1);
-    let cancels = messages(&frames, Direction::ClientToAgent, FrameKind::Notification, "session/cancel");
-    assert_eq!(cancels.len(), 1);
-    assert_eq!(cancels[0].json["params"]["sessionId"], prompt.json["params"]["sessionId"]);
-    assert!(messages(&frames, Direction::AgentToClient, FrameKind::Request, PERMISSION).is_empty());
-    let failed = tool_updates(&frames, "failed");
-    assert_eq!(failed.len(), 1);
-    assert!(failed[0].stored.seq > cancels[0].stored.seq);
-    let done = response_to(&frames, prompt).expect("the prompt was answered");
-    assert_eq!(done.json["result"]["stopReason"], "cancelled");
-    assert!(done.stored.seq > failed[0].stored.seq);
 }
