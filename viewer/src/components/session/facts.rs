@@ -149,8 +149,10 @@ pub fn picker(st: TraceState, o: &TraceSessions) -> impl IntoView {
         view! { <span class="picker">"session " <code class="sid">{o.sessions[0].session_id.clone()}</code></span> }
             .into_any()
     };
-    let left_out = (o.sessions_left_out > 0)
-        .then(|| view! { <span class="warn">{format!("{} more not listed", plural(o.sessions_left_out as i64, "session"))}</span> });
+    let left_out = (o.frames_left_out > 0).then(|| {
+        let text = format!("{} of further sessions not read", plural(o.frames_left_out as i64, "frame"));
+        view! { <span class="warn">{text}</span> }
+    });
     view! {
         <div class="session-bar">
             {choose}
