@@ -299,3 +299,32 @@ fn a_live_session_shows_its_waiting_permission_request_growing_and_then_answered
     drop(tee_in);
     tee.wait().unwrap();
 }
+
+#[test]
+fn hostile_session_content_is_shown_as_text_on_the_session_tab() {
+    let store = TempStore::new();
+    let sid = r#"<img src=x onerror="window.__pwned=1">"#;
+    let markup = r#"<b onmouseover="window.__pwned=2">bold</b><script>window.__pwned=3</script>"#;
+    import_trace(
+        &store,
+        "hostile-session",
+        &[
+            c2a(0.0, json!({"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"sessionId":sid,"prompt":[{"type":"text","text":markup}]}})),
+            update(1.0, sid, json!({"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":markup}})),
+            update(2.0, sid, json!({"sessionUpdate":"tool_call","toolCallId":markup,"title":markup,"kind":markup,"status":markup,"rawInput":{"x":markup}})),
+            a2c(3.0, json!({"jsonrpc":"2.0","id":"p","method":"session/request_permission","params":{"sessionId":sid,"toolCall":{"toolCallId":markup},"options":[{"optionId":markup,"kind":markup}]}})),
+            a2c(4.0, json!({"jsonrpc":"2.0","id":1,"result":{"stopReason":markup}})),
+        ],
+    );
+    let server = Server::start(&store.db);
+    let b = Browser::start();
+    b.goto(&format!("{}/traces/1?tab=session", server.url));
+    b.wait_for("the hostile turn", |b| !b.find_all("#turn-0 .tool").is_empty());
+    assert_eq!(text_of(&b, "#turn-0 .msg.agent .msg-text"), markup);
+    assert!(text_of(&b, "#session-summary").contains(sid));
+    assert!(text_of(&b, "#turn-0 .tool-title").contains(markup));
+    assert!(text_of(&b, "#open-requests").contains("session/request_permission never answered by the client"));
+    let injected = b.js("return document.querySelectorAll('.tab-session img, .tab-session script, .tab-session b').length;", json!([]));
+    assert_eq!(injected, json!(0), "recorded markup became elements");
+    assert_eq!(b.js("return window.__pwned === undefined ? null : window.__pwned;", json!([])), Value::Null);
+}
