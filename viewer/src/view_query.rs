@@ -126,7 +126,8 @@ pub struct ViewQuery {
     pub timing_method: Option<String>,
     /// The session the Session tab shows (the trace's first when `None`).
     pub sid: Option<String>,
-    /// The turn the Session tab shows: its page, scrolled to it (the first page when `None`).
+    /// The turn the Session tab shows, numbered from 1 as it is shown: its page, scrolled to it (the
+    /// first page when `None`).
     pub turn: Option<u64>,
     /// Values present in the URL that the view ignores, in key order.
     pub rejected: Vec<Rejected>,
@@ -213,7 +214,9 @@ impl ViewQuery {
             "timing_method" => self.timing_method = text(value),
             "sid" => self.sid = text(value),
             "turn" if empty => {}
-            "turn" => self.turn = Some(value.trim().parse().map_err(|_| "a turn number, 0 or more")?),
+            "turn" => {
+                self.turn = Some(value.trim().parse().ok().filter(|t: &u64| *t > 0).ok_or("a turn number, 1 or more")?)
+            }
             _ => {}
         }
         Ok(())
@@ -391,11 +394,14 @@ mod tests {
 
     #[test]
     fn bad_values_are_kept_as_rejected_not_dropped() {
-        let v = parse(&[("dir", "sideways"), ("min_latency_ms", "-5"), ("frame", "x"), ("q", " ")]);
-        assert_eq!(v.filters, Filters::default());
+        let v = parse(&[("dir", "sideways"), ("min_latency_ms", "-5"), ("frame", "x"), ("q", " "), ("turn", "0")]);
+        assert_eq!((v.filters.clone(), v.turn), (Filters::default(), None));
         let keys: Vec<&str> = v.rejected.iter().map(|r| r.key).collect();
-        assert_eq!(keys, ["dir", "min_latency_ms", "frame"]);
-        assert_eq!(v.to_pairs(), [("dir", "sideways".into()), ("min_latency_ms", "-5".into()), ("frame", "x".into())]);
+        assert_eq!(keys, ["dir", "min_latency_ms", "frame", "turn"]);
+        assert_eq!(
+            v.to_pairs(),
+            [("dir", "sideways".into()), ("min_latency_ms", "-5".into()), ("frame", "x".into()), ("turn", "0".into())]
+        );
         let mut typed = v.clone();
         typed.set_typed("min_latency_ms", "12.5");
         assert_eq!((typed.filters.min_latency_ms, typed.rejected("min_latency_ms")), (Some(12.5), None));

@@ -213,14 +213,19 @@ fn turns_come_a_page_at_a_time_and_a_picker_chooses_the_session() {
     assert_eq!(b.find_all("#waterfall .wf-row.wf-turn").len(), 50);
     b.click(".turn-pager .pager-next");
     b.wait_for("the second page", |b| turn_numbers(b) == (50..100).collect::<Vec<_>>());
-    assert!(b.current_url().contains("turn=50"), "{}", b.current_url());
+    assert!(b.current_url().contains("turn=51"), "{}", b.current_url());
     b.click(".turn-pager .pager-last");
     b.wait_for("the last page", |b| turn_numbers(b) == (100..120).collect::<Vec<_>>());
     assert_eq!(text_of(&b, ".turn-pager .pager-range").lines().next(), Some("turns 101–120 of 120"));
     assert!(text_of(&b, "#turn-119 .msg.prompt").contains("first question 119"));
-    // A turn in the URL opens its page.
-    b.goto(&format!("{}/traces/1?tab=session&turn=75", server.url));
+    // A turn in the URL (numbered as shown) opens its page; a page past the end says so.
+    b.goto(&format!("{}/traces/1?tab=session&turn=76", server.url));
     b.wait_for("the page of turn 76", |b| turn_numbers(b) == (50..100).collect::<Vec<_>>());
+    assert!(text_of(&b, "#turn-75 .turn-head h2").contains("Turn 76"));
+    b.goto(&format!("{}/traces/1?tab=session&turn=500", server.url));
+    b.wait_for("the empty page", |b| {
+        text_of(b, "#no-turns").contains("No turns on this page: the session has 120 turns.")
+    });
 
     // The picker: the second session, on its own first page.
     b.click("#session-picker option[value=\"second\"]");
@@ -309,10 +314,20 @@ fn hostile_session_content_is_shown_as_text_on_the_session_tab() {
         &store,
         "hostile-session",
         &[
-            c2a(0.0, json!({"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"sessionId":sid,"prompt":[{"type":"text","text":markup}]}})),
+            c2a(
+                0.0,
+                json!({"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"sessionId":sid,"prompt":[{"type":"text","text":markup}]}}),
+            ),
             update(1.0, sid, json!({"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":markup}})),
-            update(2.0, sid, json!({"sessionUpdate":"tool_call","toolCallId":markup,"title":markup,"kind":markup,"status":markup,"rawInput":{"x":markup}})),
-            a2c(3.0, json!({"jsonrpc":"2.0","id":"p","method":"session/request_permission","params":{"sessionId":sid,"toolCall":{"toolCallId":markup},"options":[{"optionId":markup,"kind":markup}]}})),
+            update(
+                2.0,
+                sid,
+                json!({"sessionUpdate":"tool_call","toolCallId":markup,"title":markup,"kind":markup,"status":markup,"rawInput":{"x":markup}}),
+            ),
+            a2c(
+                3.0,
+                json!({"jsonrpc":"2.0","id":"p","method":"session/request_permission","params":{"sessionId":sid,"toolCall":{"toolCallId":markup},"options":[{"optionId":markup,"kind":markup}]}}),
+            ),
             a2c(4.0, json!({"jsonrpc":"2.0","id":1,"result":{"stopReason":markup}})),
         ],
     );
@@ -324,7 +339,10 @@ fn hostile_session_content_is_shown_as_text_on_the_session_tab() {
     assert!(text_of(&b, "#session-summary").contains(sid));
     assert!(text_of(&b, "#turn-0 .tool-title").contains(markup));
     assert!(text_of(&b, "#open-requests").contains("session/request_permission never answered by the client"));
-    let injected = b.js("return document.querySelectorAll('.tab-session img, .tab-session script, .tab-session b').length;", json!([]));
+    let injected = b.js(
+        "return document.querySelectorAll('.tab-session img, .tab-session script, .tab-session b').length;",
+        json!([]),
+    );
     assert_eq!(injected, json!(0), "recorded markup became elements");
     assert_eq!(b.js("return window.__pwned === undefined ? null : window.__pwned;", json!([])), Value::Null);
 }

@@ -61,7 +61,7 @@ impl SessionData {
         let wanted = Memo::new(move |_| {
             let (sid, turn) = query.with(|q| (q.sid.clone(), q.turn));
             let sid = sid.or_else(|| first.get())?;
-            Some(PageKey { sid, offset: turn.unwrap_or(0) / PAGE_TURNS * PAGE_TURNS })
+            Some(PageKey { sid, offset: page_of(turn) })
         });
         SessionData {
             overview,
@@ -80,6 +80,11 @@ impl SessionData {
         let wanted = self.wanted.get()?;
         self.page.with(|p| p.as_ref().filter(|(k, _)| *k == wanted).map(|(_, r)| r.clone()))
     }
+}
+
+/// The offset of the page that holds turn `turn` (numbered from 1; the first page when `None`).
+pub fn page_of(turn: Option<u64>) -> u64 {
+    turn.unwrap_or(1).saturating_sub(1) / PAGE_TURNS * PAGE_TURNS
 }
 
 /// Starts the Session tab's fetching effects; they stop with the view.

@@ -16,7 +16,7 @@ pub mod waterfall;
 use super::summary::plural;
 use super::trace_state;
 use crate::format;
-use crate::state::sessions::PAGE_TURNS;
+use crate::state::sessions::{page_of, PAGE_TURNS};
 use crate::state::TraceState;
 use crate::view_query::Tab;
 use acp_tee_shared::session::{SessionDetail, TraceSessions, Turn};
@@ -154,11 +154,16 @@ fn page_head(st: TraceState, detail: &SessionDetail, now_t_ns: i64) -> impl Into
 #[component]
 fn TurnList(detail: Memo<Option<SessionDetail>>, now_t_ns: Memo<i64>) -> impl IntoView {
     let st = trace_state();
-    let empty = Memo::new(move |_| detail.with(|d| d.as_ref().is_none_or(|d| d.turns.is_empty())));
+    // When the page is empty: how many turns the session has.
+    let empty = Memo::new(move |_| detail.with(|d| d.as_ref().filter(|d| d.turns.is_empty()).map(|d| d.summary.turns)));
     scroll_to_turn(st, detail);
     move || {
-        if empty.get() {
-            return view! { <div id="no-turns" class="notice">"No prompt turns in this session."</div> }.into_any();
+        if let Some(total) = empty.get() {
+            let text = match total {
+                0 => "No prompt turns in this session.".to_owned(),
+                n => format!("No turns on this page: the session has {}.", plural(n as i64, "turn")),
+            };
+            return view! { <div id="no-turns" class="notice">{text}</div> }.into_any();
         }
         view! {
             <div class="turns">
@@ -183,9 +188,10 @@ fn turn_key(t: &Turn) -> (u64, u64, Option<i64>, u64, usize, usize) {
 /// needs nothing, the pager scrolls to the top.
 fn scroll_to_turn(st: TraceState, detail: Memo<Option<SessionDetail>>) {
     let target = Memo::new(move |_| {
-        let turn = st.query.with(|q| q.turn).filter(|n| n % PAGE_TURNS != 0)?;
+        let turn = st.query.with(|q| q.turn)?;
+        let index = turn - 1;
         let offset = detail.with(|d| d.as_ref().map(|d| d.offset))?;
-        (offset == turn / PAGE_TURNS * PAGE_TURNS).then_some(turn)
+        (index % PAGE_TURNS != 0 && offset == page_of(Some(turn))).then_some(index)
     });
     Effect::new(move |_| {
         let Some(n) = target.get() else { return };
@@ -211,7 +217,7 @@ fn pager(st: TraceState, offset: u64, total: u64, shown: usize) -> impl IntoView
     let go = move |to: u64| {
         st.url.update(true, |q| {
             q.accept("turn");
-            q.turn = (to > 0).then_some(to);
+            q.turn = (to > 0).then_some(to + 1);
         });
         scroll_to_top();
     };
