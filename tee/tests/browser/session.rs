@@ -346,3 +346,19 @@ fn hostile_session_content_is_shown_as_text_on_the_session_tab() {
     assert_eq!(injected, json!(0), "recorded markup became elements");
     assert_eq!(b.js("return window.__pwned === undefined ? null : window.__pwned;", json!([])), Value::Null);
 }
+
+#[test]
+fn a_real_yopo_and_elizacp_session_reads_as_one_turn() {
+    let store = TempStore::new();
+    record_eliza(&store, "I would like to see my messages");
+    let server = Server::start(&store.db);
+    let b = Browser::start();
+    b.goto(&format!("{}/traces/1?tab=session", server.url));
+    b.wait_for("the recorded turn", |b| !b.find_all("#turn-0 .turn-end .stop").is_empty());
+    assert_eq!(text_of(&b, "#turn-0 .msg.prompt .msg-text"), "I would like to see my messages");
+    assert!(!text_of(&b, "#turn-0 .msg.agent .msg-text").trim().is_empty(), "the agent's reply is assembled");
+    assert_eq!(text_of(&b, "#turn-0 .turn-end .stop"), "end_turn");
+    assert!(text_of(&b, "#session-summary").contains("new"), "the session began with session/new");
+    assert!(b.find_all("#open-requests").is_empty(), "yopo and elizacp answer everything");
+    b.screenshot("session-eliza");
+}
