@@ -3,6 +3,7 @@
 //! Nothing here draws; the live stream hands decoded payloads to the closures it is given.
 
 use acp_tee_shared::api::{ApiError, FrameDetail, FramePage, FrameQuery, FrameSummary, TraceStats, TraceSummary};
+use acp_tee_shared::session::{SessionDetail, TraceSessions, TurnQuery};
 use gloo_net::http::Request;
 use serde::de::DeserializeOwned;
 use std::fmt;
@@ -86,6 +87,18 @@ pub fn frame_raw_url(id: i64, seq: i64) -> String {
 /// Per-method timing of a trace.
 pub async fn stats(id: i64) -> Result<TraceStats, ApiFailure> {
     get(&format!("/api/traces/{id}/stats")).await
+}
+
+/// The ACP sessions of a trace and its open requests.
+pub async fn sessions(id: i64) -> Result<TraceSessions, ApiFailure> {
+    get(&format!("/api/traces/{id}/sessions")).await
+}
+
+/// One session of a trace with the page of its turns from `offset` on (at most `limit`).
+pub async fn session(id: i64, sid: &str, offset: u64, limit: u32) -> Result<SessionDetail, ApiFailure> {
+    let sid = String::from(js_sys::encode_uri_component(sid));
+    let query = TurnQuery { offset: Some(offset), limit: Some(limit) };
+    get(&format!("/api/traces/{id}/sessions/{sid}{}", query_string(&query))).await
 }
 
 /// The address of a trace's export in a format (`json`, `ndjson`, `jsons`,

@@ -1,4 +1,5 @@
-//! What a trace view shows, as its URL query says: filters, axis, tab, selected frame, timing method.
+//! What a trace view shows, as its URL query says: filters, axis, tab, selected frame, timing method, and
+//! the Session tab's session and turn.
 //!
 //! The URL is the single source of truth for a trace view, so that a view can be shared and survives a
 //! reload. [`ViewUrl`] reads the router's query and writes it back through the router's navigation; this
@@ -93,6 +94,8 @@ pub enum Tab {
     Diagram,
     /// Per-method timing, histogram, slowest requests.
     Timing,
+    /// The ACP sessions: turns as a conversation, tool calls, waits, open requests.
+    Session,
 }
 
 /// A query value the view cannot use, kept so the page can say so.
@@ -121,12 +124,17 @@ pub struct ViewQuery {
     pub frame: Option<i64>,
     /// The method whose histogram the Timing tab shows (all methods when `None`).
     pub timing_method: Option<String>,
+    /// The session the Session tab shows (the trace's first when `None`).
+    pub sid: Option<String>,
+    /// The turn the Session tab shows, numbered from 1 as it is shown: its page, scrolled to it (the
+    /// first page when `None`).
+    pub turn: Option<u64>,
     /// Values present in the URL that the view ignores, in key order.
     pub rejected: Vec<Rejected>,
 }
 
 /// Query keys a trace view reads, in the order it writes them.
-pub const KEYS: [&str; 12] = [
+pub const KEYS: [&str; 14] = [
     "dir",
     "kind",
     "method",
@@ -139,6 +147,8 @@ pub const KEYS: [&str; 12] = [
     "tab",
     "frame",
     "timing_method",
+    "sid",
+    "turn",
 ];
 
 fn text(value: &str) -> Option<String> {
@@ -195,12 +205,18 @@ impl ViewQuery {
                 self.tab = match value {
                     "" | "diagram" => Tab::Diagram,
                     "timing" => Tab::Timing,
-                    _ => return Err("diagram or timing"),
+                    "session" => Tab::Session,
+                    _ => return Err("diagram, timing or session"),
                 }
             }
             "frame" if empty => {}
             "frame" => self.frame = Some(value.trim().parse().ok().filter(|s: &i64| *s > 0).ok_or("a frame number")?),
             "timing_method" => self.timing_method = text(value),
+            "sid" => self.sid = text(value),
+            "turn" if empty => {}
+            "turn" => {
+                self.turn = Some(value.trim().parse().ok().filter(|t: &u64| *t > 0).ok_or("a turn number, 1 or more")?)
+            }
             _ => {}
         }
         Ok(())
@@ -230,9 +246,15 @@ impl ViewQuery {
                     Axis::Linear => Some("linear".to_owned()),
                 },
                 "scale" => self.scale.map(|s| s.to_string()),
-                "tab" => (self.tab == Tab::Timing).then(|| "timing".to_owned()),
+                "tab" => match self.tab {
+                    Tab::Diagram => None,
+                    Tab::Timing => Some("timing".to_owned()),
+                    Tab::Session => Some("session".to_owned()),
+                },
                 "frame" => self.frame.map(|s| s.to_string()),
                 "timing_method" => self.timing_method.clone(),
+                "sid" => self.sid.clone(),
+                "turn" => self.turn.map(|t| t.to_string()),
                 _ => None,
             };
             if let Some(v) = value {
@@ -318,14 +340,25 @@ impl ViewUrl {
         if q == before {
             return;
         }
+        let url = self.url_of(&q);
+        let options = NavigateOptions { replace: !push, scroll: false, ..NavigateOptions::default() };
+        self.navigate.with_value(|nav| nav(&url, options));
+    }
+
+    /// The address of the view this one would become after `change`, for a link (tracked).
+    pub fn href(&self, change: impl FnOnce(&mut ViewQuery)) -> String {
+        let mut q = self.query.get();
+        change(&mut q);
+        self.url_of(&q)
+    }
+
+    fn url_of(&self, q: &ViewQuery) -> String {
         let mut map = ParamsMap::new();
         for (key, value) in q.to_pairs() {
             // `ParamsMap::insert` decodes what it is given; escaping first keeps the value as it is.
             map.insert(key, Url::escape(&value));
         }
-        let url = format!("{}{}", self.path.get_untracked(), map.to_query_string());
-        let options = NavigateOptions { replace: !push, scroll: false, ..NavigateOptions::default() };
-        self.navigate.with_value(|nav| nav(&url, options));
+        format!("{}{}", self.path.get_untracked(), map.to_query_string())
     }
 }
 
@@ -346,23 +379,29 @@ mod tests {
             ("axis", "time"),
             ("tab", "timing"),
             ("frame", "12"),
+            ("sid", "sess 1"),
+            ("turn", "51"),
         ];
         let v = parse(&pairs);
         assert_eq!(v.filters.method.as_deref(), Some("session/prompt"));
         assert_eq!(v.filters.q.as_deref(), Some("hello world"));
         assert!(v.filters.errors && v.rejected.is_empty());
         assert_eq!((v.axis, v.tab, v.frame), (Axis::Time, Tab::Timing, Some(12)));
+        assert_eq!((v.sid.as_deref(), v.turn), (Some("sess 1"), Some(51)));
         let back: Vec<(&str, String)> = pairs.iter().map(|(k, v)| (*k, v.to_string())).collect();
         assert_eq!(v.to_pairs(), back);
     }
 
     #[test]
     fn bad_values_are_kept_as_rejected_not_dropped() {
-        let v = parse(&[("dir", "sideways"), ("min_latency_ms", "-5"), ("frame", "x"), ("q", " ")]);
-        assert_eq!(v.filters, Filters::default());
+        let v = parse(&[("dir", "sideways"), ("min_latency_ms", "-5"), ("frame", "x"), ("q", " "), ("turn", "0")]);
+        assert_eq!((v.filters.clone(), v.turn), (Filters::default(), None));
         let keys: Vec<&str> = v.rejected.iter().map(|r| r.key).collect();
-        assert_eq!(keys, ["dir", "min_latency_ms", "frame"]);
-        assert_eq!(v.to_pairs(), [("dir", "sideways".into()), ("min_latency_ms", "-5".into()), ("frame", "x".into())]);
+        assert_eq!(keys, ["dir", "min_latency_ms", "frame", "turn"]);
+        assert_eq!(
+            v.to_pairs(),
+            [("dir", "sideways".into()), ("min_latency_ms", "-5".into()), ("frame", "x".into()), ("turn", "0".into())]
+        );
         let mut typed = v.clone();
         typed.set_typed("min_latency_ms", "12.5");
         assert_eq!((typed.filters.min_latency_ms, typed.rejected("min_latency_ms")), (Some(12.5), None));

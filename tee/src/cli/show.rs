@@ -5,8 +5,8 @@
 //! is built: turns are read and written a page at a time, so memory stays
 //! flat however long the trace.
 
-use super::list::printable;
 use super::args::StoreArg;
+use super::list::printable;
 use crate::export::TraceSelection;
 use crate::redact::Redactor;
 use crate::session::{now_t_ns, Model};

@@ -11,6 +11,7 @@ mod detail;
 mod filters;
 mod fixtures;
 mod layout;
+mod session;
 
 use common::webdriver::Browser;
 use common::*;

@@ -1,5 +1,5 @@
 //! The trace view's header: name, command, counts, live badge, a warning when the server is gone, and the
-//! toolbar (tabs; axis and follow on the diagram tab; export).
+//! toolbar (tabs Diagram, Timing, Session; axis and follow on the diagram tab; export).
 
 use super::summary::{exit_text, plural, status_badge, trace_duration, trace_name};
 use super::trace_state;
@@ -101,8 +101,14 @@ fn Toolbar() -> impl IntoView {
     view! {
         <div class="toolbar">
             <div class="seg" role="tablist">
-                <button id="tab-diagram" role="tab" aria-selected=move || on_diagram().to_string() class:on=on_diagram on:click=move |_| set_tab(Tab::Diagram)>"Diagram"</button>
-                <button id="tab-timing" role="tab" aria-selected=move || (!on_diagram()).to_string() class:on=move || !on_diagram() on:click=move |_| set_tab(Tab::Timing)>"Timing"</button>
+                {[(Tab::Diagram, "tab-diagram", "Diagram"), (Tab::Timing, "tab-timing", "Timing"), (Tab::Session, "tab-session", "Session")]
+                    .map(|(t, id, label)| {
+                        let on = move || tab.get() == t;
+                        view! {
+                            <button id=id role="tab" aria-selected=move || on().to_string() class:on=on
+                                on:click=move |_| set_tab(t)>{label}</button>
+                        }
+                    })}
             </div>
             <div class="seg" title="vertical axis" class:hidden=move || !on_diagram()>
                 <button id="axis-rows" class:on=move || axis.get() == Axis::Rows on:click=move |_| set_axis(Axis::Rows)

@@ -5,6 +5,7 @@
 //! - [`detail`] and [`json`]: the selected frame.
 //! - [`filters`]: the filter bar.
 //! - [`timing`]: per-method table, histogram, slowest requests.
+//! - [`session`]: the Session tab: open requests, sessions, turns as a conversation, tool calls, waterfall.
 //! - [`header`]: title, counts, live badge, tabs, axis, follow, export.
 //! - [`keys`]: the keyboard; [`highlight`]: search words marked in text.
 //! - [`summary`]: a trace's facts as text (also used by the trace list); [`title`]: the tab's title.
@@ -16,6 +17,7 @@ pub mod header;
 pub mod highlight;
 pub mod json;
 pub mod keys;
+pub mod session;
 pub mod summary;
 pub mod timing;
 pub mod title;

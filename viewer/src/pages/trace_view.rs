@@ -1,6 +1,6 @@
 //! `/traces/{id}`: the trace is fetched first; a trace the store does not hold is one not-found page, a
 //! server that cannot be reached one error with a retry. Then: header, filters, the diagram with the detail
-//! panel, or the timing tab.
+//! panel, the timing tab, or the session tab.
 
 use super::not_found::TraceNotFound;
 use crate::api::{self, ApiFailure};
@@ -9,6 +9,7 @@ use crate::components::diagram::Diagram;
 use crate::components::filters::FilterBar;
 use crate::components::header::TraceHeader;
 use crate::components::keys::trace_keys;
+use crate::components::session::SessionTab;
 use crate::components::timing::Timing;
 use crate::components::title::set_title;
 use crate::state::{loader, TraceState};
@@ -61,7 +62,8 @@ fn TraceScreen(trace: TraceSummary) -> impl IntoView {
         set_title(&format!("{name} · trace {}", st.id));
     });
     let tab = Memo::new(move |_| st.query.with(|q| q.tab));
-    // Both tabs stay mounted so switching back keeps the diagram's scroll position.
+    // The diagram and timing stay mounted so switching back keeps the diagram's scroll position; the
+    // session tab is drawn while open (it fetches nothing until then).
     view! {
         <div class="trace-view">
             <TraceHeader />
@@ -75,6 +77,9 @@ fn TraceScreen(trace: TraceSummary) -> impl IntoView {
             <div class="tab-timing" class:hidden=move || tab.get() != Tab::Timing>
                 <Timing />
             </div>
+            <Show when=move || tab.get() == Tab::Session>
+                <div class="tab-session"><SessionTab /></div>
+            </Show>
         </div>
     }
 }

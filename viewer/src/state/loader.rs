@@ -52,6 +52,7 @@ pub fn start(st: TraceState) {
     find_jumps(ld);
     follow_selection(st);
     load_detail(st);
+    super::sessions::start(st);
 }
 
 async fn load_stats(ld: Loader) {
@@ -60,11 +61,14 @@ async fn load_stats(ld: Loader) {
 }
 
 /// Brings the selected frame into view whenever the selection changes, however it changed (a click, a
-/// jump, back and forward).
+/// jump, a link, back and forward); following a live trace stops so the frame stays where it is.
 fn follow_selection(st: TraceState) {
     let selected = Memo::new(move |_| st.query.with(|q| q.frame));
     Effect::new(move |_| match selected.get() {
-        Some(seq) => st.jump.set(Some(seq)),
+        Some(seq) => {
+            st.follow.set(false);
+            st.jump.set(Some(seq));
+        }
         None => st.hidden.set(None),
     });
 }
@@ -186,6 +190,7 @@ fn on_live_frames(ld: Loader, frames: Vec<FrameSummary>) {
     if let Some(last) = frames.last() {
         ld.last_seen.update_value(|s| *s = (*s).max(last.seq));
     }
+    super::sessions::heard_frames(st);
     st.window.try_update(|w| w.link_replies(&frames));
     let filters: Filters = st.query.with_untracked(|q| q.filters.clone());
     let mut matching = Vec::new();
@@ -212,6 +217,8 @@ fn on_live_trace(ld: Loader, t: TraceSummary) {
     refresh_stats(ld, if ended { 0 } else { 2000 });
     if ended {
         refresh_tail(ld);
+        // Ages of open requests now run to the last frame, not to now.
+        super::sessions::heard_frames(ld.st);
     }
 }
 

@@ -5,10 +5,12 @@
 //! - [`layout`]: where each row sits on the rows or time axes; scroll mapping for huge traces.
 //! - [`busy`]: the callee's busy spans of the rows in view.
 //! - [`loader`]: the effects that fetch: the trace's stats, pages in view, the live stream, jumps.
+//! - [`sessions`]: the Session tab's sessions and page of turns, refreshed as a live trace grows.
 
 pub mod busy;
 pub mod layout;
 pub mod loader;
+pub mod sessions;
 pub mod window;
 
 use crate::api::ApiFailure;
@@ -16,6 +18,7 @@ use crate::view_query::{ViewQuery, ViewUrl};
 use acp_tee_shared::api::{FrameDetail, TraceStats, TraceSummary};
 use layout::{Layout, Scroller};
 use leptos::prelude::*;
+use sessions::SessionData;
 use std::ops::Range;
 use window::FrameWindow;
 
@@ -85,6 +88,8 @@ pub struct TraceState {
     pub hidden: RwSignal<Option<HiddenFrame>>,
     /// The time between the selected frame and another one, when measured.
     pub measure: RwSignal<Option<Measure>>,
+    /// What the Session tab shows.
+    pub sessions: SessionData,
 }
 
 impl TraceState {
@@ -127,6 +132,7 @@ impl TraceState {
             jump: RwSignal::new(None),
             hidden: RwSignal::new(None),
             measure: RwSignal::new(None),
+            sessions: SessionData::new(query),
         }
     }
 

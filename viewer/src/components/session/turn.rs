@@ -1,0 +1,217 @@
+//! One prompt turn as a conversation: the prompt, then the agent's thoughts, message and tool calls in the
+//! order they began, the client work the agent asked for, and how the turn ended (stop reason, error or
+//! cancel, usage). A tool call is a card with its status timeline and its permission requests (options,
+//! answer, how long the client took).
+
+use super::facts::{age_text, usage_text};
+use super::{frame_link, seq_link};
+use crate::components::summary::plural;
+use crate::format;
+use crate::state::TraceState;
+use acp_tee_shared::session::{ClientCall, Permission, Text, ToolCall, Turn};
+use leptos::prelude::*;
+
+/// One turn (`article#turn-N`).
+pub fn turn_card(st: TraceState, t: Turn, now_t_ns: i64) -> impl IntoView {
+    let index = t.index;
+    let mut blocks: Vec<(i64, AnyView)> = Vec::new();
+    if !t.thought.is_empty() {
+        blocks.push((
+            t.thought.first_seq.unwrap_or(i64::MAX),
+            text_block(st, "thought", "Thought", &t.thought).into_any(),
+        ));
+    }
+    if !t.user.is_empty() {
+        blocks
+            .push((t.user.first_seq.unwrap_or(i64::MAX), text_block(st, "user", "User (echoed)", &t.user).into_any()));
+    }
+    if !t.message.is_empty() {
+        blocks.push((t.message.first_seq.unwrap_or(i64::MAX), text_block(st, "agent", "Agent", &t.message).into_any()));
+    }
+    for call in &t.tool_calls {
+        blocks.push((call.first_seq, tool_card(st, call, t.start_t_ns, now_t_ns).into_any()));
+    }
+    blocks.sort_by_key(|(seq, _)| *seq);
+    let ids = (t.messages.len() > 1).then(|| {
+        let list = t
+            .messages
+            .iter()
+            .map(|m| format!("{} ({}, {})", m.message_id, m.role, plural(m.text.chars as i64, "character")))
+            .collect::<Vec<_>>()
+            .join(", ");
+        view! { <p class="hint">{format!("{} by id: {list}", plural(t.messages.len() as i64, "message"))}</p> }
+    });
+    let client = (!t.client_calls.is_empty()).then(|| {
+        let items = t.client_calls.iter().map(|c| client_call(st, c)).collect_view();
+        view! {
+            <section class="client-calls">
+                <h3>"Asked of the client"</h3>
+                <ul>{items}</ul>
+            </section>
+        }
+    });
+    let blocks = blocks.into_iter().map(|(_, v)| v).collect_view();
+    view! {
+        <article class="turn" id=format!("turn-{index}") data-turn=index>
+            {turn_head(st, &t, now_t_ns)}
+            {text_block(st, "prompt", "Prompt", &t.prompt)}
+            {blocks}
+            {client}
+            {ids}
+            {turn_end(st, &t)}
+        </article>
+    }
+}
+
+fn turn_head(st: TraceState, t: &Turn, now_t_ns: i64) -> impl IntoView {
+    let took = match t.end_t_ns {
+        Some(end) => format::duration_ns(end - t.start_t_ns),
+        None => format!("open {}", age_text(now_t_ns - t.start_t_ns)),
+    };
+    let first =
+        t.first_chunk_ns.map(|ns| view! { <span>{format!("first words after {}", format::duration_ns(ns))}</span> });
+    view! {
+        <header class="turn-head">
+            <h2>{frame_link(st, t.request_seq, format!("Turn {}", t.index + 1))}</h2>
+            <span>{format!("at {}", format::offset_ns(t.start_t_ns))}</span>
+            <span class="took">{took}</span>
+            {first}
+            <span>{plural(t.updates as i64, "update")}</span>
+        </header>
+    }
+}
+
+/// How the turn ended: stop reason or error, a cancel, usage.
+fn turn_end(st: TraceState, t: &Turn) -> impl IntoView {
+    let reason = match (&t.stop_reason, &t.error, t.response_seq) {
+        (_, Some(e), Some(seq)) => {
+            view! { <span class="stop err">{format!("error: {e}")}</span> " " {seq_link(st, seq)} }.into_any()
+        }
+        (Some(r), _, Some(seq)) => {
+            view! { "stopped: " <span class="stop" data-stop=r.clone()>{r.clone()}</span> " " {seq_link(st, seq)} }
+                .into_any()
+        }
+        (_, _, Some(seq)) => view! { <span class="stop">"answered"</span> " " {seq_link(st, seq)} }.into_any(),
+        (_, _, None) => view! { <span class="stop open">"no answer yet"</span> }.into_any(),
+    };
+    let cancel = t.cancel_seq.map(|c| view! { <span class="cancel">"cancel sent " {seq_link(st, c)}</span> });
+    let usage = t.usage.as_ref().map(|u| view! { <span class="usage">{usage_text(u)}</span> });
+    let plans = (t.plans > 0).then(|| view! { <span>{format!("plan sent {}", plural(t.plans as i64, "time"))}</span> });
+    view! { <footer class="turn-end">{reason}{cancel}{usage}{plans}</footer> }
+}
+
+/// An assembled text with what it came in.
+fn text_block(st: TraceState, class: &'static str, label: &'static str, text: &Text) -> impl IntoView {
+    let cut = (text.chars > text.text.chars().count() as u64).then(|| {
+        format!(
+            " · first {} of {} characters",
+            format::count(text.text.chars().count() as i64),
+            format::count(text.chars as i64)
+        )
+    });
+    let others = (!text.other_blocks.is_empty()).then(|| {
+        let list = text.other_blocks.iter().map(|k| format!("{} ×{}", k.kind, k.count)).collect::<Vec<_>>().join(", ");
+        view! { <span class="other-blocks">{format!("+ {list}")}</span> }
+    });
+    let chunks = if text.chunks > 1 { format!(" · {}", plural(text.chunks as i64, "chunk")) } else { String::new() };
+    let frames = match (text.first_seq, text.last_seq) {
+        (Some(a), Some(b)) if a != b => Some(view! { {seq_link(st, a)} "–" {seq_link(st, b)} }.into_any()),
+        (Some(a), _) => Some(seq_link(st, a).into_any()),
+        _ => None,
+    };
+    view! {
+        <div class=format!("msg {class}")>
+            <div class="msg-head"><span class="who">{label}</span> {frames} {chunks} {cut}</div>
+            <div class="msg-text">{text.text.clone()}</div>
+            {others}
+        </div>
+    }
+}
+
+/// A tool call: kind, title, latest status, its status timeline, permission requests, paths and payloads.
+fn tool_card(st: TraceState, c: &ToolCall, turn_start: i64, now_t_ns: i64) -> impl IntoView {
+    let title = c.title.clone().unwrap_or_else(|| c.tool_call_id.clone());
+    let status = c.status.clone().unwrap_or_else(|| "no status".to_owned());
+    let timeline = c
+        .statuses
+        .iter()
+        .map(|s| {
+            let at = format!(" +{}", format::duration_ns(s.t_ns - turn_start));
+            view! {
+                <li class=format!("status status-{}", s.status) data-status=s.status.clone()>
+                    <span class="status-name">{s.status.clone()}</span>
+                    <span class="at">{at}</span> " " {seq_link(st, s.seq)}
+                </li>
+            }
+        })
+        .collect_view();
+    let permissions = c.permissions.iter().map(|p| permission(st, p, now_t_ns)).collect_view();
+    let locations = (!c.locations.is_empty()).then(|| view! { <div class="locations">{c.locations.join(", ")}</div> });
+    let content = (!c.content.is_empty()).then(|| {
+        let list = c.content.iter().map(|k| format!("{} ×{}", k.kind, k.count)).collect::<Vec<_>>().join(", ");
+        view! { <span class="content">{format!("content: {list}")}</span> }
+    });
+    let raw = |label: &'static str, text: &Option<String>| {
+        text.clone().map(|t| view! { <details class="raw"><summary>{label}</summary><pre>{t}</pre></details> })
+    };
+    view! {
+        <section class="tool" data-tool-call-id=c.tool_call_id.clone() data-status=status.clone()>
+            <div class="tool-head">
+                {c.kind.clone().map(|k| view! { <span class="chip">{k}</span> })}
+                <span class="tool-title">{frame_link(st, c.first_seq, title)}</span>
+                <span class=format!("chip status-{status}")>{status.clone()}</span>
+                <span class="dim">{plural(c.updates as i64, "update")}</span>
+            </div>
+            <ol class="timeline" aria-label="status timeline">{timeline}</ol>
+            {permissions}
+            {locations}
+            {content}
+            {raw("input", &c.raw_input)}
+            {raw("output", &c.raw_output)}
+        </section>
+    }
+}
+
+/// A permission request: the options, the answer and how long the client took, or how long it has waited.
+fn permission(st: TraceState, p: &Permission, now_t_ns: i64) -> impl IntoView {
+    let options = p.options.join(", ");
+    let answer = match (p.response_seq, p.waited_ns) {
+        (Some(seq), waited) => {
+            let outcome = match (&p.outcome, &p.option_id) {
+                (Some(o), Some(id)) => format!("{o} {id}"),
+                (Some(o), None) => o.clone(),
+                _ => "answered".to_owned(),
+            };
+            let after = waited.map(|w| format!(" after {}", format::duration_ns(w))).unwrap_or_default();
+            view! { <span class="outcome">{format!("→ {outcome}{after}")}</span> " " {seq_link(st, seq)} }.into_any()
+        }
+        (None, _) => view! {
+            <span class="outcome unanswered">{format!("→ no answer after {}", age_text(now_t_ns - p.t_ns))}</span>
+        }
+        .into_any(),
+    };
+    view! {
+        <div class="permission" data-seq=p.request_seq>
+            <span class="perm-label">"permission asked "</span> {seq_link(st, p.request_seq)}
+            <span class="options">{format!(" options: {options} ")}</span>
+            {answer}
+        </div>
+    }
+}
+
+/// A request the agent made of the client, with its answer.
+fn client_call(st: TraceState, c: &ClientCall) -> impl IntoView {
+    let subject = c.subject.clone().map(|s| format!(" {s}")).unwrap_or_default();
+    let how = match (&c.error, &c.result, c.duration_ns) {
+        (Some(e), _, _) => format!(" → error: {e}"),
+        (None, Some(r), Some(d)) => format!(" → {r} in {}", format::duration_ns(d)),
+        (None, None, Some(d)) => format!(" → done in {}", format::duration_ns(d)),
+        (None, _, None) => " → no answer".to_owned(),
+    };
+    let answer = c.response_seq.map(|seq| view! { " " {seq_link(st, seq)} });
+    view! {
+        <li class="client-call" data-method=c.method.clone()>
+            <code>{c.method.clone()}</code>{subject} " " {seq_link(st, c.request_seq)} {how} {answer}
+        </li>
+    }
+}
