@@ -1,5 +1,6 @@
 //! The command line: argument definitions and what each subcommand does.
 
+mod import;
 mod list;
 mod progress;
 mod show;
@@ -7,7 +8,6 @@ mod show;
 pub use list::printable;
 
 use crate::export::{self, ExportFormat, ExportOptions, TraceSelection};
-use crate::import::{ImportFormat, ImportOptions};
 use crate::redact::{Redactor, Rule};
 use crate::relay::{self, WrapOptions};
 use crate::store::{self, Reader, Store};
@@ -53,12 +53,12 @@ enum Command {
     Serve(ServeArgs),
     /// List the traces in the store
     List(ListArgs),
-    /// Write traces as acp-tee-trace JSON, the conductor's .jsons or Perfetto JSON
+    /// Write traces as acp-tee-trace JSON, the conductor's .jsons, Perfetto JSON or acp-inspector-trace
     #[command(long_about = EXPORT_ABOUT)]
     Export(ExportArgs),
-    /// Read an acp-tee export, a conductor .jsons trace or a sacp-tee log into the store
-    #[command(long_about = IMPORT_ABOUT)]
-    Import(ImportArgs),
+    /// Read a trace file into the store: acp-tee, conductor, sacp-tee, Zed, acp-inspector, acpx
+    #[command(long_about = import::IMPORT_ABOUT)]
+    Import(import::ImportArgs),
     /// Show a trace's sessions: turns, tool calls, permission waits, usage, open requests
     #[command(long_about = show::SHOW_ABOUT)]
     Show(show::ShowArgs),
@@ -223,12 +223,15 @@ enum FormatArg {
     Jsons,
     /// Chrome trace-event JSON for ui.perfetto.dev and chrome://tracing
     Perfetto,
+    /// sagikazarmark/acp-inspector's acp-inspector-trace JSONL (one connection per trace)
+    AcpInspector,
 }
 
 const EXPORT_ABOUT: &str = "\
 Write traces as acp-tee-trace JSON or NDJSON (docs/trace-format.md), as the
-conductor's .jsons (agent-client-protocol-trace-viewer opens it), or as Chrome
-trace-event JSON (ui.perfetto.dev, chrome://tracing).
+conductor's .jsons (agent-client-protocol-trace-viewer opens it), as Chrome
+trace-event JSON (ui.perfetto.dev, chrome://tracing), or as an
+acp-inspector-trace JSONL file (one connection per trace; stderr left out).
 
 Secrets are masked by default: the values of env and headers (mcpServers,
 terminal/create, auth methods) and of every field named like a token, key,
@@ -236,50 +239,6 @@ secret, password, authorization or cookie. --redact adds rules: a JSONPath
 ($.params.cwd, $..url, $.params.mcpServers[*].url) masks the values it
 selects; anything else is a regular expression whose matches are masked in
 every string. --no-redact writes the stored bytes as they are.";
-
-const IMPORT_ABOUT: &str = "\
-Read a trace file into the store: an acp-tee export (JSON or NDJSON), the
-conductor's .jsons (--trace FILE of agent-client-protocol-conductor), or a
-sacp-tee log (raw → / ← lines, or its --json entries).
-
-Messages are framed, paired and timed like recorded ones. The trace is shown
-only once all of the file is in (recordings into the same store go on
-meanwhile): a bad line stops the import with its file and line number and
-leaves the store as it was, unless --skip-bad leaves bad lines out (and says
-how many). Counts are those of the frames stored; an acp-tee export holding
-fewer frames than its header says is refused as cut short, or with --skip-bad
-imported with the rest counted as missing. Lines longer than 256 MiB are
-refused.";
-
-#[derive(Debug, Clone, Copy, ValueEnum)]
-enum ImportFormatArg {
-    /// Tell from the first line
-    Auto,
-    /// An acp-tee export (JSON document or NDJSON)
-    AcpTee,
-    /// The conductor's .jsons trace
-    Jsons,
-    /// A sacp-tee log (raw or --json)
-    SacpTee,
-}
-
-#[derive(Debug, Args)]
-struct ImportArgs {
-    #[command(flatten)]
-    store: StoreArg,
-    /// A name for the imported trace (default: the file's name; an acp-tee export keeps its own)
-    #[arg(long)]
-    name: Option<String>,
-    /// The file's format
-    #[arg(long, value_enum, default_value = "auto")]
-    format: ImportFormatArg,
-    /// Leave out lines that cannot be read (counted) instead of failing; import a file cut short
-    #[arg(long)]
-    skip_bad: bool,
-    /// The file to import
-    #[arg(value_name = "FILE")]
-    file: PathBuf,
-}
 
 #[derive(Debug, Args)]
 struct ExportArgs {
@@ -439,7 +398,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             Ok(0)
         }
         Command::Export(a) => export_command(a),
-        Command::Import(a) => import_command(a),
+        Command::Import(a) => import::import_command(a),
         Command::Show(a) => show::show_command(a),
         Command::Recorder(a) => {
             ignore_terminal_signals();
@@ -458,6 +417,7 @@ fn export_command(a: ExportArgs) -> anyhow::Result<i32> {
         FormatArg::Ndjson => ExportFormat::Ndjson,
         FormatArg::Jsons => ExportFormat::Jsons,
         FormatArg::Perfetto => ExportFormat::Perfetto,
+        FormatArg::AcpInspector => ExportFormat::AcpInspector,
     };
     let redactor = if a.no_redact { Redactor::without_defaults(Vec::new()) } else { Redactor::new(a.redact) };
     for trace in export::selected_traces(&store, a.trace)? {
@@ -512,41 +472,6 @@ fn settle(store: &Store, id: i64, wait: bool) -> anyhow::Result<()> {
         );
         return Ok(());
     }
-}
-
-fn import_command(a: ImportArgs) -> anyhow::Result<i32> {
-    let mut store = Store::create_or_open(&a.store.path()?)?;
-    let format = match a.format {
-        ImportFormatArg::Auto => ImportFormat::Auto,
-        ImportFormatArg::AcpTee => ImportFormat::AcpTee,
-        ImportFormatArg::Jsons => ImportFormat::Jsons,
-        ImportFormatArg::SacpTee => ImportFormat::SacpTee,
-    };
-    let size = std::fs::metadata(&a.file).map(|m| m.len()).unwrap_or(0);
-    let opts = ImportOptions { format, name: a.name, skip_bad: a.skip_bad, progress: progress::bar(size, "bytes") };
-    let result = crate::import::import(&mut store, &a.file, &opts);
-    opts.progress.finish_and_clear();
-    let summary = result?;
-    let ids: Vec<String> = summary.trace_ids.iter().map(i64::to_string).collect();
-    let file = printable(&a.file.display().to_string()).into_owned();
-    let mut out = std::io::stdout().lock();
-    writeln!(
-        out,
-        "imported {} frames from {file} ({}) as trace {}",
-        summary.frames,
-        summary.format.as_str(),
-        ids.join(", ")
-    )?;
-    if summary.skipped > 0 {
-        eprintln!("acp-tee: warning: {} bad lines of {file} were left out (--skip-bad)", summary.skipped);
-    }
-    if summary.absent > 0 {
-        eprintln!(
-            "acp-tee: warning: {file} holds {} frames fewer than its headers say; they are counted as missing (--skip-bad)",
-            summary.absent
-        );
-    }
-    Ok(0)
 }
 
 /// The recorder outlives the relay on purpose: a Ctrl-C or hang-up must not
