@@ -107,3 +107,59 @@ fn line(out: &mut dyn Write, record: &impl Serialize) -> Result<(), ExportError>
     out.write_all(b"\n")?;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::store_with_trace;
+    use super::super::{export, ExportFormat, ExportOptions, TraceSelection};
+    use crate::import::{import, ImportFormat, ImportOptions};
+    use crate::store::Store;
+
+    fn export_text(store: &Store) -> (String, super::ExportSummary) {
+        let mut out = Vec::new();
+        let opts = ExportOptions::new(ExportFormat::AcpInspector);
+        let summary = export(store, TraceSelection::All, &opts, &mut out).unwrap();
+        (String::from_utf8(out).unwrap(), summary)
+    }
+
+    #[test]
+    fn frames_are_the_wire_text_at_their_wall_clock_millisecond() {
+        let (text, summary) = export_text(&store_with_trace());
+        let lines: Vec<&str> = text.lines().collect();
+        let header: serde_json::Value = serde_json::from_str(lines[0]).unwrap();
+        assert_eq!(
+            (&header["type"], &header["format"], &header["version"], &header["frames"], &header["dropped"]),
+            (&"header".into(), &"acp-inspector-trace".into(), &1.into(), &2.into(), &0.into())
+        );
+        assert!(header["at"].as_i64().unwrap() > 1_785_312_000_000);
+        // 2026-11-30T10:00:00Z is 1796032800000 ms; the frames are at 1 and 4 µs.
+        assert_eq!(
+            &lines[1..],
+            [
+                r#"{"type":"frame","at":1796032800000,"connection":1,"direction":"client -> agent","encoding":"utf8","frame":"{\"id\":1,\"method\":\"initialize\"}"}"#,
+                r#"{"type":"frame","at":1796032800000,"connection":1,"direction":"agent -> client","encoding":"utf8","frame":"{\"id\":1,\"error\":{\"code\":-1,\"message\":\"no\"}}"}"#,
+            ]
+        );
+        assert_eq!((summary.frames, summary.left_out), (3, 1));
+    }
+
+    #[test]
+    fn an_export_imports_back_to_the_same_frames() {
+        let store = store_with_trace();
+        let (first, _) = export_text(&store);
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.jsonl");
+        std::fs::write(&path, &first).unwrap();
+        let mut again = Store::in_memory().unwrap();
+        let opts = ImportOptions {
+            format: ImportFormat::Auto,
+            name: None,
+            skip_bad: false,
+            progress: indicatif::ProgressBar::hidden(),
+        };
+        let s = import(&mut again, &path, &opts).unwrap();
+        assert_eq!((s.format, s.frames), (ImportFormat::AcpInspector, 2));
+        let (second, _) = export_text(&again);
+        assert_eq!(first.lines().skip(1).collect::<Vec<_>>(), second.lines().skip(1).collect::<Vec<_>>());
+    }
+}

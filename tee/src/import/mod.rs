@@ -593,3 +593,6 @@ mod tests;
 
 #[cfg(test)]
 mod formats_tests;
+
+#[cfg(test)]
+mod fuzz;
