@@ -304,8 +304,21 @@ fn parse_duration(s: &str) -> Result<Duration, String> {
 }
 
 /// Subcommand names that may come first; anything else means `record`.
-const SUBCOMMANDS: &[&str] =
-    &["record", "proxy", "serve", "list", "export", "import", "show", "__recorder", "help", "-h", "--help", "-V", "--version"];
+const SUBCOMMANDS: &[&str] = &[
+    "record",
+    "proxy",
+    "serve",
+    "list",
+    "export",
+    "import",
+    "show",
+    "__recorder",
+    "help",
+    "-h",
+    "--help",
+    "-V",
+    "--version",
+];
 
 /// Inserts the implicit `record` so `acp-tee -- AGENT` and
 /// `acp-tee --db X -- AGENT` work.

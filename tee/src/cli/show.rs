@@ -264,7 +264,12 @@ fn turn_text(t: &Turn, out: &mut impl Write) -> anyhow::Result<()> {
                 ),
                 (None, _) => "never answered".into(),
             };
-            writeln!(out, "      permission #{} {answer} (options {})", p.request_seq, printable(&p.options.join(", ")))?;
+            writeln!(
+                out,
+                "      permission #{} {answer} (options {})",
+                p.request_seq,
+                printable(&p.options.join(", "))
+            )?;
         }
     }
     for c in &t.client_calls {
@@ -273,7 +278,8 @@ fn turn_text(t: &Turn, out: &mut impl Write) -> anyhow::Result<()> {
             (Some(seq), Some(d)) => format!(" → #{seq}, {}", took(d)),
             _ => ", never answered".into(),
         };
-        let extra = c.error.as_deref().or(c.result.as_deref()).map(|e| format!(": {}", printable(e))).unwrap_or_default();
+        let extra =
+            c.error.as_deref().or(c.result.as_deref()).map(|e| format!(": {}", printable(e))).unwrap_or_default();
         writeln!(out, "    {} #{}{subject}{answer}{extra}", printable(&c.method), c.request_seq)?;
     }
     if let Some(u) = &t.usage {

@@ -127,7 +127,10 @@ fn a_bad_zed_entry_is_named_by_the_line_of_its_brace() {
 
     let cut = &zed_copy()[..200];
     let err = import_text(&mut store, "cut.json", cut, &opts(ImportFormat::Auto, false)).unwrap_err();
-    assert!(err.to_string().contains("cut.json: not a Zed ACP log (a JSON array of messages): EOF while parsing"), "{err}");
+    assert!(
+        err.to_string().contains("cut.json: not a Zed ACP log (a JSON array of messages): EOF while parsing"),
+        "{err}"
+    );
     let err = import_text(&mut store, "e.json", "[\n]\n", &opts(ImportFormat::Auto, false)).unwrap_err();
     assert!(err.to_string().contains("holds no messages"), "{err}");
 }
@@ -216,10 +219,30 @@ fn acpx_session_events_keep_their_seq_and_times() {
         json!({"seq": seq, "at": at, "direction": dir, "message": message}).to_string() + "\n"
     };
     let text = [
-        line(1, "2026-12-01T17:08:23.932Z", "outbound", json!({"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"s"}})),
-        line(2, "2026-12-01T17:08:23.940Z", "inbound", json!({"jsonrpc":"2.0","id":0,"method":"session/request_permission","params":{"sessionId":"s"}})),
-        line(3, "2026-12-01T17:08:23.950Z", "outbound", json!({"jsonrpc":"2.0","id":0,"result":{"outcome":{"outcome":"selected","optionId":"allow"}}})),
-        line(5, "2026-12-01T17:08:23.969Z", "inbound", json!({"jsonrpc":"2.0","id":2,"result":{"stopReason":"end_turn"}})),
+        line(
+            1,
+            "2026-12-01T17:08:23.932Z",
+            "outbound",
+            json!({"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"s"}}),
+        ),
+        line(
+            2,
+            "2026-12-01T17:08:23.940Z",
+            "inbound",
+            json!({"jsonrpc":"2.0","id":0,"method":"session/request_permission","params":{"sessionId":"s"}}),
+        ),
+        line(
+            3,
+            "2026-12-01T17:08:23.950Z",
+            "outbound",
+            json!({"jsonrpc":"2.0","id":0,"result":{"outcome":{"outcome":"selected","optionId":"allow"}}}),
+        ),
+        line(
+            5,
+            "2026-12-01T17:08:23.969Z",
+            "inbound",
+            json!({"jsonrpc":"2.0","id":2,"result":{"stopReason":"end_turn"}}),
+        ),
     ]
     .concat();
     let mut store = Store::in_memory().unwrap();
@@ -265,7 +288,10 @@ fn f_sharp_inspector_lines_read_string_or_object_messages() {
         ]
     );
     let f = frames(&store, 1);
-    assert_eq!(raw(&f[0]), "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":1}}\n");
+    assert_eq!(
+        raw(&f[0]),
+        "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":1}}\n"
+    );
     let bad = text.replacen("fromClient", "toAgent", 1);
     let err = import_text(&mut store, "b.jsonl", &bad, &opts(ImportFormat::Auto, false)).unwrap_err();
     assert!(err.to_string().contains("b.jsonl:1: unknown direction `toagent`"), "{err}");

@@ -152,7 +152,8 @@ fn read_header(ctx: &Context, number: u64, line: &str) -> Result<Header, ImportE
         return Err(ImportError::BadFile { path: ctx.path.clone(), why });
     }
     if h.version > VERSION {
-        let why = format!("{FORMAT} version {} is newer than this acp-tee reads ({VERSION}); upgrade acp-tee", h.version);
+        let why =
+            format!("{FORMAT} version {} is newer than this acp-tee reads ({VERSION}); upgrade acp-tee", h.version);
         return Err(ImportError::BadFile { path: ctx.path.clone(), why });
     }
     if h.frames < 0 || h.dropped < 0 {

@@ -8,7 +8,12 @@ pub(super) fn opts(format: ImportFormat, skip_bad: bool) -> ImportOptions {
 }
 
 /// Imports `text` (written to a temp file named `name`) into `store`.
-pub(super) fn import_text(store: &mut Store, name: &str, text: &str, o: &ImportOptions) -> Result<ImportSummary, ImportError> {
+pub(super) fn import_text(
+    store: &mut Store,
+    name: &str,
+    text: &str,
+    o: &ImportOptions,
+) -> Result<ImportSummary, ImportError> {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join(name);
     std::fs::write(&path, text).unwrap();

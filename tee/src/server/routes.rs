@@ -166,7 +166,8 @@ pub async fn live(
     let (id, q) = (path(id)?, query(q)?);
     st.db.run(move |s| s.trace(id)).await?;
     let models = q.sessions.unwrap_or(false).then(|| st.sessions.clone());
-    let events = trace_events(st.db.clone(), id, q.after.unwrap_or(0).max(0), st.changes.clone(), st.redactor(), models);
+    let events =
+        trace_events(st.db.clone(), id, q.after.unwrap_or(0).max(0), st.changes.clone(), st.redactor(), models);
     Ok(Sse::new(events).keep_alive(KeepAlive::default()).into_response())
 }
 

@@ -72,10 +72,7 @@ pub async fn sessions(
 ) -> Result<Json<TraceSessions>, AppError> {
     let id = path(id)?;
     let (models, r) = (st.sessions.clone(), st.redactor());
-    let view = st
-        .db
-        .run_scan(move |s| overview(&models, s, id, &r))
-        .await?;
+    let view = st.db.run_scan(move |s| overview(&models, s, id, &r)).await?;
     Ok(Json(view))
 }
 

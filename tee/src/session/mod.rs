@@ -18,7 +18,6 @@ mod text;
 mod turns;
 mod wire;
 
-
 use crate::frame::id_key;
 use crate::store::{Store, StoreError, StoredFrame};
 use acp_tee_shared::session::{
@@ -46,7 +45,10 @@ enum Awaiting {
     Initialize,
     /// `session/new|load|resume|fork`: how, the cwd and (load, resume) the
     /// session named.
-    Open { how: &'static str, cwd: Option<String> },
+    Open {
+        how: &'static str,
+        cwd: Option<String>,
+    },
     Prompt,
     Permission,
     Other,
@@ -217,7 +219,12 @@ impl Model {
                     }
                     push_bounded(
                         &mut s.summary.changes,
-                        SettingChange { setting: cut(&setting, SHORT_MAX), value: cut(&value, SHORT_MAX), seq: f.seq, t_ns: f.t_ns },
+                        SettingChange {
+                            setting: cut(&setting, SHORT_MAX),
+                            value: cut(&value, SHORT_MAX),
+                            seq: f.seq,
+                            t_ns: f.t_ns,
+                        },
                     );
                 }
                 Awaiting::Other
@@ -369,8 +376,15 @@ impl Model {
                     end_turn(&mut s.summary, cancel, Some(reason), f.seq);
                 }
             }
-            "agent_message_chunk" | "agent_thought_chunk" | "user_message_chunk" | "tool_call_update"
-            | "agent_message" | "agent_thought" | "user_message" | "tool_call_content_chunk" | "plan_update" => {}
+            "agent_message_chunk"
+            | "agent_thought_chunk"
+            | "user_message_chunk"
+            | "tool_call_update"
+            | "agent_message"
+            | "agent_thought"
+            | "user_message"
+            | "tool_call_content_chunk"
+            | "plan_update" => {}
             other => count_kind(&mut s.summary.other_updates, other),
         }
     }
@@ -408,7 +422,12 @@ impl Model {
                 }
                 if let Some((load, replayed, _)) = s.replaying.take() {
                     if how == "load" && replayed == 0 && load == request {
-                        note(&mut s.summary, "load-replayed-nothing", "session/load answered without replaying the conversation", Some(f.seq));
+                        note(
+                            &mut s.summary,
+                            "load-replayed-nothing",
+                            "session/load answered without replaying the conversation",
+                            Some(f.seq),
+                        );
                     }
                 }
             }

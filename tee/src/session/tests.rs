@@ -1,7 +1,7 @@
 use super::*;
-use acp_tee_shared::FrameKind;
 use crate::export::tests::store_from;
 use acp_tee_shared::Direction::{AgentToClient as A2C, ClientToAgent as C2A};
+use acp_tee_shared::FrameKind;
 
 /// Lines going their way at their time (ms), as a trace.
 fn trace(lines: &[(Direction, u64, &str)]) -> crate::store::Store {
@@ -75,7 +75,10 @@ fn sessions_sum_up_turns_tools_permissions_usage_and_open_requests() {
     assert_eq!((s.turns, s.tool_calls, s.permission_requests), (2, 2, 2));
     assert_eq!(s.permission_wait_ns, 50_000_000);
     assert_eq!(s.usage.unwrap().total_tokens, 30);
-    assert_eq!(s.context.as_ref().map(|c| (c.used, c.size, c.cost.clone())), Some((1200, 200000, Some("0.5 USD".into()))));
+    assert_eq!(
+        s.context.as_ref().map(|c| (c.used, c.size, c.cost.clone())),
+        Some((1200, 200000, Some("0.5 USD".into())))
+    );
     assert_eq!(s.other_updates.iter().map(|k| (k.kind.as_str(), k.count)).collect::<Vec<_>>(), [("mystery_update", 1)]);
     // Open: the second prompt (cancelled, never ended), its permission
     // request, the extension request.
@@ -118,7 +121,10 @@ fn a_page_of_turns_assembles_messages_tool_calls_and_waits() {
     assert_eq!(t.messages.len(), 1);
     assert_eq!(t.usage.unwrap().output_tokens, 10);
     let call = &t.tool_calls[0];
-    assert_eq!((call.tool_call_id.as_str(), call.title.as_deref(), call.kind.as_deref()), ("t1", Some("Edit a.rs"), Some("edit")));
+    assert_eq!(
+        (call.tool_call_id.as_str(), call.title.as_deref(), call.kind.as_deref()),
+        ("t1", Some("Edit a.rs"), Some("edit"))
+    );
     let statuses: Vec<&str> = call.statuses.iter().map(|s| s.status.as_str()).collect();
     assert_eq!(statuses, ["pending", "in_progress", "completed"]);
     assert_eq!(call.locations, ["/w/a.rs"]);
@@ -128,7 +134,10 @@ fn a_page_of_turns_assembles_messages_tool_calls_and_waits() {
     assert_eq!((p.outcome.as_deref(), p.option_id.as_deref()), (Some("selected"), Some("allow")));
     assert_eq!(p.options, ["allow: allow_once", "no: reject_once"]);
     let fs = &t.client_calls[0];
-    assert_eq!((fs.method.as_str(), fs.subject.as_deref(), fs.duration_ns), ("fs/write_text_file", Some("/w/a.rs"), Some(2_000_000)));
+    assert_eq!(
+        (fs.method.as_str(), fs.subject.as_deref(), fs.duration_ns),
+        ("fs/write_text_file", Some("/w/a.rs"), Some(2_000_000))
+    );
     // The second turn: cancelled, waiting on a permission nobody answered.
     let t = &page[1];
     assert_eq!((t.index, t.response_seq, t.cancel_seq), (1, None, Some(23)));
@@ -167,13 +176,25 @@ fn caught_up_while_the_trace_grows_the_model_is_the_model_read_at_once() {
 #[test]
 fn loads_that_replay_nothing_or_twice_and_cancels_not_honoured_are_noted() {
     let lines = vec![
-        (C2A, 0, r#"{"jsonrpc":"2.0","id":1,"method":"session/load","params":{"sessionId":"s1","cwd":"/w"}}"#.to_owned()),
+        (
+            C2A,
+            0,
+            r#"{"jsonrpc":"2.0","id":1,"method":"session/load","params":{"sessionId":"s1","cwd":"/w"}}"#.to_owned(),
+        ),
         (A2C, 1, r#"{"jsonrpc":"2.0","id":1,"result":{}}"#.to_owned()),
-        (C2A, 2, r#"{"jsonrpc":"2.0","id":2,"method":"session/load","params":{"sessionId":"s1","cwd":"/w"}}"#.to_owned()),
+        (
+            C2A,
+            2,
+            r#"{"jsonrpc":"2.0","id":2,"method":"session/load","params":{"sessionId":"s1","cwd":"/w"}}"#.to_owned(),
+        ),
         (A2C, 3, update(r#"{"sessionUpdate":"tool_call","toolCallId":"t1","title":"x"}"#)),
         (A2C, 4, update(r#"{"sessionUpdate":"tool_call","toolCallId":"t1","title":"x"}"#)),
         (A2C, 5, r#"{"jsonrpc":"2.0","id":2,"result":{}}"#.to_owned()),
-        (C2A, 6, r#"{"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{"sessionId":"s1","prompt":[]}}"#.to_owned()),
+        (
+            C2A,
+            6,
+            r#"{"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{"sessionId":"s1","prompt":[]}}"#.to_owned(),
+        ),
         (C2A, 7, r#"{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"s1"}}"#.to_owned()),
         (A2C, 8, r#"{"jsonrpc":"2.0","id":3,"result":{"stopReason":"end_turn"}}"#.to_owned()),
     ];
@@ -191,7 +212,11 @@ fn v2_turns_end_with_their_state_update() {
     let lines = vec![
         (C2A, 0, r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":2}}"#.to_owned()),
         (A2C, 1, r#"{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":2}}"#.to_owned()),
-        (C2A, 2, r#"{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"sessionId":"s1","prompt":[]}}"#.to_owned()),
+        (
+            C2A,
+            2,
+            r#"{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"sessionId":"s1","prompt":[]}}"#.to_owned(),
+        ),
         (A2C, 3, r#"{"jsonrpc":"2.0","id":1,"result":{}}"#.to_owned()),
         (A2C, 4, update(r#"{"sessionUpdate":"agent_message","messageId":"m","content":{"type":"text","text":"hi"}}"#)),
         (A2C, 9, update(r#"{"sessionUpdate":"state_update","state":"idle","stopReason":"end_turn"}"#)),
@@ -208,10 +233,24 @@ fn v2_turns_end_with_their_state_update() {
 fn hostile_frames_are_counted_not_trusted() {
     let deep = format!("{}{}", "[".repeat(5000), "]".repeat(5000));
     let lines = vec![
-        (A2C, 0, format!(r#"{{"jsonrpc":"2.0","method":"session/update","params":{{"sessionId":"s1","update":{deep}}}}}"#)),
-        (A2C, 1, r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":7}}}"#.to_owned()),
+        (
+            A2C,
+            0,
+            format!(r#"{{"jsonrpc":"2.0","method":"session/update","params":{{"sessionId":"s1","update":{deep}}}}}"#),
+        ),
+        (
+            A2C,
+            1,
+            r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":7}}}"#
+                .to_owned(),
+        ),
         (A2C, 2, r#"{"jsonrpc":"2.0","id":5,"result":{"stopReason":"end_turn"}}"#.to_owned()),
-        (C2A, 3, r#"{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"sessionId":"s1","prompt":"not a list"}}"#.to_owned()),
+        (
+            C2A,
+            3,
+            r#"{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"sessionId":"s1","prompt":"not a list"}}"#
+                .to_owned(),
+        ),
     ];
     let store = trace(&as_refs(&lines));
     let model = model_of(&store);
@@ -274,18 +313,36 @@ mod fuzz {
     fn line(pick: u8, s: u8, id: u8) -> (Direction, String) {
         let sid = format!("s{s}");
         let up = |body: &str| {
-            (A2C, format!(r#"{{"jsonrpc":"2.0","method":"session/update","params":{{"sessionId":"{sid}","update":{body}}}}}"#))
+            (
+                A2C,
+                format!(
+                    r#"{{"jsonrpc":"2.0","method":"session/update","params":{{"sessionId":"{sid}","update":{body}}}}}"#
+                ),
+            )
         };
         match pick % 12 {
-            0 => (C2A, format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"session/prompt","params":{{"sessionId":"{sid}","prompt":[{{"type":"text","text":"p{id}"}}]}}}}"#)),
+            0 => (
+                C2A,
+                format!(
+                    r#"{{"jsonrpc":"2.0","id":{id},"method":"session/prompt","params":{{"sessionId":"{sid}","prompt":[{{"type":"text","text":"p{id}"}}]}}}}"#
+                ),
+            ),
             1 => (A2C, format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{"stopReason":"end_turn"}}}}"#)),
             2 => up(r#"{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"a"}}"#),
             3 => up(&format!(r#"{{"sessionUpdate":"tool_call","toolCallId":"t{id}","title":"x"}}"#)),
             4 => up(&format!(r#"{{"sessionUpdate":"tool_call_update","toolCallId":"t{id}","status":"completed"}}"#)),
-            5 => (A2C, format!(r#"{{"jsonrpc":"2.0","id":"q{id}","method":"session/request_permission","params":{{"sessionId":"{sid}","toolCall":{{"toolCallId":"t{id}"}},"options":[]}}}}"#)),
+            5 => (
+                A2C,
+                format!(
+                    r#"{{"jsonrpc":"2.0","id":"q{id}","method":"session/request_permission","params":{{"sessionId":"{sid}","toolCall":{{"toolCallId":"t{id}"}},"options":[]}}}}"#
+                ),
+            ),
             6 => (C2A, format!(r#"{{"jsonrpc":"2.0","id":"q{id}","result":{{"outcome":{{"outcome":"cancelled"}}}}}}"#)),
             7 => (C2A, format!(r#"{{"jsonrpc":"2.0","method":"session/cancel","params":{{"sessionId":"{sid}"}}}}"#)),
-            8 => (C2A, format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"session/load","params":{{"sessionId":"{sid}"}}}}"#)),
+            8 => (
+                C2A,
+                format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"session/load","params":{{"sessionId":"{sid}"}}}}"#),
+            ),
             9 => (A2C, format!(r#"{{"jsonrpc":"2.0","id":{id},"error":{{"code":-1,"message":"no"}}}}"#)),
             10 => up(r#"{"sessionUpdate":"plan","entries":[{"content":"c","status":"pending"}]}"#),
             _ => (A2C, r#"{"jsonrpc":"2.0","id":"#.to_owned() + &id.to_string()),

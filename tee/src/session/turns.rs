@@ -12,7 +12,9 @@ use super::text::{add_block, count_kind, cut, json_text};
 use super::wire::{Answer, ContentBlock, Message, SessionParams, ToolContent, Update};
 use super::{Model, SHORT_MAX};
 use crate::store::{Store, StoreError, StoredFrame};
-use acp_tee_shared::session::{ClientCall, Message as TurnMessage, Permission, StatusChange, TokenUsage, ToolCall, Turn};
+use acp_tee_shared::session::{
+    ClientCall, Message as TurnMessage, Permission, StatusChange, TokenUsage, ToolCall, Turn,
+};
 use acp_tee_shared::{Direction, FrameKind};
 use std::collections::HashMap;
 
@@ -36,8 +38,15 @@ pub struct TurnPage {
 enum Awaits {
     /// A prompt: its turn's place on the page, `None` for a turn past it.
     Prompt(Option<usize>),
-    Permission { turn: usize, tool: usize, permission: usize },
-    Client { turn: usize, call: usize },
+    Permission {
+        turn: usize,
+        tool: usize,
+        permission: usize,
+    },
+    Client {
+        turn: usize,
+        call: usize,
+    },
 }
 
 struct Builder<'s> {

@@ -148,7 +148,8 @@ fn a_cancelled_turn_ends_cancelled_and_its_tool_call_failed() {
     let run = record_cancel_with_acpx();
     let frames = run.frames();
     let doc = show(&run.store.db, run.trace_id);
-    let cancel = messages(&frames, Direction::ClientToAgent, acp_tee_shared::FrameKind::Notification, "session/cancel")[0];
+    let cancel =
+        messages(&frames, Direction::ClientToAgent, acp_tee_shared::FrameKind::Notification, "session/cancel")[0];
     let session = doc.sessions.iter().find(|s| !s.turns.is_empty()).expect("a session with a turn");
     let turn = &session.turns[0];
     assert_eq!(turn.cancel_seq, Some(cancel.stored.seq));
@@ -193,8 +194,11 @@ fn next_sessions(events: &mut std::sync::mpsc::Receiver<(String, String)>) -> Tr
 fn an_elizacp_session_driven_by_yopo_is_one_turn_whose_reply_is_its_chunks() {
     let store = TempStore::new();
     let mut cmd = Command::new(peer("yopo"));
-    cmd.args(["Hello, I feel anxious today", "--", bin(), "--db", store.db.to_str().unwrap(), "--"])
-        .args([peer("elizacp").as_str(), "--deterministic", "acp"]);
+    cmd.args(["Hello, I feel anxious today", "--", bin(), "--db", store.db.to_str().unwrap(), "--"]).args([
+        peer("elizacp").as_str(),
+        "--deterministic",
+        "acp",
+    ]);
     let out = run_within(cmd);
     assert!(out.status.success(), "yopo failed: {}", String::from_utf8_lossy(&out.stderr));
     let run = finish(store);
