@@ -44,12 +44,12 @@ pub(super) enum Command {
     Serve(ServeArgs),
     /// List the traces in the store
     List(ListArgs),
-    /// Write traces as acp-tee-trace JSON, the conductor's .jsons or Perfetto JSON
+    /// Write traces as acp-tee-trace JSON, the conductor's .jsons, Perfetto JSON or acp-inspector-trace
     #[command(long_about = EXPORT_ABOUT)]
     Export(ExportArgs),
-    /// Read an acp-tee export, a conductor .jsons trace or a sacp-tee log into the store
-    #[command(long_about = IMPORT_ABOUT)]
-    Import(ImportArgs),
+    /// Read a trace file into the store: acp-tee, conductor, sacp-tee, Zed, acp-inspector, acpx
+    #[command(long_about = super::import::IMPORT_ABOUT)]
+    Import(super::import::ImportArgs),
     /// Show a trace's sessions: turns, tool calls, permission waits, usage, open requests
     #[command(long_about = super::show::SHOW_ABOUT)]
     Show(super::show::ShowArgs),
@@ -217,12 +217,15 @@ pub(super) enum FormatArg {
     Jsons,
     /// Chrome trace-event JSON for ui.perfetto.dev and chrome://tracing
     Perfetto,
+    /// sagikazarmark/acp-inspector's acp-inspector-trace JSONL (one connection per trace)
+    AcpInspector,
 }
 
 const EXPORT_ABOUT: &str = "\
 Write traces as acp-tee-trace JSON or NDJSON (docs/trace-format.md), as the
-conductor's .jsons (agent-client-protocol-trace-viewer opens it), or as Chrome
-trace-event JSON (ui.perfetto.dev, chrome://tracing).
+conductor's .jsons (agent-client-protocol-trace-viewer opens it), as Chrome
+trace-event JSON (ui.perfetto.dev, chrome://tracing), or as an
+acp-inspector-trace JSONL file (one connection per trace; stderr left out).
 
 Secrets are masked by default: the values of env and headers (mcpServers,
 terminal/create, auth methods) and of every field named like a token, key,
@@ -230,50 +233,6 @@ secret, password, authorization or cookie. --redact adds rules: a JSONPath
 ($.params.cwd, $..url, $.params.mcpServers[*].url) masks the values it
 selects; anything else is a regular expression whose matches are masked in
 every string. --no-redact writes the stored bytes as they are.";
-
-const IMPORT_ABOUT: &str = "\
-Read a trace file into the store: an acp-tee export (JSON or NDJSON), the
-conductor's .jsons (--trace FILE of agent-client-protocol-conductor), or a
-sacp-tee log (raw → / ← lines, or its --json entries).
-
-Messages are framed, paired and timed like recorded ones. The trace is shown
-only once all of the file is in (recordings into the same store go on
-meanwhile): a bad line stops the import with its file and line number and
-leaves the store as it was, unless --skip-bad leaves bad lines out (and says
-how many). Counts are those of the frames stored; an acp-tee export holding
-fewer frames than its header says is refused as cut short, or with --skip-bad
-imported with the rest counted as missing. Lines longer than 256 MiB are
-refused.";
-
-#[derive(Debug, Clone, Copy, ValueEnum)]
-pub(super) enum ImportFormatArg {
-    /// Tell from the first line
-    Auto,
-    /// An acp-tee export (JSON document or NDJSON)
-    AcpTee,
-    /// The conductor's .jsons trace
-    Jsons,
-    /// A sacp-tee log (raw or --json)
-    SacpTee,
-}
-
-#[derive(Debug, Args)]
-pub(super) struct ImportArgs {
-    #[command(flatten)]
-    pub(super) store: StoreArg,
-    /// A name for the imported trace (default: the file's name; an acp-tee export keeps its own)
-    #[arg(long)]
-    pub(super) name: Option<String>,
-    /// The file's format
-    #[arg(long, value_enum, default_value = "auto")]
-    pub(super) format: ImportFormatArg,
-    /// Leave out lines that cannot be read (counted) instead of failing; import a file cut short
-    #[arg(long)]
-    pub(super) skip_bad: bool,
-    /// The file to import
-    #[arg(value_name = "FILE")]
-    pub(super) file: PathBuf,
-}
 
 #[derive(Debug, Args)]
 pub(super) struct ExportArgs {

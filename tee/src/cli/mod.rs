@@ -2,6 +2,7 @@
 //! `args.rs`).
 
 mod args;
+mod import;
 mod list;
 mod progress;
 mod show;
@@ -10,12 +11,11 @@ pub use args::{with_default_subcommand, Cli};
 pub use list::printable;
 
 use crate::export::{self, ExportFormat, ExportOptions, TraceSelection};
-use crate::import::{ImportFormat, ImportOptions};
 use crate::redact::Redactor;
 use crate::relay::{self, WrapOptions};
 use crate::store::{self, Reader, Store};
 use anyhow::Context;
-use args::{Command, ExportArgs, FormatArg, ImportArgs, ImportFormatArg};
+use args::{Command, ExportArgs, FormatArg};
 use clap::Parser;
 use std::ffi::OsString;
 use std::io::Write;
@@ -111,7 +111,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             Ok(0)
         }
         Command::Export(a) => export_command(a),
-        Command::Import(a) => import_command(a),
+        Command::Import(a) => import::import_command(a),
         Command::Show(a) => show::show_command(a),
         Command::Recorder(a) => {
             ignore_terminal_signals();
@@ -130,6 +130,7 @@ fn export_command(a: ExportArgs) -> anyhow::Result<i32> {
         FormatArg::Ndjson => ExportFormat::Ndjson,
         FormatArg::Jsons => ExportFormat::Jsons,
         FormatArg::Perfetto => ExportFormat::Perfetto,
+        FormatArg::AcpInspector => ExportFormat::AcpInspector,
     };
     let redactor = if a.no_redact { Redactor::without_defaults(Vec::new()) } else { Redactor::new(a.redact) };
     for trace in export::selected_traces(&store, a.trace)? {
@@ -184,42 +185,6 @@ fn settle(store: &Store, id: i64, wait: bool) -> anyhow::Result<()> {
         );
         return Ok(());
     }
-}
-
-fn import_command(a: ImportArgs) -> anyhow::Result<i32> {
-    let mut store = Store::create_or_open(&a.store.path()?)?;
-    store.maintain(0)?;
-    let format = match a.format {
-        ImportFormatArg::Auto => ImportFormat::Auto,
-        ImportFormatArg::AcpTee => ImportFormat::AcpTee,
-        ImportFormatArg::Jsons => ImportFormat::Jsons,
-        ImportFormatArg::SacpTee => ImportFormat::SacpTee,
-    };
-    let size = std::fs::metadata(&a.file).map(|m| m.len()).unwrap_or(0);
-    let opts = ImportOptions { format, name: a.name, skip_bad: a.skip_bad, progress: progress::bar(size, "bytes") };
-    let result = crate::import::import(&mut store, &a.file, &opts);
-    opts.progress.finish_and_clear();
-    let summary = result?;
-    let ids: Vec<String> = summary.trace_ids.iter().map(i64::to_string).collect();
-    let file = printable(&a.file.display().to_string()).into_owned();
-    let mut out = std::io::stdout().lock();
-    writeln!(
-        out,
-        "imported {} frames from {file} ({}) as trace {}",
-        summary.frames,
-        summary.format.as_str(),
-        ids.join(", ")
-    )?;
-    if summary.skipped > 0 {
-        eprintln!("acp-tee: warning: {} bad lines of {file} were left out (--skip-bad)", summary.skipped);
-    }
-    if summary.absent > 0 {
-        eprintln!(
-            "acp-tee: warning: {file} holds {} frames fewer than its headers say; they are counted as missing (--skip-bad)",
-            summary.absent
-        );
-    }
-    Ok(0)
 }
 
 /// The recorder outlives the relay on purpose: a Ctrl-C or hang-up must not

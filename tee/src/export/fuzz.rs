@@ -4,7 +4,8 @@
 //! API's reads and an import. Checks: nothing panics; every response pairs
 //! with its request by id value however either spelled it (batches
 //! included); the `.jsons` export has exactly one event per message; export
-//! -> import -> export is identical. `ACP_TEE_FUZZ_CASES` scales the count
+//! -> import -> export is identical; an `acp-inspector-trace` export imports
+//! back to the same frames. `ACP_TEE_FUZZ_CASES` scales the count
 //! (default 10,000 gives 200 conversations).
 
 use super::{export, ExportFormat, ExportOptions, TraceSelection};
@@ -252,6 +253,26 @@ proptest! {
         let (second, _) = export_text(&again, ExportFormat::Ndjson);
         let frames_of = |text: &str| text.lines().skip(1).map(str::to_owned).collect::<Vec<_>>();
         prop_assert_eq!(frames_of(&second), frames_of(&first));
+
+        // export (unmasked) as acp-inspector-trace -> import: the same bytes, each
+        // going its way, paired alike.
+        let mut inspector = Vec::new();
+        let unmasked = ExportOptions {
+            redactor: crate::redact::Redactor::without_defaults(Vec::new()),
+            ..ExportOptions::new(ExportFormat::AcpInspector)
+        };
+        export(&store, TraceSelection::Latest, &unmasked, &mut inspector).unwrap();
+        let path = dir.path().join("t.jsonl");
+        std::fs::write(&path, &inspector).unwrap();
+        let mut back = Store::in_memory().unwrap();
+        import(&mut back, &path, &opts).unwrap();
+        let mut imported = Vec::new();
+        back.for_each_frame(1, |f| -> Result<(), crate::store::StoreError> {
+            imported.push((f.raw, f.dir, f.kind, f.reply_to_seq));
+            Ok(())
+        }).unwrap();
+        let recorded: Vec<_> = frames.iter().map(|f| (f.raw.clone(), f.dir, f.kind, f.reply_to_seq)).collect();
+        prop_assert_eq!(imported, recorded);
 
         // The API's reads of every frame.
         for f in &frames {

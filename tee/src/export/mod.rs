@@ -1,6 +1,7 @@
 //! Exports: the `acp-tee-trace` JSON document and its NDJSON form
-//! (`docs/trace-format.md`), the conductor's `.jsons` ([`jsons`]) and Chrome
-//! trace-event JSON for Perfetto ([`perfetto`]).
+//! (`docs/trace-format.md`), the conductor's `.jsons` ([`jsons`]), Chrome
+//! trace-event JSON for Perfetto ([`perfetto`]) and `acp-inspector-trace`
+//! JSONL ([`inspector`]).
 //!
 //! Every format is written from one streaming read of the store
 //! ([`Store::for_each_frame`], a bounded step of frames at a time), so
@@ -14,6 +15,7 @@
 
 #[cfg(test)]
 mod fuzz;
+pub mod inspector;
 pub mod jsons;
 pub mod perfetto;
 
@@ -37,12 +39,20 @@ pub enum ExportFormat {
     Jsons,
     /// Chrome trace-event JSON, for ui.perfetto.dev and chrome://tracing.
     Perfetto,
+    /// sagikazarmark/acp-inspector's `acp-inspector-trace` JSONL, one
+    /// connection per trace.
+    AcpInspector,
 }
 
 impl ExportFormat {
     /// Every format.
-    pub const ALL: [ExportFormat; 4] =
-        [ExportFormat::Json, ExportFormat::Ndjson, ExportFormat::Jsons, ExportFormat::Perfetto];
+    pub const ALL: [ExportFormat; 5] = [
+        ExportFormat::Json,
+        ExportFormat::Ndjson,
+        ExportFormat::Jsons,
+        ExportFormat::Perfetto,
+        ExportFormat::AcpInspector,
+    ];
 
     /// The name used on the command line and in the API (`json`, ...).
     pub fn as_str(self) -> &'static str {
@@ -51,6 +61,7 @@ impl ExportFormat {
             ExportFormat::Ndjson => "ndjson",
             ExportFormat::Jsons => "jsons",
             ExportFormat::Perfetto => "perfetto",
+            ExportFormat::AcpInspector => "acp-inspector",
         }
     }
 
@@ -61,6 +72,7 @@ impl ExportFormat {
             ExportFormat::Ndjson => "ndjson",
             ExportFormat::Jsons => "jsons",
             ExportFormat::Perfetto => "perfetto.json",
+            ExportFormat::AcpInspector => "jsonl",
         }
     }
 
@@ -68,7 +80,7 @@ impl ExportFormat {
     pub fn mime(self) -> &'static str {
         match self {
             ExportFormat::Json | ExportFormat::Perfetto => "application/json",
-            ExportFormat::Ndjson | ExportFormat::Jsons => "application/x-ndjson",
+            ExportFormat::Ndjson | ExportFormat::Jsons | ExportFormat::AcpInspector => "application/x-ndjson",
         }
     }
 }
@@ -79,7 +91,7 @@ impl std::str::FromStr for ExportFormat {
         ExportFormat::ALL
             .into_iter()
             .find(|f| f.as_str() == s)
-            .ok_or_else(|| format!("unknown export format `{s}`; use json, ndjson, jsons or perfetto"))
+            .ok_or_else(|| format!("unknown export format `{s}`; use json, ndjson, jsons, perfetto or acp-inspector"))
     }
 }
 
@@ -145,7 +157,8 @@ impl ExportOptions {
 pub struct ExportSummary {
     /// Frames read from the store.
     pub frames: u64,
-    /// Frames the format has no place for (stderr and invalid lines in `.jsons`).
+    /// Frames the format has no place for (stderr and invalid lines in
+    /// `.jsons`, stderr in `acp-inspector-trace`).
     pub left_out: u64,
 }
 
@@ -179,6 +192,7 @@ pub fn export(
             _ => return Err(ExportError::OneTraceOnly),
         },
         ExportFormat::Perfetto => perfetto::write(store, &traces, opts, out)?,
+        ExportFormat::AcpInspector => inspector::write(store, &traces, opts, out)?,
     };
     out.flush()?;
     Ok(summary)

@@ -155,11 +155,11 @@ fn read_document(ctx: &mut Context, input: impl BufRead) -> Result<(), ImportErr
 /// not exceed `limit`. serde reads the document a byte at a time through
 /// [`Gauged`], so no single value is ever held past the limit.
 #[derive(Debug)]
-struct Gauge {
-    line: Cell<u64>,
+pub(super) struct Gauge {
+    pub(super) line: Cell<u64>,
     since_mark: Cell<u64>,
-    limit: Cell<u64>,
-    over: Cell<bool>,
+    pub(super) limit: Cell<u64>,
+    pub(super) over: Cell<bool>,
 }
 
 impl Default for Gauge {
@@ -175,7 +175,7 @@ impl Default for Gauge {
 
 impl Gauge {
     /// A value of at most `limit` bytes starts here.
-    fn mark(&self, limit: usize) {
+    pub(super) fn mark(&self, limit: usize) {
         self.since_mark.set(0);
         self.limit.set(limit as u64);
     }
@@ -183,9 +183,9 @@ impl Gauge {
 
 /// The document's reader, counting for its [`Gauge`]; fails once a value
 /// is longer than the gauge's limit.
-struct Gauged<R> {
-    inner: R,
-    gauge: Rc<Gauge>,
+pub(super) struct Gauged<R> {
+    pub(super) inner: R,
+    pub(super) gauge: Rc<Gauge>,
 }
 
 impl<R: BufRead> Read for Gauged<R> {

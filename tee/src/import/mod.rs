@@ -1,5 +1,8 @@
 //! Imports: our own `acp-tee-trace` exports ([`acp_tee`]), the conductor's
-//! `.jsons` ([`jsons`]) and sacp-tee logs ([`sacp`]), read as a stream.
+//! `.jsons` ([`jsons`]), sacp-tee logs ([`sacp`]), Zed's ACP log ([`zed`]),
+//! `acp-inspector-trace` files ([`inspector`]), acpx flow session events
+//! ([`acpx`]) and the F# ACP Inspector's JSONL ([`inspector_fs`]), read as
+//! a stream.
 //!
 //! Every message goes through the [`Framer`] recordings use, so imported traces
 //! get kinds, pairing, latency, sessions and previews exactly as recorded ones
@@ -23,8 +26,12 @@
 //! Architecture Invariant: a failed import changes nothing readers see.
 
 pub mod acp_tee;
+pub mod acpx;
+pub mod inspector;
+pub mod inspector_fs;
 pub mod jsons;
 pub mod sacp;
+pub mod zed;
 
 use crate::cli::printable;
 use crate::frame::Framer;
@@ -71,6 +78,14 @@ pub enum ImportFormat {
     Jsons,
     /// sacp-tee's log: raw `→ `/`← ` lines or its `--json` entries.
     SacpTee,
+    /// Zed's ACP log pane, "Copy All Messages": a JSON array.
+    Zed,
+    /// sagikazarmark/acp-inspector's `acp-inspector-trace` v1 JSONL.
+    AcpInspector,
+    /// acpx flow session events (`events.ndjson`).
+    Acpx,
+    /// venikman/ACP-inspector's (F#) JSONL trace.
+    AcpInspectorFsharp,
 }
 
 impl ImportFormat {
@@ -81,6 +96,10 @@ impl ImportFormat {
             ImportFormat::AcpTee => "acp-tee",
             ImportFormat::Jsons => "jsons",
             ImportFormat::SacpTee => "sacp-tee",
+            ImportFormat::Zed => "zed",
+            ImportFormat::AcpInspector => "acp-inspector",
+            ImportFormat::Acpx => "acpx",
+            ImportFormat::AcpInspectorFsharp => "acp-inspector-fsharp",
         }
     }
 }
@@ -173,7 +192,10 @@ pub enum ImportError {
         why: String,
     },
     /// The first line matches no format.
-    #[error("cannot tell the format of {}; pass --format acp-tee, jsons or sacp-tee", printable(&path.display().to_string()))]
+    #[error(
+        "cannot tell the format of {}; pass --format acp-tee, jsons, sacp-tee, zed, acp-inspector, acpx or acp-inspector-fsharp",
+        printable(&path.display().to_string())
+    )]
     Unknown {
         /// The file.
         path: PathBuf,
@@ -211,6 +233,10 @@ pub fn import(store: &mut Store, path: &Path, opts: &ImportOptions) -> Result<Im
         ImportFormat::AcpTee => acp_tee::read(&mut ctx, input)?,
         ImportFormat::Jsons => jsons::read(&mut ctx, input)?,
         ImportFormat::SacpTee => sacp::read(&mut ctx, input)?,
+        ImportFormat::Zed => zed::read(&mut ctx, input)?,
+        ImportFormat::AcpInspector => inspector::read(&mut ctx, input)?,
+        ImportFormat::Acpx => acpx::read(&mut ctx, input)?,
+        ImportFormat::AcpInspectorFsharp => inspector_fs::read(&mut ctx, input)?,
         ImportFormat::Auto => unreachable!("resolved above"),
     }
     if ctx.summary.trace_ids.is_empty() {
@@ -241,14 +267,26 @@ pub fn detect(path: &Path) -> Result<ImportFormat, ImportError> {
     if text.starts_with("→ ") || text.starts_with("← ") {
         return Ok(ImportFormat::SacpTee);
     }
+    // Only Zed's copy is a JSON array (pretty-printed: `[` alone on the line).
+    if text.starts_with('[') {
+        return Ok(ImportFormat::Zed);
+    }
     if text.starts_with('{') && text.contains("\"acp-tee-trace\"") {
         return Ok(ImportFormat::AcpTee);
     }
+    if text.starts_with('{') && text.contains("\"acp-inspector-trace\"") {
+        return Ok(ImportFormat::AcpInspector);
+    }
     let value: serde_json::Value = serde_json::from_str(text).unwrap_or_default();
-    if value.get("ts").is_some() && value.get("type").is_some() {
+    let has = |keys: &[&str]| keys.iter().all(|k| value.get(k).is_some());
+    if has(&["ts", "type"]) {
         Ok(ImportFormat::Jsons)
-    } else if value.get("timestamp").is_some() && value.get("direction").is_some() {
+    } else if has(&["timestamp", "direction"]) {
         Ok(ImportFormat::SacpTee)
+    } else if has(&["seq", "direction", "message"]) {
+        Ok(ImportFormat::Acpx)
+    } else if has(&["direction", "json"]) {
+        Ok(ImportFormat::AcpInspectorFsharp)
     } else {
         Err(ImportError::Unknown { path: path.to_owned() })
     }
@@ -478,11 +516,13 @@ impl TraceSink {
 }
 
 /// The fields of a trace imported from a format that has no trace fields
-/// (`.jsons`, sacp-tee logs): mode `import`, the command names the source.
+/// (all but `acp-tee-trace`): mode `import`, the command names the source.
 fn imported_meta(ctx: &Context, format: ImportFormat, started_at: String, last_t_ns: i64) -> TraceMeta {
     let ended_at = chrono::DateTime::parse_from_rfc3339(&started_at)
-        .map(|s| crate::clock::rfc3339(s.with_timezone(&chrono::Utc) + chrono::Duration::nanoseconds(last_t_ns)))
-        .unwrap_or_else(|_| started_at.clone());
+        .ok()
+        .and_then(|s| s.with_timezone(&chrono::Utc).checked_add_signed(chrono::Duration::nanoseconds(last_t_ns)))
+        .map(crate::clock::rfc3339)
+        .unwrap_or_else(|| started_at.clone());
     TraceMeta {
         id: 0,
         name: Some(ctx.trace_name()),
@@ -497,6 +537,32 @@ fn imported_meta(ctx: &Context, format: ImportFormat, started_at: String, last_t
         frame_count: 0,
         error_count: 0,
         missing_frames: 0,
+    }
+}
+
+/// The times of a source whose entries carry wall-clock stamps: `t_ns`
+/// counts from the first entry's. An entry stamped before the first is at 0
+/// (writers stamp from several tasks, slightly out of order).
+#[derive(Default)]
+struct Stamps {
+    first: Option<chrono::DateTime<chrono::Utc>>,
+}
+
+impl Stamps {
+    /// The `t_ns` of an entry stamped `at`.
+    fn t_ns(&mut self, at: chrono::DateTime<chrono::Utc>) -> u64 {
+        let t0 = *self.first.get_or_insert(at);
+        (at - t0).num_nanoseconds().unwrap_or(i64::MAX).max(0) as u64
+    }
+
+    /// When the trace started: the first stamp, else (no entry had one) the
+    /// file's modification time less the trace's length.
+    fn started(&self, ctx: &Context, last_t_ns: i64) -> String {
+        let t = self.first.unwrap_or_else(|| {
+            let back = chrono::Duration::nanoseconds(last_t_ns);
+            ctx.file_time().checked_sub_signed(back).unwrap_or_else(|| ctx.file_time())
+        });
+        crate::clock::rfc3339(t)
     }
 }
 
@@ -524,3 +590,9 @@ fn message_line(id: Option<&str>, method: Option<&str>, params: Option<&str>, re
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod formats_tests;
+
+#[cfg(test)]
+mod fuzz;

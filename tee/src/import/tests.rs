@@ -3,19 +3,24 @@ use crate::model::Mode;
 use crate::store::StoredFrame;
 use acp_tee_shared::{Direction, FrameKind};
 
-fn opts(format: ImportFormat, skip_bad: bool) -> ImportOptions {
+pub(super) fn opts(format: ImportFormat, skip_bad: bool) -> ImportOptions {
     ImportOptions { format, name: None, skip_bad, progress: ProgressBar::hidden() }
 }
 
 /// Imports `text` (written to a temp file named `name`) into `store`.
-fn import_text(store: &mut Store, name: &str, text: &str, o: &ImportOptions) -> Result<ImportSummary, ImportError> {
+pub(super) fn import_text(
+    store: &mut Store,
+    name: &str,
+    text: &str,
+    o: &ImportOptions,
+) -> Result<ImportSummary, ImportError> {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join(name);
     std::fs::write(&path, text).unwrap();
     import(store, &path, o)
 }
 
-fn frames(store: &Store, id: i64) -> Vec<StoredFrame> {
+pub(super) fn frames(store: &Store, id: i64) -> Vec<StoredFrame> {
     let mut out = Vec::new();
     store
         .for_each_frame(id, |f| -> Result<(), StoreError> {
@@ -26,9 +31,9 @@ fn frames(store: &Store, id: i64) -> Vec<StoredFrame> {
     out
 }
 
-type Row = (i64, i64, Direction, FrameKind, Option<String>, Option<i64>, Option<i64>);
+pub(super) type Row = (i64, i64, Direction, FrameKind, Option<String>, Option<i64>, Option<i64>);
 
-fn rows(store: &Store, id: i64) -> Vec<Row> {
+pub(super) fn rows(store: &Store, id: i64) -> Vec<Row> {
     frames(store, id)
         .into_iter()
         .map(|f| (f.seq, f.t_ns, f.dir, f.kind, f.method, f.reply_to_seq, f.latency_ns))

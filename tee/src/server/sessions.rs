@@ -20,9 +20,12 @@ use std::sync::{Arc, Mutex};
 /// Traces whose session models the server keeps between requests.
 pub const MODELS_KEPT: usize = 4;
 
+/// A trace's id and its model, shared with the requests using it.
+type Kept = (i64, Arc<Mutex<Model>>);
+
 /// The models kept, most recently used last.
 #[derive(Clone, Default)]
-pub struct Models(Arc<Mutex<Vec<(i64, Arc<Mutex<Model>>)>>>);
+pub struct Models(Arc<Mutex<Vec<Kept>>>);
 
 impl Models {
     /// Runs `read` on trace `id`'s model, brought up to date with what

@@ -3,60 +3,6 @@
 
 use super::*;
 
-/// The longest line an import reads (`acp_tee::MAX_LINE_BYTES`).
-const MAX_LINE: u64 = 256 << 20;
-
-/// What `run_bounded` saw.
-struct Bounded {
-    /// The exit code, or `None` when a signal ended the process.
-    code: Option<i32>,
-    stderr: String,
-    /// Peak resident memory, KiB.
-    peak_kib: i64,
-}
-
-/// Runs `acp-tee ARGS` with its address space limited to `limit` bytes, so a
-/// runaway allocation fails instead of taking the machine's memory, and with
-/// `feed` writing its stdin when given. Returns its exit, stderr and peak RSS
-/// (from `wait4`).
-// The child is reaped by wait4, which clippy does not see.
-#[allow(clippy::zombie_processes)]
-fn run_bounded(args: &[&str], limit: u64, feed: Option<fn(std::process::ChildStdin)>) -> Bounded {
-    use std::io::Read;
-    use std::os::unix::process::CommandExt;
-    let mut cmd = Command::new(bin());
-    cmd.args(args).stdout(Stdio::null()).stderr(Stdio::piped());
-    cmd.stdin(if feed.is_some() { Stdio::piped() } else { Stdio::null() });
-    // SAFETY: setrlimit is async-signal-safe; nothing else runs between fork and exec.
-    unsafe {
-        cmd.pre_exec(move || {
-            let rl = libc::rlimit { rlim_cur: limit, rlim_max: limit };
-            if libc::setrlimit(libc::RLIMIT_AS, &rl) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
-    let mut child = cmd.spawn().unwrap();
-    let feeder = feed.zip(child.stdin.take()).map(|(f, stdin)| std::thread::spawn(move || f(stdin)));
-    let mut stderr = child.stderr.take().unwrap();
-    let reader = std::thread::spawn(move || {
-        let mut s = String::new();
-        stderr.read_to_string(&mut s).unwrap();
-        s
-    });
-    let mut status = 0;
-    // SAFETY: rusage is plain data; wait4 fills it for the child we spawned.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    let pid = unsafe { libc::wait4(child.id() as i32, &mut status, 0, &mut usage) };
-    assert_eq!(pid, child.id() as i32);
-    if let Some(f) = feeder {
-        f.join().unwrap();
-    }
-    let code = libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status));
-    Bounded { code, stderr: reader.join().unwrap(), peak_kib: usage.ru_maxrss }
-}
-
 /// Writes the start of an acp-tee-trace document whose first frame's `raw`
 /// never ends, until the reader goes away.
 fn endless_document(mut stdin: std::process::ChildStdin) {
@@ -78,7 +24,7 @@ fn endless_document(mut stdin: std::process::ChildStdin) {
 fn input_without_line_ends_fails_at_the_limit_in_bounded_memory() {
     // 2 GiB of address space: the old code grew until the kernel killed it.
     let limit = 2 << 30;
-    for format in ["acp-tee", "jsons", "sacp-tee"] {
+    for format in ["acp-tee", "jsons", "sacp-tee", "acp-inspector", "acpx", "acp-inspector-fsharp"] {
         let store = TempStore::new();
         let db = store.db.to_str().unwrap();
         let r = run_bounded(&["import", "--db", db, "--format", format, "/dev/zero"], limit, None);

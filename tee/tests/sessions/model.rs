@@ -170,10 +170,11 @@ fn sse_events(body: impl std::io::Read + Send + 'static) -> std::sync::mpsc::Rec
                 name = n.trim().to_owned();
             } else if let Some(d) = line.strip_prefix("data:") {
                 data.push_str(d.trim_start());
-            } else if line.is_empty() && !data.is_empty() {
-                if tx.send((std::mem::take(&mut name), std::mem::take(&mut data))).is_err() {
-                    return;
-                }
+            } else if line.is_empty()
+                && !data.is_empty()
+                && tx.send((std::mem::take(&mut name), std::mem::take(&mut data))).is_err()
+            {
+                return;
             }
         }
     });

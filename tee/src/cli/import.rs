@@ -1,0 +1,109 @@
+//! `acp-tee import`: a trace file into the store, in any format
+//! `crate::import` reads.
+
+use super::args::StoreArg;
+use super::list::printable;
+use super::progress;
+use crate::import::{ImportFormat, ImportOptions};
+use crate::store::Store;
+use clap::{Args, ValueEnum};
+use std::io::Write;
+use std::path::PathBuf;
+
+pub const IMPORT_ABOUT: &str = "\
+Read a trace file into the store: an acp-tee export (JSON or NDJSON), the
+conductor's .jsons (--trace FILE of agent-client-protocol-conductor), a
+sacp-tee log (raw → / ← lines, or its --json entries), Zed's ACP log (\"Copy
+All Messages\" in the ACP logs pane, saved to a file), an acp-inspector-trace
+export (one trace per connection), acpx flow session events
+(~/.acpx/flows/runs/RUN/sessions/SESSION/events.ndjson) or the F# ACP
+Inspector's JSONL. The format is told from the file's first line.
+
+Messages are framed, paired and timed like recorded ones; a format without
+times (Zed's, sacp-tee's raw log) puts every frame at time 0 in file order.
+The trace is shown only once all of the file is in (recordings into the same
+store go on meanwhile): a bad line stops the import with its file and line
+number and leaves the store as it was, unless --skip-bad leaves bad lines out
+(and says how many). Counts are those of the frames stored; a file holding
+fewer frames than its header says (acp-tee, acp-inspector) is refused as cut
+short, or with --skip-bad imported with the rest counted as missing. Lines
+longer than 256 MiB are refused.";
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum ImportFormatArg {
+    /// Tell from the first line
+    Auto,
+    /// An acp-tee export (JSON document or NDJSON)
+    AcpTee,
+    /// The conductor's .jsons trace
+    Jsons,
+    /// A sacp-tee log (raw or --json)
+    SacpTee,
+    /// Zed's ACP log pane, "Copy All Messages"
+    Zed,
+    /// sagikazarmark/acp-inspector's acp-inspector-trace JSONL
+    AcpInspector,
+    /// acpx flow session events (events.ndjson)
+    Acpx,
+    /// venikman/ACP-inspector's JSONL ({"ts","direction","json"})
+    AcpInspectorFsharp,
+}
+
+#[derive(Debug, Args)]
+pub struct ImportArgs {
+    #[command(flatten)]
+    store: StoreArg,
+    /// A name for the imported trace (default: the file's name; an acp-tee export keeps its own)
+    #[arg(long)]
+    name: Option<String>,
+    /// The file's format
+    #[arg(long, value_enum, default_value = "auto")]
+    format: ImportFormatArg,
+    /// Leave out lines that cannot be read (counted) instead of failing; import a file cut short
+    #[arg(long)]
+    skip_bad: bool,
+    /// The file to import
+    #[arg(value_name = "FILE")]
+    file: PathBuf,
+}
+
+/// Runs `acp-tee import`.
+pub fn import_command(a: ImportArgs) -> anyhow::Result<i32> {
+    let mut store = Store::create_or_open(&a.store.path()?)?;
+    store.maintain(0)?;
+    let format = match a.format {
+        ImportFormatArg::Auto => ImportFormat::Auto,
+        ImportFormatArg::AcpTee => ImportFormat::AcpTee,
+        ImportFormatArg::Jsons => ImportFormat::Jsons,
+        ImportFormatArg::SacpTee => ImportFormat::SacpTee,
+        ImportFormatArg::Zed => ImportFormat::Zed,
+        ImportFormatArg::AcpInspector => ImportFormat::AcpInspector,
+        ImportFormatArg::Acpx => ImportFormat::Acpx,
+        ImportFormatArg::AcpInspectorFsharp => ImportFormat::AcpInspectorFsharp,
+    };
+    let size = std::fs::metadata(&a.file).map(|m| m.len()).unwrap_or(0);
+    let opts = ImportOptions { format, name: a.name, skip_bad: a.skip_bad, progress: progress::bar(size, "bytes") };
+    let result = crate::import::import(&mut store, &a.file, &opts);
+    opts.progress.finish_and_clear();
+    let summary = result?;
+    let ids: Vec<String> = summary.trace_ids.iter().map(i64::to_string).collect();
+    let file = printable(&a.file.display().to_string()).into_owned();
+    let mut out = std::io::stdout().lock();
+    writeln!(
+        out,
+        "imported {} frames from {file} ({}) as trace {}",
+        summary.frames,
+        summary.format.as_str(),
+        ids.join(", ")
+    )?;
+    if summary.skipped > 0 {
+        eprintln!("acp-tee: warning: {} bad lines of {file} were left out (--skip-bad)", summary.skipped);
+    }
+    if summary.absent > 0 {
+        eprintln!(
+            "acp-tee: warning: {file} holds {} frames fewer than its headers say; they are counted as missing (--skip-bad)",
+            summary.absent
+        );
+    }
+    Ok(0)
+}
