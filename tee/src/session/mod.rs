@@ -28,12 +28,39 @@ use acp_tee_shared::session::{
 use acp_tee_shared::{Direction, FrameKind};
 use std::borrow::Cow;
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::Arc;
 use text::{count_kind, cut};
 use wire::SessionParams;
 
 /// Requests awaiting an answer the model follows at most; later ones are
 /// counted in `open_requests_total` only while this many are open.
 pub const PENDING_MAX: usize = 100_000;
+
+/// Distinct request methods the model shares one copy of.
+const METHODS_SHARED: usize = 1000;
+
+/// Hashes the seqs that key requests awaiting answers: one multiplication
+/// (seqs are unique and not chosen by peers), where SipHash cost a tenth of
+/// the fold.
+#[derive(Default)]
+struct SeqHasher(u64);
+
+impl Hasher for SeqHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+
+    fn write_i64(&mut self, n: i64) {
+        self.0 = (n as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
 
 /// Notes, setting changes, plan entries and commands kept per session.
 const LIST_MAX: usize = 200;
@@ -60,9 +87,9 @@ enum Awaiting {
 #[derive(Clone, Debug)]
 struct Pending {
     dir: Direction,
-    method: Option<String>,
-    rpc_id: Option<String>,
-    session: Option<String>,
+    method: Option<Arc<str>>,
+    rpc_id: Option<Box<str>>,
+    session: Option<Arc<str>>,
     t_ns: i64,
     what: Awaiting,
     cancel_seq: Option<i64>,
@@ -72,6 +99,8 @@ struct Pending {
 #[derive(Clone, Debug, Default)]
 struct Session {
     summary: SessionSummary,
+    /// Its id, shared with the requests of it awaiting answers.
+    id: Arc<str>,
     /// Seq of each turn's `session/prompt`, in order.
     turn_starts: Vec<i64>,
     /// The `session/load` or `session/resume` being answered, and the ids
@@ -99,7 +128,9 @@ pub struct Model {
     last_session: usize,
     frames_left_out: u64,
     /// Requests awaiting answers, by seq.
-    pending: HashMap<i64, Pending>,
+    pending: HashMap<i64, Pending, BuildHasherDefault<SeqHasher>>,
+    /// Methods of requests, shared (at most [`METHODS_SHARED`]).
+    methods: HashMap<Box<str>, Arc<str>>,
     /// Open requests not followed (past [`PENDING_MAX`]).
     pending_left_out: u64,
     protocol_version: Option<i64>,
@@ -168,7 +199,7 @@ impl Model {
                     last_t_ns: f.t_ns,
                     ..SessionSummary::default()
                 };
-                self.sessions.push(Session { summary, ..Session::default() });
+                self.sessions.push(Session { summary, id: sid.into(), ..Session::default() });
                 self.by_id.insert(sid.to_owned(), self.sessions.len() - 1);
                 self.sessions.len() - 1
             }
@@ -260,13 +291,15 @@ impl Model {
             self.pending_left_out += 1;
             return;
         }
+        let session = f.session_id.and_then(|sid| self.session(sid, f)).map(|s| s.id.clone());
+        let method = f.method.map(|m| self.shared_method(m));
         self.pending.insert(
             f.seq,
             Pending {
                 dir: f.dir,
-                method: f.method.map(|m| cut(m, SHORT_MAX)),
-                rpc_id: f.rpc_id.map(|i| cut(i, SHORT_MAX)),
-                session: f.session_id.map(str::to_owned),
+                method,
+                rpc_id: f.rpc_id.map(|i| cut(i, SHORT_MAX).into_boxed_str()),
+                session,
                 t_ns: f.t_ns,
                 what,
                 cancel_seq: None,
@@ -274,9 +307,26 @@ impl Model {
         );
     }
 
+    /// `method`, cut to `SHORT_MAX`, shared with the requests before it.
+    fn shared_method(&mut self, method: &str) -> Arc<str> {
+        if let Some(m) = self.methods.get(method) {
+            return m.clone();
+        }
+        let shared: Arc<str> = cut(method, SHORT_MAX).into();
+        if self.methods.len() < METHODS_SHARED {
+            self.methods.insert(method.into(), shared.clone());
+        }
+        shared
+    }
+
     fn notification(&mut self, f: &FrameRef<'_>, redact: Option<&Redactor>) {
         match f.method {
             Some("session/update") => {
+                // Streamed chunks, most of a trace, are only counted here.
+                if wire::plain_update_kind(f.raw).is_some_and(|k| wire::COUNTED_KINDS.contains(&k)) {
+                    self.counted_update(f);
+                    return;
+                }
                 let params = wire::params(f.raw);
                 let kind = params.as_ref().and_then(|p| p.update.as_ref()).and_then(|u| u.session_update.as_deref());
                 // Kinds whose text the model shows are read again, masked.
@@ -325,6 +375,16 @@ impl Model {
                 }
             }
             _ => {}
+        }
+    }
+
+    /// Counts an update of one of `wire::COUNTED_KINDS`, as `update` would.
+    fn counted_update(&mut self, f: &FrameRef<'_>) {
+        let Some(s) = f.session_id.and_then(|sid| self.session(sid, f)) else { return };
+        s.summary.updates += 1;
+        if let Some((_, replayed, _)) = &mut s.replaying {
+            *replayed += 1;
+            s.summary.replayed_updates += 1;
         }
     }
 
@@ -437,7 +497,7 @@ impl Model {
                 }
             }
             Awaiting::Open { how, cwd } => {
-                let sid = answer.session_id.as_deref().map(str::to_owned).or(p.session.clone());
+                let sid = answer.session_id.as_deref().map(str::to_owned).or(p.session.as_deref().map(str::to_owned));
                 let Some(sid) = sid.filter(|_| error.is_none()) else { return };
                 let Some(s) = self.session(&sid, f) else { return };
                 s.summary.last_seq = f.seq;
@@ -500,7 +560,7 @@ impl Model {
         let mut per_session: HashMap<&str, u64> = HashMap::new();
         for (_, p) in &open {
             if let Some(s) = &p.session {
-                *per_session.entry(s.as_str()).or_default() += 1;
+                *per_session.entry(s).or_default() += 1;
             }
         }
         let sessions = self
@@ -575,9 +635,9 @@ fn open_request(seq: i64, p: &Pending, now: i64) -> OpenRequest {
     OpenRequest {
         seq,
         dir: p.dir,
-        method: p.method.clone(),
-        rpc_id: p.rpc_id.clone(),
-        session_id: p.session.clone(),
+        method: p.method.as_deref().map(str::to_owned),
+        rpc_id: p.rpc_id.as_deref().map(str::to_owned),
+        session_id: p.session.as_deref().map(str::to_owned),
         t_ns: p.t_ns,
         age_ns: now.saturating_sub(p.t_ns).max(0),
         waiting_for: if p.dir == Direction::ClientToAgent { "agent" } else { "client" }.into(),
