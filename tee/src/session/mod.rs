@@ -14,24 +14,22 @@
 //! ACP v1 is the reference; v2 turns that end with a `state_update` are
 //! read too. Unknown update kinds are counted, never dropped silently.
 
+mod notify;
 mod text;
 mod turns;
 mod wire;
 
-use crate::frame::id_key;
 use crate::redact::Redactor;
 use crate::store::{FrameRef, Store, StoreError};
 use acp_tee_shared::session::{
-    ContextUsage, Note, OpenRequest, Plan, PlanEntry, SessionSummary, SettingChange, TraceSessions, OPEN_REQUESTS_MAX,
-    SESSIONS_MAX,
+    Note, OpenRequest, Plan, PlanEntry, SessionSummary, SettingChange, TraceSessions, OPEN_REQUESTS_MAX, SESSIONS_MAX,
 };
 use acp_tee_shared::{Direction, FrameKind};
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
-use text::{count_kind, cut};
-use wire::SessionParams;
+use text::cut;
 
 /// Requests awaiting an answer the model follows at most; later ones are
 /// counted in `open_requests_total` only while this many are open.
@@ -317,169 +315,6 @@ impl Model {
             self.methods.insert(method.into(), shared.clone());
         }
         shared
-    }
-
-    fn notification(&mut self, f: &FrameRef<'_>, redact: Option<&Redactor>) {
-        match f.method {
-            Some("session/update") => {
-                // Streamed chunks, most of a trace, are only counted here.
-                if wire::plain_update_kind(f.raw).is_some_and(|k| wire::COUNTED_KINDS.contains(&k)) {
-                    self.counted_update(f);
-                    return;
-                }
-                let params = wire::params(f.raw);
-                let kind = params.as_ref().and_then(|p| p.update.as_ref()).and_then(|u| u.session_update.as_deref());
-                // Kinds whose text the model shows are read again, masked.
-                let shown = matches!(
-                    kind,
-                    Some(
-                        "plan"
-                            | "available_commands_update"
-                            | "current_mode_update"
-                            | "session_info_update"
-                            | "usage_update"
-                    )
-                );
-                match redact.filter(|_| shown) {
-                    Some(r) => {
-                        let raw = r.redact(f.raw);
-                        self.update(f, wire::params(&raw));
-                    }
-                    None => self.update(f, params),
-                }
-            }
-            Some("session/cancel") => {
-                if let Some(s) = f.session_id.and_then(|sid| self.session(sid, f)) {
-                    for turn in &mut s.open_turns {
-                        turn.1.get_or_insert(f.seq);
-                    }
-                    let open: Vec<i64> = s.open_turns.iter().map(|t| t.0).collect();
-                    for seq in open {
-                        if let Some(p) = self.pending.get_mut(&seq) {
-                            p.cancel_seq.get_or_insert(f.seq);
-                        }
-                    }
-                }
-            }
-            Some("$/cancel_request") => {
-                let params = wire::params(f.raw);
-                let Some(id) = params.as_ref().and_then(|p| p.request_id) else { return };
-                let key = id_key(id.get());
-                // The side that sent the request cancels it.
-                if let Some(p) = self
-                    .pending
-                    .values_mut()
-                    .find(|p| p.dir == f.dir && p.rpc_id.as_deref().map(id_key).as_deref() == Some(&*key))
-                {
-                    p.cancel_seq.get_or_insert(f.seq);
-                }
-            }
-            _ => {}
-        }
-    }
-
-    /// Counts an update of one of `wire::COUNTED_KINDS`, as `update` would.
-    fn counted_update(&mut self, f: &FrameRef<'_>) {
-        let Some(s) = f.session_id.and_then(|sid| self.session(sid, f)) else { return };
-        s.summary.updates += 1;
-        if let Some((_, replayed, _)) = &mut s.replaying {
-            *replayed += 1;
-            s.summary.replayed_updates += 1;
-        }
-    }
-
-    fn update(&mut self, f: &FrameRef<'_>, params: Option<SessionParams<'_>>) {
-        let Some(sid) = f.session_id else { return };
-        let Some(s) = self.session(sid, f) else { return };
-        s.summary.updates += 1;
-        let Some(update) = params.and_then(|p| p.update) else {
-            count_kind(&mut s.summary.other_updates, "unreadable");
-            return;
-        };
-        let kind = update.session_update.as_deref().unwrap_or("unknown");
-        if let Some((_, replayed, seen)) = &mut s.replaying {
-            *replayed += 1;
-            s.summary.replayed_updates += 1;
-            // A tool call shown twice in one replay: the conversation is
-            // replayed twice (chunks of one message share its id, so only
-            // tool calls can tell).
-            if let Some(id) = update.tool_call_id.as_deref().filter(|_| kind == "tool_call") {
-                if seen.len() < PENDING_MAX && !seen.insert(id.to_owned()) {
-                    note(&mut s.summary, "replayed-twice", "the replay showed a tool call twice", Some(f.seq));
-                }
-            }
-            return;
-        }
-        match kind {
-            "tool_call" => s.summary.tool_calls += 1,
-            "plan" => {
-                let entries = update.entries.unwrap_or_default();
-                let plan = s.plan.get_or_insert_with(Plan::default);
-                plan.seq = f.seq;
-                plan.updates += 1;
-                plan.entries = entries
-                    .iter()
-                    .take(LIST_MAX)
-                    .map(|e| PlanEntry {
-                        content: cut(e.content.as_deref().unwrap_or(""), SHORT_MAX),
-                        status: cut(e.status.as_deref().unwrap_or(""), 32),
-                        priority: e.priority.as_deref().map(|p| cut(p, 32)),
-                    })
-                    .collect();
-            }
-            "available_commands_update" => {
-                s.commands = update
-                    .available_commands
-                    .unwrap_or_default()
-                    .iter()
-                    .filter_map(|c| c.name.as_deref().map(|n| cut(n, SHORT_MAX)))
-                    .take(LIST_MAX)
-                    .collect();
-            }
-            "current_mode_update" => {
-                if let Some(mode) = update.current_mode_id.as_deref() {
-                    s.summary.mode = Some(cut(mode, SHORT_MAX));
-                    push_bounded(
-                        &mut s.changes,
-                        SettingChange { setting: "mode".into(), value: cut(mode, SHORT_MAX), seq: f.seq, t_ns: f.t_ns },
-                    );
-                }
-            }
-            "config_option_update" => push_bounded(
-                &mut s.changes,
-                SettingChange { setting: "config_options".into(), value: "updated".into(), seq: f.seq, t_ns: f.t_ns },
-            ),
-            "session_info_update" => {
-                if let Some(title) = update.title.as_deref() {
-                    s.summary.title = Some(cut(title, SHORT_MAX));
-                }
-            }
-            "usage_update" => {
-                s.summary.context = Some(ContextUsage {
-                    used: update.used.unwrap_or(0),
-                    size: update.size.unwrap_or(0),
-                    cost: update.cost.as_ref().and_then(|c| c.describe()),
-                    seq: f.seq,
-                })
-            }
-            "state_update" => {
-                // v2: the turn ends here, not with the prompt's response.
-                if let (Some(reason), Some(&(_, cancel))) = (update.stop_reason.as_deref(), s.open_turns.last()) {
-                    s.open_turns.pop();
-                    end_turn(&mut s.summary, cancel, Some(reason), f.seq);
-                }
-            }
-            "agent_message_chunk"
-            | "agent_thought_chunk"
-            | "user_message_chunk"
-            | "tool_call_update"
-            | "agent_message"
-            | "agent_thought"
-            | "user_message"
-            | "tool_call_content_chunk"
-            | "plan_update" => {}
-            other => count_kind(&mut s.summary.other_updates, other),
-        }
     }
 
     fn response(&mut self, f: &FrameRef<'_>, redact: Option<&Redactor>) {
