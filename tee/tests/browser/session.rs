@@ -362,3 +362,30 @@ fn a_real_yopo_and_elizacp_session_reads_as_one_turn() {
     assert!(b.find_all("#open-requests").is_empty(), "yopo and elizacp answer everything");
     b.screenshot("session-eliza");
 }
+
+#[test]
+fn a_real_python_sdk_agents_tool_call_shows_its_statuses_and_its_permission_answer() {
+    let store = TempStore::new();
+    let agent = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/peers/py_agent.py");
+    let out = std::process::Command::new(peer("yopo"))
+        .args(["please look at README.md", "--", bin(), "--db", store.db.to_str().unwrap(), "--"])
+        .args([python_acp().as_str(), agent.to_str().unwrap()])
+        .current_dir(store.dir.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    store.only_trace();
+    let server = Server::start(&store.db);
+    let b = Browser::start();
+    b.goto(&format!("{}/traces/1?tab=session", server.url));
+    b.wait_for("the recorded turn", |b| !b.find_all("#turn-0 .turn-end .stop").is_empty());
+    assert_eq!(text_of(&b, "#turn-0 .msg.prompt .msg-text"), "please look at README.md");
+    assert_eq!(text_of(&b, "#turn-0 .turn-end .stop"), "end_turn");
+    // The tool call went pending → in_progress → completed, after yopo
+    // allowed it once.
+    let statuses = b.texts("#turn-0 .tool .status .status-name");
+    assert_eq!(statuses, ["pending", "in_progress", "completed"]);
+    let answer = text_of(&b, "#turn-0 .tool .permission .outcome");
+    assert!(answer.starts_with("→ selected allow-once after "), "{answer}");
+    assert!(b.find_all("#open-requests").is_empty(), "yopo answered everything");
+}
