@@ -185,6 +185,38 @@ pub fn first_diagram(b: &Browser, url: &str, id: i64, loads: usize) -> Result<Fi
     Ok(out)
 }
 
+/// Waits in the page (up to 60 s) for the Session tab to show a session's
+/// facts and its first turn, then reports when the browser painted them.
+const AWAIT_SESSION_TAB: &str = r#"
+const done = arguments[arguments.length - 1];
+const poll = () => {
+  if (document.querySelector('#session-summary') && document.querySelector('article.turn')) {
+    return requestAnimationFrame(() => setTimeout(() => done({ painted: performance.now() }), 0));
+  }
+  if (performance.now() > 60000) return done({ error: document.body.innerText.slice(0, 500) });
+  setTimeout(poll, 5);
+};
+poll();
+"#;
+
+/// Loads `{url}/traces/{id}?tab=session` `loads` times; the first one asks
+/// a server that has not yet built the trace's session model. Returns each
+/// load's time to the painted session facts and first turn, ms since
+/// navigation.
+pub fn session_tab(b: &Browser, url: &str, id: i64, loads: usize) -> Result<Vec<f64>> {
+    let mut out = Vec::new();
+    for _ in 0..loads {
+        b.goto("about:blank")?;
+        b.goto(&format!("{url}/traces/{id}?tab=session"))?;
+        let r = b.js_async(AWAIT_SESSION_TAB, json!([]))?;
+        if let Some(e) = r.get("error") {
+            bail!("the Session tab never showed a turn; page: {e}");
+        }
+        out.push(num(&r, "painted")?);
+    }
+    Ok(out)
+}
+
 /// Registers the first-row observer for every later navigation (Chrome
 /// DevTools protocol through chromedriver).
 pub fn install_observer(b: &Browser) -> Result<()> {
