@@ -4,7 +4,7 @@
 use crate::export::TraceSelection;
 use crate::redact::Rule;
 use crate::store::{self, Reader};
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, Parser, Subcommand};
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -207,20 +207,6 @@ pub(super) struct ListArgs {
     pub(super) store: StoreArg,
 }
 
-#[derive(Debug, Clone, Copy, ValueEnum)]
-pub(super) enum FormatArg {
-    /// One JSON document: {"format":"acp-tee-trace","version":1,"traces":[...]}
-    Json,
-    /// Per trace, a header line then one frame per line
-    Ndjson,
-    /// The conductor's trace format, one event per line (one trace)
-    Jsons,
-    /// Chrome trace-event JSON for ui.perfetto.dev and chrome://tracing
-    Perfetto,
-    /// sagikazarmark/acp-inspector's acp-inspector-trace JSONL (one connection per trace)
-    AcpInspector,
-}
-
 const EXPORT_ABOUT: &str = "\
 Write traces as acp-tee-trace JSON or NDJSON (docs/trace-format.md), as the
 conductor's .jsons (agent-client-protocol-trace-viewer opens it), as Chrome
@@ -243,7 +229,7 @@ pub(super) struct ExportArgs {
     pub(super) trace: TraceSelection,
     /// Output format
     #[arg(long, value_enum, default_value = "json")]
-    pub(super) format: FormatArg,
+    pub(super) format: crate::export::ExportFormat,
     /// Write to FILE instead of stdout
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub(super) output: Option<PathBuf>,
@@ -297,27 +283,17 @@ pub(super) fn parse_duration(s: &str) -> Result<Duration, String> {
     Duration::try_from_secs_f64(secs).map_err(|_| bad())
 }
 
-/// Subcommand names that may come first; anything else means `record`.
-const SUBCOMMANDS: &[&str] = &[
-    "record",
-    "proxy",
-    "serve",
-    "list",
-    "export",
-    "import",
-    "show",
-    "__recorder",
-    "help",
-    "-h",
-    "--help",
-    "-V",
-    "--version",
-];
+/// What may come first besides a subcommand's name (clap's own).
+const TOP_LEVEL_FLAGS: [&str; 5] = ["help", "-h", "--help", "-V", "--version"];
 
 /// Inserts the implicit `record` so `acp-tee -- AGENT` and
 /// `acp-tee --db X -- AGENT` work.
 pub fn with_default_subcommand(mut args: Vec<OsString>) -> Vec<OsString> {
-    let needs_record = args.get(1).is_some_and(|first| !SUBCOMMANDS.iter().any(|s| first == *s));
+    let cli = <Cli as clap::CommandFactory>::command();
+    let known = |first: &OsString| {
+        cli.get_subcommands().any(|c| first == c.get_name()) || TOP_LEVEL_FLAGS.iter().any(|f| first == *f)
+    };
+    let needs_record = args.get(1).is_some_and(|first| !known(first));
     if needs_record {
         args.insert(1, "record".into());
     }

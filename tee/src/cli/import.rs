@@ -6,7 +6,7 @@ use super::list::printable;
 use super::progress;
 use crate::import::{ImportFormat, ImportOptions};
 use crate::store::Store;
-use clap::{Args, ValueEnum};
+use clap::Args;
 use std::io::Write;
 use std::path::PathBuf;
 
@@ -29,26 +29,6 @@ fewer frames than its header says (acp-tee, acp-inspector) is refused as cut
 short, or with --skip-bad imported with the rest counted as missing. Lines
 longer than 256 MiB are refused.";
 
-#[derive(Debug, Clone, Copy, ValueEnum)]
-enum ImportFormatArg {
-    /// Tell from the first line
-    Auto,
-    /// An acp-tee export (JSON document or NDJSON)
-    AcpTee,
-    /// The conductor's .jsons trace
-    Jsons,
-    /// A sacp-tee log (raw or --json)
-    SacpTee,
-    /// Zed's ACP log pane, "Copy All Messages"
-    Zed,
-    /// sagikazarmark/acp-inspector's acp-inspector-trace JSONL
-    AcpInspector,
-    /// acpx flow session events (events.ndjson)
-    Acpx,
-    /// venikman/ACP-inspector's JSONL ({"ts","direction","json"})
-    AcpInspectorFsharp,
-}
-
 #[derive(Debug, Args)]
 pub struct ImportArgs {
     #[command(flatten)]
@@ -58,7 +38,7 @@ pub struct ImportArgs {
     name: Option<String>,
     /// The file's format
     #[arg(long, value_enum, default_value = "auto")]
-    format: ImportFormatArg,
+    format: ImportFormat,
     /// Leave out lines that cannot be read (counted) instead of failing; import a file cut short
     #[arg(long)]
     skip_bad: bool,
@@ -71,16 +51,7 @@ pub struct ImportArgs {
 pub fn import_command(a: ImportArgs) -> anyhow::Result<i32> {
     let mut store = Store::create_or_open(&a.store.path()?)?;
     store.maintain(0)?;
-    let format = match a.format {
-        ImportFormatArg::Auto => ImportFormat::Auto,
-        ImportFormatArg::AcpTee => ImportFormat::AcpTee,
-        ImportFormatArg::Jsons => ImportFormat::Jsons,
-        ImportFormatArg::SacpTee => ImportFormat::SacpTee,
-        ImportFormatArg::Zed => ImportFormat::Zed,
-        ImportFormatArg::AcpInspector => ImportFormat::AcpInspector,
-        ImportFormatArg::Acpx => ImportFormat::Acpx,
-        ImportFormatArg::AcpInspectorFsharp => ImportFormat::AcpInspectorFsharp,
-    };
+    let format = a.format;
     let size = std::fs::metadata(&a.file).map(|m| m.len()).unwrap_or(0);
     let opts = ImportOptions { format, name: a.name, skip_bad: a.skip_bad, progress: progress::bar(size, "bytes") };
     let result = crate::import::import(&mut store, &a.file, &opts);

@@ -10,12 +10,12 @@ mod show;
 pub use args::{with_default_subcommand, Cli};
 pub use list::printable;
 
-use crate::export::{self, ExportFormat, ExportOptions, TraceSelection};
+use crate::export::{self, ExportOptions, TraceSelection};
 use crate::redact::Redactor;
 use crate::relay::{self, WrapOptions};
 use crate::store::{self, Reader, Store};
 use anyhow::Context;
-use args::{Command, ExportArgs, FormatArg};
+use args::{Command, ExportArgs};
 use clap::Parser;
 use std::ffi::OsString;
 use std::io::Write;
@@ -125,13 +125,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
 
 fn export_command(a: ExportArgs) -> anyhow::Result<i32> {
     let store = a.store.open_reader()?;
-    let format = match a.format {
-        FormatArg::Json => ExportFormat::Json,
-        FormatArg::Ndjson => ExportFormat::Ndjson,
-        FormatArg::Jsons => ExportFormat::Jsons,
-        FormatArg::Perfetto => ExportFormat::Perfetto,
-        FormatArg::AcpInspector => ExportFormat::AcpInspector,
-    };
+    let format = a.format;
     let redactor = if a.no_redact { Redactor::without_defaults(Vec::new()) } else { Redactor::new(a.redact) };
     for trace in export::selected_traces(&store, a.trace)? {
         settle(&store, trace.id, !a.no_wait)?;

@@ -28,8 +28,8 @@ use base64::Engine;
 use indicatif::ProgressBar;
 use std::io::{self, Write};
 
-/// Which export format to write.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Which export format to write (also the values of `export --format`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum ExportFormat {
     /// One JSON document holding every selected trace.
     Json,

@@ -67,8 +67,8 @@ pub const CHUNK_FRAMES: usize = 4096;
 /// one frame, however large).
 pub const CHUNK_BYTES: usize = 8 << 20;
 
-/// Which format a file is in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Which format a file is in (also the values of `import --format`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum ImportFormat {
     /// Tell from the first line.
     Auto,
