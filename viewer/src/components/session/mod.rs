@@ -22,16 +22,21 @@ use crate::view_query::Tab;
 use acp_tee_shared::session::{SessionDetail, TraceSessions, Turn};
 use leptos::prelude::*;
 
-/// A link that opens the diagram with frame `seq` selected (a real link: the address says so, and a
-/// middle click opens it in a new tab).
-pub fn frame_link(st: TraceState, seq: i64, text: String) -> impl IntoView {
-    let href = move || {
+/// The URL of the Diagram tab with frame `seq` selected.
+pub fn frame_href(st: TraceState, seq: i64) -> impl Fn() -> String + Copy + Send + Sync + 'static {
+    move || {
         st.url.href(|q| {
             q.tab = Tab::Diagram;
             q.accept("frame");
             q.frame = Some(seq);
         })
-    };
+    }
+}
+
+/// A link that opens the diagram with frame `seq` selected (a real link: the address says so, and a
+/// middle click opens it in a new tab).
+pub fn frame_link(st: TraceState, seq: i64, text: String) -> impl IntoView {
+    let href = frame_href(st, seq);
     view! {
         <a class="frame-link" href=href data-seq=seq title=format!("show frame #{seq} in the diagram")>{text}</a>
     }

@@ -2,10 +2,9 @@
 //! (to now, or the trace's end, while open), a bar per tool call from its first to its last update, the
 //! client's permission waits marked on it. Labels and bars link to the frames.
 
-use super::frame_link;
+use super::{frame_href, frame_link};
 use crate::format;
 use crate::state::TraceState;
-use crate::view_query::Tab;
 use acp_tee_shared::session::Turn;
 use leptos::prelude::*;
 
@@ -109,13 +108,7 @@ pub fn waterfall(st: TraceState, turns: &[Turn], now_t_ns: i64) -> impl IntoView
                 })
                 .collect_view();
             let (seq, label) = (r.seq, r.label.clone());
-            let href = move || {
-                st.url.href(|q| {
-                    q.tab = Tab::Diagram;
-                    q.accept("frame");
-                    q.frame = Some(seq);
-                })
-            };
+            let href = frame_href(st, seq);
             view! {
                 <div class=format!("wf-row {}", r.class) data-seq=seq>
                     <span class="wf-label" title=r.label.clone()>{frame_link(st, seq, label)}</span>
