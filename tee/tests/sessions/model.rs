@@ -82,6 +82,28 @@ fn show_and_the_api_give_the_turn_the_tool_call_and_its_permission_wait_of_a_yop
     assert_eq!(detail.turns, doc.sessions[0].turns);
     assert_eq!(detail.plan, doc.sessions[0].plan);
     assert_eq!(detail.plan.as_ref().map(|p| p.updates), Some(updates(&frames, "plan").len() as u64));
+
+    // Bad requests get JSON errors, never a crash or an unbounded page.
+    let sid = &summary.session_id;
+    let id = run.trace_id;
+    for (path, status) in [
+        (format!("/api/traces/{id}/sessions/{sid}?limit=0"), 400),
+        (format!("/api/traces/{id}/sessions/{sid}?limit=100000"), 400),
+        (format!("/api/traces/{id}/sessions/{sid}?offset=-1"), 400),
+        (format!("/api/traces/{id}/sessions/{sid}?offset=99999999999999999999999"), 400),
+        (format!("/api/traces/{id}/sessions/no-such-session"), 404),
+        (format!("/api/traces/{id}/sessions/{}", "x".repeat(10_000)), 404),
+        ("/api/traces/999/sessions".to_owned(), 404),
+        ("/api/traces/abc/sessions".to_owned(), 400),
+    ] {
+        let err = ureq::get(&format!("{}{path}", served.url)).call().unwrap_err();
+        let ureq::Error::Status(code, response) = err else { panic!("{path}: {err}") };
+        assert_eq!(code, status, "{path}");
+        let body: acp_tee_shared::api::ApiError = response.into_json().unwrap();
+        assert!(!body.error.is_empty(), "{path}");
+    }
+    let past: SessionDetail = served.get(&format!("/api/traces/{id}/sessions/{sid}?offset=1000000"));
+    assert!(past.turns.is_empty());
 }
 
 #[test]
