@@ -30,6 +30,7 @@ use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 use text::cut;
+use wire::SessionParams;
 
 /// Requests awaiting an answer the model follows at most; later ones are
 /// counted in `open_requests_total` only while this many are open.
@@ -218,8 +219,10 @@ impl Model {
                 | "session/set_mode"
                 | "session/set_config_option"
         );
+        // Only those methods' params are read here: the rest count by their
+        // stored columns, unparsed.
         let raw = if shown { masked(f.raw, redact) } else { Cow::Borrowed(f.raw) };
-        let params = wire::params(&raw).unwrap_or_default();
+        let params = if shown { wire::params(&raw).unwrap_or_default() } else { SessionParams::default() };
         let what = match method {
             "initialize" => {
                 self.client = params.client_info.as_ref().and_then(|i| i.describe()).map(|s| cut(&s, SHORT_MAX));
@@ -322,7 +325,9 @@ impl Model {
         let Some(p) = self.pending.remove(&request) else { return };
         let shown = matches!(p.what, Awaiting::Initialize | Awaiting::Open { .. });
         let raw = if shown { masked(f.raw, redact) } else { Cow::Borrowed(f.raw) };
-        let (answer, error) = wire::reply(&raw);
+        // Answers to other requests are timed, not read.
+        let read = shown || matches!(p.what, Awaiting::Prompt);
+        let (answer, error) = if read { wire::reply(&raw) } else { Default::default() };
         let error = error.map(|e| e.describe());
         match p.what {
             Awaiting::Initialize => {
