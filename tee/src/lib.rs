@@ -27,6 +27,7 @@ mod export;
 mod frame;
 mod handoff;
 mod import;
+mod mcp;
 mod model;
 mod proc;
 mod recorder;

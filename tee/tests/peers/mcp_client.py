@@ -1,0 +1,45 @@
+"""A real MCP client for tests/mcp.rs: the official Python SDK's (`mcp` from
+PyPI) stdio client.
+
+    mcp_client.py CALLS_JSON COMMAND [ARGS...]
+
+Starts COMMAND ARGS as an MCP server on stdio, initializes, lists the
+tools, calls each tool of CALLS_JSON (a JSON list of [name, arguments]) in
+order, and prints one JSON document on stdout:
+{"server": InitializeResult, "tools": [Tool], "calls": [{"tool", "arguments",
+"result": CallToolResult} or {"tool", "arguments", "error": {"code",
+"message"}}]}, each MCP object as the SDK dumps it (camelCase keys).
+"""
+
+import asyncio
+import json
+import sys
+
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from mcp.shared.exceptions import MCPError
+
+
+def dump(obj):
+    return obj.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+async def main():
+    calls = json.loads(sys.argv[1])
+    server = StdioServerParameters(command=sys.argv[2], args=sys.argv[3:])
+    out = {"calls": []}
+    async with stdio_client(server) as (read, write):
+        async with ClientSession(read, write) as session:
+            out["server"] = dump(await session.initialize())
+            out["tools"] = [dump(t) for t in (await session.list_tools()).tools]
+            for name, arguments in calls:
+                call = {"tool": name, "arguments": arguments}
+                try:
+                    call["result"] = dump(await session.call_tool(name, arguments))
+                except MCPError as e:
+                    call["error"] = {"code": e.error.code, "message": e.error.message}
+                out["calls"].append(call)
+    json.dump(out, sys.stdout)
+
+
+asyncio.run(main())
