@@ -64,14 +64,22 @@ fn size(v: &Value) -> usize {
     serde_json::to_vec(v).map(|b| b.len()).unwrap_or(usize::MAX)
 }
 
-/// The answer as JSON text of at most [`MAX_ANSWER_BYTES`]: strings cut to
-/// [`STRING_MAX_CHARS`]; when still too big, items dropped from the end of
-/// its list `page` (`answer[page]`), with `has_more` set and `next_offset`
-/// moved back; then strings cut to [`STRING_MIN_CHARS`]. `Err` when nothing
-/// of that makes it fit.
-pub fn finish(mut answer: Value, page: Option<&str>) -> Result<String, String> {
-    shrink(&mut answer, STRING_MAX_CHARS);
-    if let Some(key) = page {
+/// How an answer is brought within [`MAX_ANSWER_BYTES`].
+#[derive(Clone, Copy, Debug)]
+pub enum Fit {
+    /// Strings cut to [`STRING_MAX_CHARS`]; then, while too big, items
+    /// dropped from the end of the named list (`has_more` set,
+    /// `next_offset` moved back); then strings cut to [`STRING_MIN_CHARS`].
+    Page(&'static str),
+    /// Nothing cut: the answer is a window its tool sized (a frame's text).
+    Window,
+}
+
+/// The answer as JSON text of at most [`MAX_ANSWER_BYTES`], brought there
+/// as `fit` says; `Err` when it does not fit all the same.
+pub fn finish(mut answer: Value, fit: Fit) -> Result<String, String> {
+    if let Fit::Page(key) = fit {
+        shrink(&mut answer, STRING_MAX_CHARS);
         let mut dropped = 0;
         while size(&answer) > MAX_ANSWER_BYTES {
             let Some(items) = answer.get_mut(key).and_then(Value::as_array_mut) else { break };
@@ -90,14 +98,14 @@ pub fn finish(mut answer: Value, page: Option<&str>) -> Result<String, String> {
                 "the page was shortened to fit {MAX_ANSWER_BYTES} bytes; ask again from next_offset"
             ));
         }
-    }
-    if size(&answer) > MAX_ANSWER_BYTES {
-        shrink(&mut answer, STRING_MIN_CHARS);
+        if size(&answer) > MAX_ANSWER_BYTES {
+            shrink(&mut answer, STRING_MIN_CHARS);
+        }
     }
     let text = serde_json::to_string(&answer).map_err(|e| e.to_string())?;
     if text.len() > MAX_ANSWER_BYTES {
         return Err(format!(
-            "the answer would be {} bytes, more than the {MAX_ANSWER_BYTES} a tool may return; ask for fewer items (limit)",
+            "the answer would be {} bytes, more than the {MAX_ANSWER_BYTES} a tool may return; ask for less (limit, max_bytes)",
             text.len()
         ));
     }
@@ -151,12 +159,16 @@ mod tests {
     #[test]
     fn a_page_too_big_is_shortened_to_fit() {
         let items: Vec<String> = (0..100).map(|_| "y".repeat(1500)).collect();
-        let text = finish(json!({"items": items, "offset": 10, "has_more": false}), Some("items")).unwrap();
+        let text = finish(json!({"items": items, "offset": 10, "has_more": false}), Fit::Page("items")).unwrap();
         assert!(text.len() <= MAX_ANSWER_BYTES);
         let v: Value = serde_json::from_str(&text).unwrap();
         let shown = v["items"].as_array().unwrap().len() as i64;
         assert!(shown < 100 && shown > 1, "{shown}");
         assert_eq!(v["has_more"], true);
         assert_eq!(v["next_offset"], 10 + shown);
+        // A window is never cut, but refused when too big.
+        let window = json!({"raw": "\u{1}".repeat(MAX_ANSWER_BYTES / 4)});
+        assert!(finish(window, Fit::Window).unwrap_err().contains("max_bytes"));
+        assert!(finish(json!({"raw": "z".repeat(5000)}), Fit::Window).unwrap().len() > 5000);
     }
 }

@@ -13,7 +13,8 @@
 mod answer;
 mod compare;
 
-use answer::{FRAME_DEFAULT_BYTES, FRAME_MAX_BYTES};
+pub use answer::MAX_ANSWER_BYTES;
+use answer::{Fit, FRAME_DEFAULT_BYTES, FRAME_MAX_BYTES};
 
 use crate::redact::Redactor;
 use crate::server::mask;
@@ -209,11 +210,11 @@ impl TraceTools {
     }
 
     /// Runs `work` on the reader on a blocking thread under
-    /// [`QUERY_TIME_LIMIT`], and sizes its answer (see [`answer::finish`];
-    /// `page` names the answer's list that may be shortened).
+    /// [`QUERY_TIME_LIMIT`], and sizes its answer as `fit` says (see
+    /// [`answer::finish`]).
     async fn query(
         &self,
-        page: Option<&'static str>,
+        fit: Fit,
         work: impl FnOnce(&Cx<'_>) -> Result<Value, ToolError> + Send + 'static,
     ) -> Result<String, String> {
         let (reader, r, models) = (self.reader.clone(), self.redactor.clone(), self.models.clone());
@@ -226,7 +227,7 @@ impl TraceTools {
         })
         .await
         .map_err(|e| format!("the query failed: {e}"))?;
-        answer.map_err(|e| e.to_string()).and_then(|v| answer::finish(v, page))
+        answer.map_err(|e| e.to_string()).and_then(|v| answer::finish(v, fit))
     }
 }
 
@@ -236,7 +237,7 @@ impl TraceTools {
     #[tool(description = "List the recorded traces, newest first: id, name, agent command, start, end reason, \
                           frame count, live. Paged: offset, limit (max 100).")]
     async fn list_traces(&self, Parameters(a): Parameters<ListTraces>) -> Result<String, String> {
-        self.query(Some("traces"), move |cx| {
+        self.query(Fit::Page("traces"), move |cx| {
             let (offset, limit) = paging(a.offset, a.limit, TRACES_PAGE)?;
             let all = cx.store.trace_summaries()?;
             let total = all.len() as i64;
@@ -260,7 +261,7 @@ impl TraceTools {
                           chars) and the requests still unanswered. Paged: offset/limit over sessions, \
                           turns_offset/turns_limit over each session's turns.")]
     async fn describe_trace(&self, Parameters(a): Parameters<DescribeTrace>) -> Result<String, String> {
-        self.query(Some("sessions"), move |cx| describe(cx, a)).await
+        self.query(Fit::Page("sessions"), move |cx| describe(cx, a)).await
     }
 
     /// `search_frames`
@@ -269,7 +270,7 @@ impl TraceTools {
                           direction, kind, id, method, latency, preview) and the total. Paged: after (seq \
                           cursor) or offset, limit (max 100). get_frame returns one frame's text.")]
     async fn search_frames(&self, Parameters(a): Parameters<SearchFrames>) -> Result<String, String> {
-        self.query(Some("frames"), move |cx| search(cx, a)).await
+        self.query(Fit::Page("frames"), move |cx| search(cx, a)).await
     }
 
     /// `get_frame`
@@ -278,14 +279,14 @@ impl TraceTools {
                           answers it). The text comes max_bytes at a time (default 4096, max 32768): when \
                           cut is true, call again with offset = next_offset for the rest.")]
     async fn get_frame(&self, Parameters(a): Parameters<GetFrame>) -> Result<String, String> {
-        self.query(None, move |cx| frame(cx, a)).await
+        self.query(Fit::Window, move |cx| frame(cx, a)).await
     }
 
     /// `method_stats`
     #[tool(description = "Per-method statistics of a trace: count, errors, answered, latency p50/p95/p99/max \
                           (ns) and histogram; the slowest responses; frames per direction.")]
     async fn method_stats(&self, Parameters(a): Parameters<MethodStatsArgs>) -> Result<String, String> {
-        self.query(Some("methods"), move |cx| {
+        self.query(Fit::Page("methods"), move |cx| {
             let id = trace_id(cx.store, a.trace_id)?;
             let limit = ranged("limit", a.limit, METHODS_PAGE.0, 1, METHODS_PAGE.1)?;
             let mut stats = cx.store.trace_stats(id)?;
@@ -306,7 +307,7 @@ impl TraceTools {
                           reasons; and `differences`, the counts that differ (latencies always vary between \
                           runs and are left to the deltas).")]
     async fn compare_traces(&self, Parameters(a): Parameters<CompareTraces>) -> Result<String, String> {
-        self.query(Some("methods"), move |cx| {
+        self.query(Fit::Page("methods"), move |cx| {
             let (ta, tb) = (trace_id(cx.store, a.a)?, trace_id(cx.store, a.b)?);
             compare::compare(cx, ta, tb)
         })

@@ -1,0 +1,208 @@
+//! `acp-tee mcp` driven by a real MCP client: the official Python SDK's
+//! stdio client (`mcp` from PyPI, `scripts/install-tools python-mcp`),
+//! through `tests/peers/mcp_client.py`, on sessions that yopo and elizacp
+//! really recorded. Every answer is checked against what the store holds.
+
+mod common;
+
+use common::*;
+use serde_json::{json, Value};
+use std::path::Path;
+use std::process::Command;
+
+const PROMPT: &str = "I am testing my tools today";
+
+/// The six tools, in the order the server lists them.
+const TOOLS: [&str; 6] =
+    ["compare_traces", "describe_trace", "get_frame", "list_traces", "method_stats", "search_frames"];
+
+/// Records one yopo → acp-tee → elizacp session with `prompt` into `db`.
+fn record(db: &Path, prompt: &str) {
+    let out = Command::new(peer("yopo"))
+        .args([prompt, "--", bin(), "--db", db.to_str().unwrap(), "--", &peer("elizacp"), "--deterministic", "acp"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "yopo failed: {}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// Starts `acp-tee mcp --db DB` under the Python MCP client, makes `calls`
+/// ([name, arguments] pairs) and returns the client's document.
+fn client(db: &Path, calls: &Value) -> Value {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/peers/mcp_client.py");
+    let out = Command::new(python_mcp())
+        .arg(script)
+        .arg(calls.to_string())
+        .args([bin(), "mcp", "--db", db.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "the MCP client failed: {}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// The answer of call `i` as JSON; panics when it is an error.
+fn answer(doc: &Value, i: usize) -> Value {
+    let call = &doc["calls"][i];
+    let result = &call["result"];
+    assert_eq!(result["isError"], false, "call {i} ({}) failed: {call}", call["tool"]);
+    let text = result["content"][0]["text"].as_str().unwrap_or_else(|| panic!("call {i} has no text: {call}"));
+    assert!(text.len() <= acp_tee::MCP_MAX_ANSWER_BYTES, "call {i} returned {} bytes", text.len());
+    serde_json::from_str(text).unwrap()
+}
+
+/// The error text of call `i`: a tool error (`isError`) or a protocol error.
+fn error(doc: &Value, i: usize) -> String {
+    let call = &doc["calls"][i];
+    match (&call["result"], &call["error"]) {
+        (r, _) if r["isError"] == true => r["content"][0]["text"].as_str().unwrap().to_owned(),
+        (_, e) if e.is_object() => e["message"].as_str().unwrap().to_owned(),
+        _ => panic!("call {i} ({}) did not fail: {call}", call["tool"]),
+    }
+}
+
+#[test]
+fn a_real_mcp_client_initializes_lists_the_tools_and_calls_each_on_recorded_sessions() {
+    let store = TempStore::new();
+    record(&store.db, PROMPT);
+    // A second session whose prompt is far larger than any answer.
+    let big = "large ".repeat(20_000);
+    record(&store.db, &big);
+    let s = store.open();
+    let traces = s.trace_summaries().unwrap();
+    let (t2, t1) = (traces[0].meta.id, traces[1].meta.id);
+    let frames = exported_frames(&store.db, t1);
+    let prompt = frames.iter().find(|f| f["method"] == "session/prompt" && f["kind"] == "request").unwrap();
+    let prompt_seq = prompt["seq"].as_i64().unwrap();
+    let raw = prompt["raw"].as_str().unwrap();
+    let reply = frames.iter().find(|f| f["reply_to_seq"] == prompt_seq).unwrap();
+
+    let calls = json!([
+        ["list_traces", {}],
+        ["list_traces", {"limit": 1}],
+        ["describe_trace", {"trace_id": t1}],
+        ["search_frames", {"trace_id": t1, "q": "testing"}],
+        ["get_frame", {"trace_id": t1, "seq": prompt_seq}],
+        ["get_frame", {"trace_id": t1, "seq": prompt_seq, "max_bytes": 10}],
+        ["get_frame", {"trace_id": t1, "seq": prompt_seq, "offset": 10, "max_bytes": 32768}],
+        ["method_stats", {"trace_id": t1}],
+        ["compare_traces", {"a": t1, "b": t1}],
+        ["compare_traces", {"a": t1, "b": t2}],
+        ["describe_trace", {"trace_id": t2}],
+        ["get_frame", {"trace_id": t2, "seq": prompt_seq}],
+    ]);
+    let doc = client(&store.db, &calls);
+
+    assert_eq!(doc["server"]["serverInfo"]["name"], "acp-tee");
+    assert!(doc["server"]["capabilities"]["tools"].is_object());
+    let tools: Vec<&str> = doc["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert_eq!(tools, TOOLS);
+    for t in doc["tools"].as_array().unwrap() {
+        assert!(t["description"].as_str().is_some_and(|d| d.len() > 40), "{t}");
+        assert_eq!(t["inputSchema"]["type"], "object", "{t}");
+    }
+
+    let list = answer(&doc, 0);
+    let ids: Vec<i64> = list["traces"].as_array().unwrap().iter().map(|t| t["id"].as_i64().unwrap()).collect();
+    assert_eq!(ids, traces.iter().map(|t| t.meta.id).collect::<Vec<_>>());
+    assert_eq!((list["total"].as_i64(), &list["has_more"]), (Some(2), &json!(false)));
+    let first = answer(&doc, 1);
+    assert_eq!(
+        (first["traces"].as_array().unwrap().len(), &first["has_more"], &first["next_offset"]),
+        (1, &json!(true), &json!(1))
+    );
+
+    let described = answer(&doc, 2);
+    assert_eq!(described["trace"]["id"], t1);
+    let session = &described["sessions"][0];
+    assert_eq!(session["turns"], 1);
+    let turn = &session["turn_page"][0];
+    assert_eq!(turn["prompt"]["text"], PROMPT);
+    assert_eq!(turn["request_seq"], prompt_seq);
+    assert_eq!(turn["stop_reason"], "end_turn");
+    assert_eq!(described["open_requests_total"], 0);
+
+    let found = answer(&doc, 3);
+    let hits: Vec<i64> = found["frames"].as_array().unwrap().iter().map(|f| f["seq"].as_i64().unwrap()).collect();
+    assert_eq!(hits, [prompt_seq]);
+    assert_eq!(found["total"], 1);
+
+    let whole = answer(&doc, 4);
+    assert_eq!((whole["raw"].as_str(), &whole["cut"]), (Some(raw), &json!(false)));
+    assert_eq!(whole["frame"]["method"], "session/prompt");
+    assert_eq!(whole["pair"]["seq"], reply["seq"]);
+    let head = answer(&doc, 5);
+    assert_eq!(
+        (head["raw"].as_str(), &head["cut"], &head["next_offset"]),
+        (Some(&raw[..10]), &json!(true), &json!(10))
+    );
+    assert_eq!(head["raw_size"], raw.len());
+    let rest = answer(&doc, 6);
+    assert_eq!((rest["raw"].as_str(), &rest["cut"]), (Some(&raw[10..]), &json!(false)));
+
+    let stats = answer(&doc, 7);
+    let held = s.trace_stats(t1).unwrap();
+    let names = |v: &Value| -> Vec<String> {
+        v["methods"].as_array().unwrap().iter().map(|m| m["method"].as_str().unwrap().to_owned()).collect()
+    };
+    assert_eq!(names(&stats), held.methods.iter().map(|m| m.method.clone()).collect::<Vec<_>>());
+    assert!(names(&stats).contains(&"session/prompt".to_owned()));
+
+    let same = answer(&doc, 8);
+    assert_eq!((&same["same"], &same["differences"]), (&json!(true), &json!([])));
+    for m in same["methods"].as_array().unwrap() {
+        assert_eq!((&m["count_delta"], &m["p50_delta_ns"]), (&json!(0), &m["p50_delta_ns"]));
+        assert!(m["p50_delta_ns"].is_null() || m["p50_delta_ns"] == 0, "{m}");
+    }
+    assert_eq!(same["sessions_a"]["stop_reasons"], json!({"end_turn": 1}));
+    let other = answer(&doc, 9);
+    assert_eq!((&other["a"], &other["b"]), (&json!(t1), &json!(t2)));
+    assert_eq!(other["sessions_b"]["turns"], 1);
+
+    // The 120 KB prompt: cut in the turn, a window of the frame.
+    let described = answer(&doc, 10);
+    let text = described["sessions"][0]["turn_page"][0]["prompt"]["text"].as_str().unwrap();
+    assert!(text.starts_with("large large") && text.contains("… [cut: "), "{}", &text[..100]);
+    assert!(text.chars().count() < 2100);
+    let big_frame = answer(&doc, 11);
+    assert_eq!((big_frame["cut"].as_bool(), big_frame["raw"].as_str().map(str::len)), (Some(true), Some(4096)));
+    assert!(big_frame["raw_size"].as_i64().unwrap() > big.len() as i64);
+}
+
+#[test]
+fn bad_arguments_get_clear_tool_errors_and_the_server_goes_on() {
+    let store = TempStore::new();
+    record(&store.db, PROMPT);
+    let t = store.open().trace_summaries().unwrap()[0].meta.id;
+    let calls = json!([
+        ["describe_trace", {"trace_id": 999}],
+        ["search_frames", {"trace_id": t, "limit": -5}],
+        ["search_frames", {"trace_id": t, "limit": 1_000_000_000_000i64}],
+        ["get_frame", {"trace_id": t, "seq": 99_999}],
+        ["get_frame", {"trace_id": t, "seq": 1, "max_bytes": 0}],
+        ["list_traces", {"offset": -1}],
+        ["search_frames", {"trace_id": t, "kind": "bogus"}],
+        ["describe_trace", {"trace_id": "one"}],
+        ["search_frames", {"trace_id": t, "q": "x".repeat(5000)}],
+        ["describe_trace", {"trace_id": t, "session_id": "nope"}],
+        ["drop_everything", {}],
+        ["list_traces", {}],
+    ]);
+    let doc = client(&store.db, &calls);
+    let expected = [
+        "there is no trace 999; list_traces lists",
+        "limit must be between 1 and 100, not -5",
+        "limit must be between 1 and 100, not 1000000000000",
+        &format!("trace {t} has no frame 99999"),
+        "max_bytes must be between 1 and 32768, not 0",
+        "offset must be between 0 and",
+        "kind must be one of request, response",
+        "invalid type: string \"one\", expected i64",
+        "the search text must be at most 1000 bytes",
+        &format!("trace {t} has no session nope"),
+        "tool not found",
+    ];
+    for (i, want) in expected.iter().enumerate() {
+        let got = error(&doc, i);
+        assert!(got.contains(want), "call {i}: {got:?} does not say {want:?}");
+    }
+    assert_eq!(answer(&doc, 11)["total"], 1);
+}
