@@ -41,12 +41,12 @@ pub fn shrink(v: &mut Value, max: usize) {
     match v {
         Value::String(s) => cut_string(s, max),
         Value::Array(items) => {
-            if items.len() > LIST_MAX_ITEMS {
-                let more = items.len() - LIST_MAX_ITEMS;
-                items.truncate(LIST_MAX_ITEMS);
+            let more = items.len().saturating_sub(LIST_MAX_ITEMS);
+            items.truncate(LIST_MAX_ITEMS);
+            items.iter_mut().for_each(|i| shrink(i, max));
+            if more > 0 {
                 items.push(Value::String(format!("… {more} more")));
             }
-            items.iter_mut().for_each(|i| shrink(i, max));
         }
         Value::Object(map) => map.values_mut().for_each(|i| shrink(i, max)),
         _ => {}
@@ -58,6 +58,20 @@ fn cut_string(s: &mut String, max: usize) {
     let chars = s.chars().count();
     s.truncate(end);
     s.push_str(&format!("{CUT_MARK}{chars} chars]"));
+}
+
+/// [`shrink`] on `answer`, but its page `answer[key]` keeps every item
+/// (its own limit bounds it): only the items are shrunk.
+fn shrink_page(answer: &mut Value, key: &str, max: usize) {
+    let page = answer.get_mut(key).map(Value::take);
+    shrink(answer, max);
+    if let Some(mut page) = page {
+        match &mut page {
+            Value::Array(items) => items.iter_mut().for_each(|i| shrink(i, max)),
+            other => shrink(other, max),
+        }
+        answer[key] = page;
+    }
 }
 
 fn size(v: &Value) -> usize {
@@ -79,7 +93,7 @@ pub enum Fit {
 /// as `fit` says; `Err` when it does not fit all the same.
 pub fn finish(mut answer: Value, fit: Fit) -> Result<String, String> {
     if let Fit::Page(key) = fit {
-        shrink(&mut answer, STRING_MAX_CHARS);
+        shrink_page(&mut answer, key, STRING_MAX_CHARS);
         let mut dropped = 0;
         while size(&answer) > MAX_ANSWER_BYTES {
             let Some(items) = answer.get_mut(key).and_then(Value::as_array_mut) else { break };
@@ -99,7 +113,7 @@ pub fn finish(mut answer: Value, fit: Fit) -> Result<String, String> {
             ));
         }
         if size(&answer) > MAX_ANSWER_BYTES {
-            shrink(&mut answer, STRING_MIN_CHARS);
+            shrink_page(&mut answer, key, STRING_MIN_CHARS);
         }
     }
     let text = serde_json::to_string(&answer).map_err(|e| e.to_string())?;
@@ -166,6 +180,9 @@ mod tests {
         assert!(shown < 100 && shown > 1, "{shown}");
         assert_eq!(v["has_more"], true);
         assert_eq!(v["next_offset"], 10 + shown);
+        // A page keeps every item its limit let in.
+        let text = finish(json!({"items": (0..100).collect::<Vec<i32>>()}), Fit::Page("items")).unwrap();
+        assert_eq!(serde_json::from_str::<Value>(&text).unwrap()["items"].as_array().unwrap().len(), 100);
         // A window is never cut, but refused when too big.
         let window = json!({"raw": "\u{1}".repeat(MAX_ANSWER_BYTES / 4)});
         assert!(finish(window, Fit::Window).unwrap_err().contains("max_bytes"));
