@@ -28,11 +28,17 @@ fn record(db: &Path, prompt: &str) {
 /// Starts `acp-tee mcp --db DB` under the Python MCP client, makes `calls`
 /// ([name, arguments] pairs) and returns the client's document.
 fn client(db: &Path, calls: &Value) -> Value {
+    client_with(db, &[], calls)
+}
+
+/// [`client`] with `extra` arguments to `acp-tee mcp`.
+fn client_with(db: &Path, extra: &[&str], calls: &Value) -> Value {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/peers/mcp_client.py");
     let out = Command::new(python_mcp())
         .arg(script)
         .arg(calls.to_string())
         .args([bin(), "mcp", "--db", db.to_str().unwrap()])
+        .args(extra)
         .output()
         .unwrap();
     assert!(out.status.success(), "the MCP client failed: {}", String::from_utf8_lossy(&out.stderr));
@@ -74,6 +80,9 @@ fn a_real_mcp_client_initializes_lists_the_tools_and_calls_each_on_recorded_sess
     let prompt_seq = prompt["seq"].as_i64().unwrap();
     let raw = prompt["raw"].as_str().unwrap();
     let reply = frames.iter().find(|f| f["reply_to_seq"] == prompt_seq).unwrap();
+    let big_frames = exported_frames(&store.db, t2);
+    let big_seq =
+        big_frames.iter().find(|f| f["method"] == "session/prompt" && f["kind"] == "request").unwrap()["seq"].clone();
 
     let calls = json!([
         ["list_traces", {}],
@@ -87,7 +96,7 @@ fn a_real_mcp_client_initializes_lists_the_tools_and_calls_each_on_recorded_sess
         ["compare_traces", {"a": t1, "b": t1}],
         ["compare_traces", {"a": t1, "b": t2}],
         ["describe_trace", {"trace_id": t2}],
-        ["get_frame", {"trace_id": t2, "seq": prompt_seq}],
+        ["get_frame", {"trace_id": t2, "seq": big_seq}],
     ]);
     let doc = client(&store.db, &calls);
 
@@ -205,4 +214,36 @@ fn bad_arguments_get_clear_tool_errors_and_the_server_goes_on() {
         assert!(got.contains(want), "call {i}: {got:?} does not say {want:?}");
     }
     assert_eq!(answer(&doc, 11)["total"], 1);
+}
+
+/// A prompt with a secret the default rules mask (a URL's `api_key`).
+const SECRET_PROMPT: &str = "read https://example.test/mcp?api_key=Zebediah42&v=1";
+const MASKED_PROMPT: &str = "read https://example.test/mcp?api_key=[REDACTED]&v=1";
+
+#[test]
+fn texts_are_masked_as_serve_masks_them_unless_no_redact() {
+    let store = TempStore::new();
+    record(&store.db, SECRET_PROMPT);
+    let t = store.open().trace_summaries().unwrap()[0].meta.id;
+    let prompt = exported_frames(&store.db, t)
+        .into_iter()
+        .find(|f| f["method"] == "session/prompt" && f["kind"] == "request")
+        .unwrap();
+    let calls = json!([
+        ["describe_trace", {"trace_id": t}],
+        ["search_frames", {"trace_id": t, "method": "session/prompt"}],
+        ["get_frame", {"trace_id": t, "seq": prompt["seq"]}],
+    ]);
+    let masked = client(&store.db, &calls);
+    assert!(!masked.to_string().contains("Zebediah42"), "{masked}");
+    let turn = &answer(&masked, 0)["sessions"][0]["turn_page"][0];
+    assert_eq!(turn["prompt"]["text"], MASKED_PROMPT);
+    assert_eq!(answer(&masked, 1)["frames"][0]["preview"], MASKED_PROMPT);
+    assert!(answer(&masked, 2)["raw"].as_str().unwrap().contains(MASKED_PROMPT));
+
+    let whole = client_with(&store.db, &["--no-redact"], &calls);
+    assert_eq!(answer(&whole, 0)["sessions"][0]["turn_page"][0]["prompt"]["text"], SECRET_PROMPT);
+    // The export masks too: the stored frame is the masked one unmasked.
+    let stored = prompt["raw"].as_str().unwrap().replace(MASKED_PROMPT, SECRET_PROMPT);
+    assert_eq!(answer(&whole, 2)["raw"].as_str(), Some(stored.as_str()));
 }
