@@ -107,6 +107,7 @@ fn a_real_mcp_client_initializes_lists_the_tools_and_calls_each_on_recorded_sess
     for t in doc["tools"].as_array().unwrap() {
         assert!(t["description"].as_str().is_some_and(|d| d.len() > 40), "{t}");
         assert_eq!(t["inputSchema"]["type"], "object", "{t}");
+        assert_eq!(t["annotations"]["readOnlyHint"], true, "{t}");
     }
 
     let list = answer(&doc, 0);
@@ -194,6 +195,7 @@ fn bad_arguments_get_clear_tool_errors_and_the_server_goes_on() {
         ["describe_trace", {"trace_id": t, "session_id": "nope"}],
         ["drop_everything", {}],
         ["list_traces", {}],
+        ["get_frame", {"trace_id": t}],
     ]);
     let doc = client(&store.db, &calls);
     let expected = [
@@ -204,11 +206,12 @@ fn bad_arguments_get_clear_tool_errors_and_the_server_goes_on() {
         "max_bytes must be between 1 and 32768, not 0",
         "offset must be between 0 and",
         "kind must be one of request, response",
-        "invalid type: string \"one\", expected i64",
+        "bad argument trace_id: invalid type: string \"one\", expected i64",
         "the search text must be at most 1000 bytes",
         &format!("trace {t} has no session nope"),
         "tool not found",
     ];
+    assert_eq!(error(&doc, 12), "bad arguments: missing field `seq`");
     for (i, want) in expected.iter().enumerate() {
         let got = error(&doc, i);
         assert!(got.contains(want), "call {i}: {got:?} does not say {want:?}");

@@ -23,7 +23,8 @@ use crate::server::QUERY_TIME_LIMIT;
 use crate::session::now_t_ns;
 use crate::store::{Reader, Store, StoreError};
 use acp_tee_shared::api::FrameQuery;
-use rmcp::handler::server::wrapper::Parameters;
+use rmcp::handler::server::common::schema_for_input;
+use rmcp::model::JsonObject;
 use rmcp::model::{Implementation, ServerCapabilities, ServerInfo};
 use rmcp::schemars::JsonSchema;
 use rmcp::{tool, tool_handler, tool_router, ServerHandler, ServiceExt};
@@ -76,6 +77,19 @@ fn ranged(name: &str, value: Option<i64>, default: i64, lo: i64, hi: i64) -> Res
 /// A page's `limit` in `1..=most` (default `default`) and `offset` of 0 or more.
 fn paging(offset: Option<i64>, limit: Option<i64>, (default, most): (i64, i64)) -> Result<(i64, i64), ToolError> {
     Ok((ranged("offset", offset, 0, 0, i64::MAX)?, ranged("limit", limit, default, 1, most)?))
+}
+
+/// The JSON schema of a tool's arguments `T`.
+fn schema<T: JsonSchema + 'static>() -> Arc<JsonObject> {
+    schema_for_input::<T>().expect("the argument structs make object schemas")
+}
+
+/// A tool's arguments as `T`; an error names the argument that is wrong.
+fn parse<T: serde::de::DeserializeOwned>(args: JsonObject) -> Result<T, String> {
+    serde_path_to_error::deserialize(Value::Object(args)).map_err(|e| match e.path().to_string().as_str() {
+        "." => format!("bad arguments: {}", e.inner()),
+        path => format!("bad argument {path}: {}", e.inner()),
+    })
 }
 
 /// A trace id that exists.
@@ -234,9 +248,14 @@ impl TraceTools {
 #[tool_router]
 impl TraceTools {
     /// `list_traces`
-    #[tool(description = "List the recorded traces, newest first: id, name, agent command, start, end reason, \
-                          frame count, live. Paged: offset, limit (max 100).")]
-    async fn list_traces(&self, Parameters(a): Parameters<ListTraces>) -> Result<String, String> {
+    #[tool(
+        description = "List the recorded traces, newest first: id, name, agent command, start, end reason, \
+                          frame count, live. Paged: offset, limit (max 100).",
+        input_schema = schema::<ListTraces>(),
+        annotations(read_only_hint = true, open_world_hint = false)
+    )]
+    async fn list_traces(&self, args: JsonObject) -> Result<String, String> {
+        let a: ListTraces = parse(args)?;
         self.query(Fit::Page("traces"), move |cx| {
             let (offset, limit) = paging(a.offset, a.limit, TRACES_PAGE)?;
             let all = cx.store.trace_summaries()?;
@@ -255,37 +274,57 @@ impl TraceTools {
     }
 
     /// `describe_trace`
-    #[tool(description = "Describe a trace's ACP sessions: peers, each session's facts (turns, tool calls, \
+    #[tool(
+        description = "Describe a trace's ACP sessions: peers, each session's facts (turns, tool calls, \
                           permission waits, usage, notes = findings about the protocol), a page of its turns \
                           (prompt, reply, thoughts, stop reason, tool calls, client calls; texts cut to 2000 \
                           chars) and the requests still unanswered. Paged: offset/limit over sessions, \
-                          turns_offset/turns_limit over each session's turns.")]
-    async fn describe_trace(&self, Parameters(a): Parameters<DescribeTrace>) -> Result<String, String> {
+                          turns_offset/turns_limit over each session's turns.",
+        input_schema = schema::<DescribeTrace>(),
+        annotations(read_only_hint = true, open_world_hint = false)
+    )]
+    async fn describe_trace(&self, args: JsonObject) -> Result<String, String> {
+        let a: DescribeTrace = parse(args)?;
         self.query(Fit::Page("sessions"), move |cx| describe(cx, a)).await
     }
 
     /// `search_frames`
-    #[tool(description = "Search a trace's frames (JSON-RPC messages and stderr lines): by words (q), method, \
+    #[tool(
+        description = "Search a trace's frames (JSON-RPC messages and stderr lines): by words (q), method, \
                           kind, direction, session, errors only, slowness. Returns frame summaries (seq, time, \
                           direction, kind, id, method, latency, preview) and the total. Paged: after (seq \
-                          cursor) or offset, limit (max 100). get_frame returns one frame's text.")]
-    async fn search_frames(&self, Parameters(a): Parameters<SearchFrames>) -> Result<String, String> {
+                          cursor) or offset, limit (max 100). get_frame returns one frame's text.",
+        input_schema = schema::<SearchFrames>(),
+        annotations(read_only_hint = true, open_world_hint = false)
+    )]
+    async fn search_frames(&self, args: JsonObject) -> Result<String, String> {
+        let a: SearchFrames = parse(args)?;
         self.query(Fit::Page("frames"), move |cx| search(cx, a)).await
     }
 
     /// `get_frame`
-    #[tool(description = "Get one frame: its summary, its exact text (raw; raw_base64 when not UTF-8), the \
+    #[tool(
+        description = "Get one frame: its summary, its exact text (raw; raw_base64 when not UTF-8), the \
                           proxy envelope if any, and its pair (the request it answers or the response that \
                           answers it). The text comes max_bytes at a time (default 4096, max 32768): when \
-                          cut is true, call again with offset = next_offset for the rest.")]
-    async fn get_frame(&self, Parameters(a): Parameters<GetFrame>) -> Result<String, String> {
+                          cut is true, call again with offset = next_offset for the rest.",
+        input_schema = schema::<GetFrame>(),
+        annotations(read_only_hint = true, open_world_hint = false)
+    )]
+    async fn get_frame(&self, args: JsonObject) -> Result<String, String> {
+        let a: GetFrame = parse(args)?;
         self.query(Fit::Window, move |cx| frame(cx, a)).await
     }
 
     /// `method_stats`
-    #[tool(description = "Per-method statistics of a trace: count, errors, answered, latency p50/p95/p99/max \
-                          (ns) and histogram; the slowest responses; frames per direction.")]
-    async fn method_stats(&self, Parameters(a): Parameters<MethodStatsArgs>) -> Result<String, String> {
+    #[tool(
+        description = "Per-method statistics of a trace: count, errors, answered, latency p50/p95/p99/max \
+                          (ns) and histogram; the slowest responses; frames per direction.",
+        input_schema = schema::<MethodStatsArgs>(),
+        annotations(read_only_hint = true, open_world_hint = false)
+    )]
+    async fn method_stats(&self, args: JsonObject) -> Result<String, String> {
+        let a: MethodStatsArgs = parse(args)?;
         self.query(Fit::Page("methods"), move |cx| {
             let id = trace_id(cx.store, a.trace_id)?;
             let limit = ranged("limit", a.limit, METHODS_PAGE.0, 1, METHODS_PAGE.1)?;
@@ -302,11 +341,16 @@ impl TraceTools {
     }
 
     /// `compare_traces`
-    #[tool(description = "Compare two traces (b against a): per method the counts, errors and p50/p99 latency \
+    #[tool(
+        description = "Compare two traces (b against a): per method the counts, errors and p50/p99 latency \
                           of each with deltas (b - a); per trace the sessions, turns, tool calls and stop \
                           reasons; and `differences`, the counts that differ (latencies always vary between \
-                          runs and are left to the deltas).")]
-    async fn compare_traces(&self, Parameters(a): Parameters<CompareTraces>) -> Result<String, String> {
+                          runs and are left to the deltas).",
+        input_schema = schema::<CompareTraces>(),
+        annotations(read_only_hint = true, open_world_hint = false)
+    )]
+    async fn compare_traces(&self, args: JsonObject) -> Result<String, String> {
+        let a: CompareTraces = parse(args)?;
         self.query(Fit::Page("methods"), move |cx| {
             let (ta, tb) = (trace_id(cx.store, a.a)?, trace_id(cx.store, a.b)?);
             compare::compare(cx, ta, tb)
