@@ -40,7 +40,7 @@ mod store;
 pub use cli::main;
 pub use frame::Framer;
 pub use import::MAX_LINE_BYTES;
-pub use mcp::MAX_ANSWER_BYTES as MCP_MAX_ANSWER_BYTES;
+pub use mcp::{MAX_ANSWER_BYTES as MCP_MAX_ANSWER_BYTES, MAX_REQUEST_BYTES as MCP_MAX_REQUEST_BYTES};
 pub use model::{BatchMessage, Mode, NewFrame, TraceEnd, TraceStart, CUT_OFF, PREVIEW_STORED_FROM, RELAY_KILLED};
 pub use proc::process_exists;
 pub use redact::REDACT_MAX_DEPTH;

@@ -250,3 +250,36 @@ fn texts_are_masked_as_serve_masks_them_unless_no_redact() {
     let stored = prompt["raw"].as_str().unwrap().replace(MASKED_PROMPT, SECRET_PROMPT);
     assert_eq!(answer(&whole, 2)["raw"].as_str(), Some(stored.as_str()));
 }
+
+#[test]
+fn a_message_longer_than_the_bound_ends_the_session_unread() {
+    let store = TempStore::new();
+    record(&store.db, PROMPT);
+    let mut server = std::process::Command::new(bin())
+        .args(["mcp", "--db", store.db.to_str().unwrap()])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = server.stdin.take().unwrap();
+    // Twice the bound, no newline, and stdin kept open: only the bound ends it.
+    let writer = std::thread::spawn(move || {
+        let chunk = vec![b'x'; 64 * 1024];
+        for _ in 0..(2 * acp_tee::MCP_MAX_REQUEST_BYTES / chunk.len()) {
+            if std::io::Write::write_all(&mut stdin, &chunk).is_err() {
+                break;
+            }
+        }
+        stdin
+    });
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while server.try_wait().unwrap().is_none() {
+        assert!(std::time::Instant::now() < deadline, "acp-tee mcp still reads an endless line");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let _stdin = writer.join().unwrap();
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut server.stderr.take().unwrap(), &mut stderr).unwrap();
+    assert!(stderr.contains(&format!("longer than {} bytes", acp_tee::MCP_MAX_REQUEST_BYTES)), "{stderr}");
+}

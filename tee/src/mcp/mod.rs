@@ -12,9 +12,11 @@
 
 mod answer;
 mod compare;
+mod input;
 
 pub use answer::MAX_ANSWER_BYTES;
 use answer::{Fit, FRAME_DEFAULT_BYTES, FRAME_MAX_BYTES};
+pub use input::MAX_REQUEST_BYTES;
 
 use crate::redact::Redactor;
 use crate::server::mask;
@@ -502,7 +504,7 @@ pub fn run(reader: Reader, redact: bool) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     runtime.block_on(async {
         let service = TraceTools::new(reader, redact)
-            .serve(rmcp::transport::stdio())
+            .serve((input::Bounded::new(tokio::io::stdin(), MAX_REQUEST_BYTES), tokio::io::stdout()))
             .await
             .map_err(|e| anyhow::anyhow!("the MCP client did not initialize: {e}"))?;
         service.waiting().await.map_err(|e| anyhow::anyhow!("the MCP server stopped: {e}"))?;
