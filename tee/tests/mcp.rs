@@ -72,9 +72,15 @@ fn a_real_mcp_client_initializes_lists_the_tools_and_calls_each_on_recorded_sess
     // A second session whose prompt is far larger than any answer.
     let big = "large ".repeat(20_000);
     record(&store.db, &big);
+    // A conductor's trace of three turns, to compare with.
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/conductor-trace.jsons");
+    let out = Command::new(bin()).arg("import").arg("--db").arg(&store.db).arg(fixture).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let s = store.open();
     let traces = s.trace_summaries().unwrap();
-    let (t2, t1) = (traces[0].meta.id, traces[1].meta.id);
+    let mut ids: Vec<i64> = traces.iter().map(|t| t.meta.id).collect();
+    ids.sort();
+    let (t1, t2, t3) = (ids[0], ids[1], ids[2]);
     let frames = exported_frames(&store.db, t1);
     let prompt = frames.iter().find(|f| f["method"] == "session/prompt" && f["kind"] == "request").unwrap();
     let prompt_seq = prompt["seq"].as_i64().unwrap();
@@ -94,9 +100,10 @@ fn a_real_mcp_client_initializes_lists_the_tools_and_calls_each_on_recorded_sess
         ["get_frame", {"trace_id": t1, "seq": prompt_seq, "offset": 10, "max_bytes": 32768}],
         ["method_stats", {"trace_id": t1}],
         ["compare_traces", {"a": t1, "b": t1}],
-        ["compare_traces", {"a": t1, "b": t2}],
+        ["compare_traces", {"a": t1, "b": t3}],
         ["describe_trace", {"trace_id": t2}],
         ["get_frame", {"trace_id": t2, "seq": big_seq}],
+        ["describe_trace", {"trace_id": t3, "turns_offset": 1, "turns_limit": 1}],
     ]);
     let doc = client(&store.db, &calls);
 
@@ -113,7 +120,7 @@ fn a_real_mcp_client_initializes_lists_the_tools_and_calls_each_on_recorded_sess
     let list = answer(&doc, 0);
     let ids: Vec<i64> = list["traces"].as_array().unwrap().iter().map(|t| t["id"].as_i64().unwrap()).collect();
     assert_eq!(ids, traces.iter().map(|t| t.meta.id).collect::<Vec<_>>());
-    assert_eq!((list["total"].as_i64(), &list["has_more"]), (Some(2), &json!(false)));
+    assert_eq!((list["total"].as_i64(), &list["has_more"]), (Some(3), &json!(false)));
     let first = answer(&doc, 1);
     assert_eq!(
         (first["traces"].as_array().unwrap().len(), &first["has_more"], &first["next_offset"]),
@@ -164,8 +171,18 @@ fn a_real_mcp_client_initializes_lists_the_tools_and_calls_each_on_recorded_sess
     }
     assert_eq!(same["sessions_a"]["stop_reasons"], json!({"end_turn": 1}));
     let other = answer(&doc, 9);
-    assert_eq!((&other["a"], &other["b"]), (&json!(t1), &json!(t2)));
-    assert_eq!(other["sessions_b"]["turns"], 1);
+    assert_eq!((&other["a"], &other["b"], &other["same"]), (&json!(t1), &json!(t3), &json!(false)));
+    assert_eq!(other["sessions_b"]["turns"], 3);
+    let differences: Vec<&str> = other["differences"].as_array().unwrap().iter().map(|d| d.as_str().unwrap()).collect();
+    for want in [
+        "session/prompt requests: 1 in a, 3 in b",
+        "turns: 1 in a, 3 in b",
+        "turns that ended end_turn: 1 in a, 3 in b",
+    ] {
+        assert!(differences.contains(&want), "{differences:?}");
+    }
+    let prompt_row = other["methods"].as_array().unwrap().iter().find(|m| m["method"] == "session/prompt").unwrap();
+    assert_eq!(prompt_row["count_delta"], 2);
 
     // The 120 KB prompt: cut in the turn, a window of the frame.
     let described = answer(&doc, 10);
@@ -175,6 +192,15 @@ fn a_real_mcp_client_initializes_lists_the_tools_and_calls_each_on_recorded_sess
     let big_frame = answer(&doc, 11);
     assert_eq!((big_frame["cut"].as_bool(), big_frame["raw"].as_str().map(str::len)), (Some(true), Some(4096)));
     assert!(big_frame["raw_size"].as_i64().unwrap() > big.len() as i64);
+
+    // The second of three turns, and where the next page begins.
+    let paged = &answer(&doc, 12)["sessions"][0];
+    assert_eq!(
+        (&paged["turns"], &paged["turns_shown"], &paged["turns_next_offset"]),
+        (&json!(3), &json!(1), &json!(2))
+    );
+    assert_eq!(paged["turn_page"][0]["index"], 1);
+    assert_eq!(paged["turn_page"][0]["prompt"]["text"], "I feel tired today 1");
 }
 
 #[test]
