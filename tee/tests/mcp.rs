@@ -208,6 +208,8 @@ fn bad_arguments_get_clear_tool_errors_and_the_server_goes_on() {
     let store = TempStore::new();
     record(&store.db, PROMPT);
     let t = store.open().trace_summaries().unwrap()[0].meta.id;
+    let many_words: Vec<String> = (0..200).map(|i| format!("w{i}")).collect();
+    let many_words = many_words.join(" ");
     let calls = json!([
         ["describe_trace", {"trace_id": 999}],
         ["search_frames", {"trace_id": t, "limit": -5}],
@@ -222,6 +224,8 @@ fn bad_arguments_get_clear_tool_errors_and_the_server_goes_on() {
         ["drop_everything", {}],
         ["list_traces", {}],
         ["get_frame", {"trace_id": t}],
+        ["search_frames", {"trace_id": t, "q": many_words}],
+        ["search_frames", {"trace_id": t, "q": "a\u{0}b"}],
     ]);
     let doc = client(&store.db, &calls);
     let expected = [
@@ -238,6 +242,8 @@ fn bad_arguments_get_clear_tool_errors_and_the_server_goes_on() {
         "tool not found",
     ];
     assert_eq!(error(&doc, 12), "bad arguments: missing field `seq`");
+    assert!(error(&doc, 13).contains("the search has 200 terms"), "{}", error(&doc, 13));
+    assert!(error(&doc, 14).contains("must not contain NUL"), "{}", error(&doc, 14));
     for (i, want) in expected.iter().enumerate() {
         let got = error(&doc, i);
         assert!(got.contains(want), "call {i}: {got:?} does not say {want:?}");
