@@ -8,7 +8,7 @@ mod common;
 use common::*;
 use serde_json::{json, Value};
 use std::path::Path;
-use std::process::Command;
+use std::process::{Command, Stdio};
 
 const PROMPT: &str = "I am testing my tools today";
 
@@ -34,13 +34,10 @@ fn client(db: &Path, calls: &Value) -> Value {
 /// [`client`] with `extra` arguments to `acp-tee mcp`.
 fn client_with(db: &Path, extra: &[&str], calls: &Value) -> Value {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/peers/mcp_client.py");
-    let out = Command::new(python_mcp())
-        .arg(script)
-        .arg(calls.to_string())
-        .args([bin(), "mcp", "--db", db.to_str().unwrap()])
-        .args(extra)
-        .output()
-        .unwrap();
+    let mut command = Command::new(python_mcp());
+    command.arg(script).args([bin(), "mcp", "--db", db.to_str().unwrap()]).args(extra);
+    command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    let out = run_with_input(command, calls.to_string().into_bytes());
     assert!(out.status.success(), "the MCP client failed: {}", String::from_utf8_lossy(&out.stderr));
     serde_json::from_slice(&out.stdout).unwrap()
 }
@@ -226,6 +223,8 @@ fn bad_arguments_get_clear_tool_errors_and_the_server_goes_on() {
         ["get_frame", {"trace_id": t}],
         ["search_frames", {"trace_id": t, "q": many_words}],
         ["search_frames", {"trace_id": t, "q": "a\u{0}b"}],
+        ["describe_trace", {"trace_id": t, "session_id": "s".repeat(500_000)}],
+        ["describe_trace", {"trace_id": "t".repeat(500_000)}],
     ]);
     let doc = client(&store.db, &calls);
     let expected = [
@@ -244,6 +243,11 @@ fn bad_arguments_get_clear_tool_errors_and_the_server_goes_on() {
     assert_eq!(error(&doc, 12), "bad arguments: missing field `seq`");
     assert!(error(&doc, 13).contains("the search has 200 terms"), "{}", error(&doc, 13));
     assert!(error(&doc, 14).contains("must not contain NUL"), "{}", error(&doc, 14));
+    // Errors that quote a huge argument are cut.
+    for i in [15, 16] {
+        let e = error(&doc, i);
+        assert!(e.len() < 1000 && e.contains("… [cut: "), "{e}");
+    }
     for (i, want) in expected.iter().enumerate() {
         let got = error(&doc, i);
         assert!(got.contains(want), "call {i}: {got:?} does not say {want:?}");

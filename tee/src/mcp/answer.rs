@@ -53,6 +53,15 @@ pub fn shrink(v: &mut Value, max: usize) {
     }
 }
 
+/// Characters of a tool error's text at most (it may quote an argument).
+pub const ERROR_MAX_CHARS: usize = 500;
+
+/// An error's text cut to [`ERROR_MAX_CHARS`].
+pub fn error_text(mut text: String) -> String {
+    cut_string(&mut text, ERROR_MAX_CHARS);
+    text
+}
+
 fn cut_string(s: &mut String, max: usize) {
     let Some((end, _)) = s.char_indices().nth(max) else { return };
     let chars = s.chars().count();

@@ -88,9 +88,11 @@ fn schema<T: JsonSchema + 'static>() -> Arc<JsonObject> {
 
 /// A tool's arguments as `T`; an error names the argument that is wrong.
 fn parse<T: serde::de::DeserializeOwned>(args: JsonObject) -> Result<T, String> {
-    serde_path_to_error::deserialize(Value::Object(args)).map_err(|e| match e.path().to_string().as_str() {
-        "." => format!("bad arguments: {}", e.inner()),
-        path => format!("bad argument {path}: {}", e.inner()),
+    serde_path_to_error::deserialize(Value::Object(args)).map_err(|e| {
+        answer::error_text(match e.path().to_string().as_str() {
+            "." => format!("bad arguments: {}", e.inner()),
+            path => format!("bad argument {path}: {}", e.inner()),
+        })
     })
 }
 
@@ -243,7 +245,7 @@ impl TraceTools {
         })
         .await
         .map_err(|e| format!("the query failed: {e}"))?;
-        answer.map_err(|e| e.to_string()).and_then(|v| answer::finish(v, fit))
+        answer.map_err(|e| answer::error_text(e.to_string())).and_then(|v| answer::finish(v, fit))
     }
 }
 

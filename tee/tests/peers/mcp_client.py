@@ -1,11 +1,11 @@
 """A real MCP client for tests/mcp.rs: the official Python SDK's (`mcp` from
 PyPI) stdio client.
 
-    mcp_client.py CALLS_JSON COMMAND [ARGS...]
+    mcp_client.py COMMAND [ARGS...] < CALLS_JSON
 
 Starts COMMAND ARGS as an MCP server on stdio, initializes, lists the
-tools, calls each tool of CALLS_JSON (a JSON list of [name, arguments]) in
-order, and prints one JSON document on stdout:
+tools, calls each tool of CALLS_JSON (on stdin: a JSON list of [name,
+arguments]) in order, and prints one JSON document on stdout:
 {"server": InitializeResult, "tools": [Tool], "calls": [{"tool", "arguments",
 "result": CallToolResult} or {"tool", "arguments", "error": {"code",
 "message"}}]}, each MCP object as the SDK dumps it (camelCase keys).
@@ -25,8 +25,8 @@ def dump(obj):
 
 
 async def main():
-    calls = json.loads(sys.argv[1])
-    server = StdioServerParameters(command=sys.argv[2], args=sys.argv[3:])
+    calls = json.load(sys.stdin)
+    server = StdioServerParameters(command=sys.argv[1], args=sys.argv[2:])
     out = {"calls": []}
     async with stdio_client(server) as (read, write):
         async with ClientSession(read, write) as session:
