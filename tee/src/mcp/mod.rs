@@ -32,7 +32,8 @@ use rmcp::schemars::JsonSchema;
 use rmcp::{tool, tool_handler, tool_router, ServerHandler, ServiceExt};
 use serde::Deserialize;
 use serde_json::{json, Value};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+use tokio::sync::Mutex;
 
 /// Traces per `list_traces` page: default and most.
 pub const TRACES_PAGE: (i64, i64) = (20, 100);
@@ -195,7 +196,9 @@ pub struct CompareTraces {
 }
 
 /// The MCP server: the store's reader, the session models it keeps, the
-/// redaction of what it returns.
+/// redaction of what it returns. rmcp runs each request as a task of its
+/// own; they wait for the reader here, as futures, so however many a
+/// client sends at once, one blocking thread runs queries.
 #[derive(Clone)]
 pub struct TraceTools {
     reader: Arc<Mutex<Reader>>,
@@ -236,8 +239,8 @@ impl TraceTools {
         work: impl FnOnce(&Cx<'_>) -> Result<Value, ToolError> + Send + 'static,
     ) -> Result<String, String> {
         let (reader, r, models) = (self.reader.clone(), self.redactor.clone(), self.models.clone());
+        let store = reader.lock_owned().await;
         let answer = tokio::task::spawn_blocking(move || {
-            let store = reader.lock().unwrap_or_else(|e| e.into_inner());
             store.interrupt_after(Some(QUERY_TIME_LIMIT));
             let answer = work(&Cx { store: &store, r: &r, models: &models });
             store.interrupt_after(None);

@@ -5,7 +5,8 @@ PyPI) stdio client.
 
 Starts COMMAND ARGS as an MCP server on stdio, initializes, lists the
 tools, calls each tool of CALLS_JSON (on stdin: a JSON list of [name,
-arguments]) in order, and prints one JSON document on stdout:
+arguments]; an element that is a list of such pairs is called all at once,
+its answers in its order) in order, and prints one JSON document on stdout:
 {"server": InitializeResult, "tools": [Tool], "calls": [{"tool", "arguments",
 "result": CallToolResult} or {"tool", "arguments", "error": {"code",
 "message"}}]}, each MCP object as the SDK dumps it (camelCase keys).
@@ -24,6 +25,15 @@ def dump(obj):
     return obj.model_dump(mode="json", by_alias=True, exclude_none=True)
 
 
+async def call(session, name, arguments):
+    out = {"tool": name, "arguments": arguments}
+    try:
+        out["result"] = dump(await session.call_tool(name, arguments))
+    except MCPError as e:
+        out["error"] = {"code": e.error.code, "message": e.error.message}
+    return out
+
+
 async def main():
     calls = json.load(sys.stdin)
     server = StdioServerParameters(command=sys.argv[1], args=sys.argv[2:])
@@ -32,13 +42,11 @@ async def main():
         async with ClientSession(read, write) as session:
             out["server"] = dump(await session.initialize())
             out["tools"] = [dump(t) for t in (await session.list_tools()).tools]
-            for name, arguments in calls:
-                call = {"tool": name, "arguments": arguments}
-                try:
-                    call["result"] = dump(await session.call_tool(name, arguments))
-                except MCPError as e:
-                    call["error"] = {"code": e.error.code, "message": e.error.message}
-                out["calls"].append(call)
+            for c in calls:
+                if isinstance(c[0], list):
+                    out["calls"].append(await asyncio.gather(*(call(session, *p) for p in c)))
+                else:
+                    out["calls"].append(await call(session, *c))
     json.dump(out, sys.stdout)
 
 
