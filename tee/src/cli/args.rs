@@ -53,6 +53,9 @@ pub(super) enum Command {
     /// Show a trace's sessions: turns, tool calls, permission waits, usage, open requests
     #[command(long_about = super::show::SHOW_ABOUT)]
     Show(super::show::ShowArgs),
+    /// Serve the trace store to a model: a Model Context Protocol server on stdio
+    #[command(long_about = MCP_ABOUT)]
+    Mcp(McpArgs),
     /// The recorder process wrap mode starts; not for people
     #[command(name = "__recorder", hide = true)]
     Recorder(RecorderArgs),
@@ -75,6 +78,27 @@ already forwarded is still stored.
 Exit status: the agent's exit code, or 128+N when signal N killed it; 0 when
 acp-tee stopped the agent after the client closed; 127 when AGENT does not
 exist, 126 when it cannot be executed (nothing is recorded then).";
+
+const MCP_ABOUT: &str = "\
+Serve the trace store to a model: a Model Context Protocol server on stdio,
+read-only, for an MCP client (Claude Desktop, an editor, an agent) to start.
+
+Tools: list_traces, describe_trace (sessions, turns, tool calls, open
+requests, notes), search_frames, get_frame (with its pair; the text a
+window at a time), method_stats, compare_traces. Answers are paged and
+bounded in size. Texts are masked like exports (--no-redact returns them
+as stored). stdout is the protocol; logs go to stderr. The README shows
+the client configuration.";
+
+/// Arguments of `acp-tee mcp`.
+#[derive(Debug, Args)]
+pub(super) struct McpArgs {
+    #[command(flatten)]
+    pub(super) store: StoreArg,
+    /// Return texts as stored, secrets included
+    #[arg(long)]
+    pub(super) no_redact: bool,
+}
 
 #[derive(Debug, Args)]
 pub(super) struct StoreArg {

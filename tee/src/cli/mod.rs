@@ -113,6 +113,10 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Export(a) => export_command(a),
         Command::Import(a) => import::import_command(a),
         Command::Show(a) => show::show_command(a),
+        Command::Mcp(a) => {
+            crate::mcp::run(a.store.open_reader()?, !a.no_redact)?;
+            Ok(0)
+        }
         Command::Recorder(a) => {
             ignore_terminal_signals();
             let redactor = a.redact.then(|| Redactor::new(a.redact_rule));

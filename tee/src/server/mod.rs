@@ -19,14 +19,15 @@ mod auth;
 mod db;
 mod error;
 mod live;
-mod mask;
+pub(crate) mod mask;
 mod routes;
-mod sessions;
+pub(crate) mod sessions;
 
 pub use auth::generate_token;
 pub use db::{Db, MAX_EXPORTS, QUERY_TIME_LIMIT};
 pub use error::AppError;
 pub use mask::redactor;
+pub(crate) use routes::validate;
 
 use anyhow::Context;
 use axum::http::StatusCode;

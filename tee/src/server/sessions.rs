@@ -30,7 +30,7 @@ pub struct Models(Arc<Mutex<Vec<Kept>>>);
 impl Models {
     /// Runs `read` on trace `id`'s model, brought up to date with what
     /// `store` holds.
-    fn with_current<T>(
+    pub(crate) fn with_current<T>(
         &self,
         store: &Store,
         id: i64,

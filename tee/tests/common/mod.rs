@@ -209,6 +209,12 @@ pub fn python_acp() -> String {
     installed_peer("venv/bin/python", "python-acp")
 }
 
+/// The Python of the venv that holds the official Python MCP SDK (`mcp`
+/// from PyPI).
+pub fn python_mcp() -> String {
+    installed_peer("mcp-venv/bin/python", "python-mcp")
+}
+
 /// The acpx client (npm `acpx`).
 pub fn acpx() -> String {
     installed_peer("node_modules/.bin/acpx", "acpx")

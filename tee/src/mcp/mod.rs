@@ -1,0 +1,518 @@
+//! `acp-tee mcp`: a Model Context Protocol server on stdio (the official
+//! Rust SDK, `rmcp`) that lets a model read the trace store. Read-only: it
+//! holds one [`Reader`]. Its tools list traces, describe a trace's sessions
+//! (turns, tool calls, open requests, notes), search frames, get a frame
+//! with its pair, give per-method stats and compare two traces.
+//!
+//! Texts are masked as `serve` masks them unless `--no-redact`. Every
+//! answer is bounded ([`answer::MAX_ANSWER_BYTES`]): pages have a maximum
+//! size, strings are cut, a frame's bytes come a window at a time. Each
+//! query runs under the server's [`QUERY_TIME_LIMIT`]. Bad arguments give a
+//! tool error (`isError: true`) that says what to change.
+
+mod answer;
+mod compare;
+mod input;
+
+pub use answer::MAX_ANSWER_BYTES;
+use answer::{Fit, FRAME_DEFAULT_BYTES, FRAME_MAX_BYTES};
+pub use input::MAX_REQUEST_BYTES;
+
+use crate::redact::Redactor;
+use crate::server::mask;
+use crate::server::sessions::Models;
+use crate::server::QUERY_TIME_LIMIT;
+use crate::session::now_t_ns;
+use crate::store::{Reader, Store, StoreError};
+use acp_tee_shared::api::FrameQuery;
+use rmcp::handler::server::common::schema_for_input;
+use rmcp::model::JsonObject;
+use rmcp::model::{Implementation, ServerCapabilities, ServerInfo};
+use rmcp::schemars::JsonSchema;
+use rmcp::{tool, tool_handler, tool_router, ServerHandler, ServiceExt};
+use serde::Deserialize;
+use serde_json::{json, Value};
+use std::sync::Arc;
+use tokio::sync::Mutex;
+
+/// Traces per `list_traces` page: default and most.
+pub const TRACES_PAGE: (i64, i64) = (20, 100);
+/// Sessions per `describe_trace` page: default and most.
+pub const SESSIONS_PAGE: (i64, i64) = (10, 100);
+/// Turns of each session `describe_trace` shows: default and most.
+pub const TURNS_PAGE: (i64, i64) = (3, 50);
+/// Frames per `search_frames` page: default and most.
+pub const FRAMES_PAGE: (i64, i64) = (20, 100);
+/// Methods `method_stats` lists: default and most.
+pub const METHODS_PAGE: (i64, i64) = (50, 200);
+
+/// What a tool call failed on, said to the model.
+#[derive(Debug, thiserror::Error)]
+pub enum ToolError {
+    /// An argument out of its range or naming nothing.
+    #[error("{0}")]
+    Bad(String),
+    /// The store failed, or the query ran out of time.
+    #[error("{}", store_text(.0))]
+    Store(#[from] StoreError),
+}
+
+fn store_text(e: &StoreError) -> String {
+    if e.is_interrupted() {
+        format!(
+            "the query ran out of its {} s; narrow it (a method, a session, a search word, fewer items)",
+            QUERY_TIME_LIMIT.as_secs()
+        )
+    } else {
+        e.to_string()
+    }
+}
+
+/// `value` (named `name`) when it lies in `lo..=hi`, `default` when absent.
+fn ranged(name: &str, value: Option<i64>, default: i64, lo: i64, hi: i64) -> Result<i64, ToolError> {
+    match value {
+        None => Ok(default),
+        Some(v) if (lo..=hi).contains(&v) => Ok(v),
+        Some(v) => Err(ToolError::Bad(format!("{name} must be between {lo} and {hi}, not {v}"))),
+    }
+}
+
+/// A page's `limit` in `1..=most` (default `default`) and `offset` of 0 or more.
+fn paging(offset: Option<i64>, limit: Option<i64>, (default, most): (i64, i64)) -> Result<(i64, i64), ToolError> {
+    Ok((ranged("offset", offset, 0, 0, i64::MAX)?, ranged("limit", limit, default, 1, most)?))
+}
+
+/// The JSON schema of a tool's arguments `T`.
+fn schema<T: JsonSchema + 'static>() -> Arc<JsonObject> {
+    schema_for_input::<T>().expect("the argument structs make object schemas")
+}
+
+/// A tool's arguments as `T`; an error names the argument that is wrong.
+fn parse<T: serde::de::DeserializeOwned>(args: JsonObject) -> Result<T, String> {
+    serde_path_to_error::deserialize(Value::Object(args)).map_err(|e| {
+        answer::error_text(match e.path().to_string().as_str() {
+            "." => format!("bad arguments: {}", e.inner()),
+            path => format!("bad argument {path}: {}", e.inner()),
+        })
+    })
+}
+
+/// A trace id that exists.
+fn trace_id(store: &Store, id: i64) -> Result<i64, ToolError> {
+    store
+        .trace(id)
+        .map_err(|_| ToolError::Bad(format!("there is no trace {id}; list_traces lists the traces there are")))?;
+    Ok(id)
+}
+
+/// Arguments of `list_traces`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(crate = "rmcp::schemars")]
+pub struct ListTraces {
+    /// Skip this many traces (newest first).
+    pub offset: Option<i64>,
+    /// At most this many traces (1..=100, default 20).
+    pub limit: Option<i64>,
+}
+
+/// Arguments of `describe_trace`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(crate = "rmcp::schemars")]
+pub struct DescribeTrace {
+    /// The trace (an id from list_traces).
+    pub trace_id: i64,
+    /// Only this ACP session.
+    pub session_id: Option<String>,
+    /// Skip this many sessions.
+    pub offset: Option<i64>,
+    /// At most this many sessions (1..=100, default 10).
+    pub limit: Option<i64>,
+    /// Skip this many turns in each session shown.
+    pub turns_offset: Option<i64>,
+    /// At most this many turns of each session (0..=50, default 3).
+    pub turns_limit: Option<i64>,
+}
+
+/// Arguments of `search_frames`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(crate = "rmcp::schemars")]
+pub struct SearchFrames {
+    /// The trace (an id from list_traces).
+    pub trace_id: i64,
+    /// Words that must all occur in the frame, as whole words, without case.
+    pub q: Option<String>,
+    /// Only this JSON-RPC method (responses carry their request's).
+    pub method: Option<String>,
+    /// Only this kind: request, response, notification, batch, invalid, stderr.
+    pub kind: Option<String>,
+    /// Only this direction: client_to_agent, agent_to_client, stderr.
+    pub dir: Option<String>,
+    /// Only this ACP session.
+    pub session_id: Option<String>,
+    /// Only error responses.
+    pub errors: Option<bool>,
+    /// Only responses slower than this many milliseconds.
+    pub min_latency_ms: Option<f64>,
+    /// Only frames after this seq.
+    pub after: Option<i64>,
+    /// Skip this many matching frames.
+    pub offset: Option<i64>,
+    /// At most this many frames (1..=100, default 20).
+    pub limit: Option<i64>,
+}
+
+/// Arguments of `get_frame`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(crate = "rmcp::schemars")]
+pub struct GetFrame {
+    /// The trace (an id from list_traces).
+    pub trace_id: i64,
+    /// The frame's seq (from search_frames or describe_trace).
+    pub seq: i64,
+    /// The first byte of the frame's text to return (default 0); a cut answer's next_offset.
+    pub offset: Option<i64>,
+    /// Bytes of the frame's text to return (1..=32768, default 4096).
+    pub max_bytes: Option<i64>,
+}
+
+/// Arguments of `method_stats`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(crate = "rmcp::schemars")]
+pub struct MethodStatsArgs {
+    /// The trace (an id from list_traces).
+    pub trace_id: i64,
+    /// At most this many methods, most frequent first (1..=200, default 50).
+    pub limit: Option<i64>,
+}
+
+/// Arguments of `compare_traces`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(crate = "rmcp::schemars")]
+pub struct CompareTraces {
+    /// The first trace (the baseline).
+    pub a: i64,
+    /// The second trace; deltas are b minus a.
+    pub b: i64,
+}
+
+/// The MCP server: the store's reader, the session models it keeps, the
+/// redaction of what it returns. rmcp runs each request as a task of its
+/// own; they wait for the reader here, as futures, so however many a
+/// client sends at once, one blocking thread runs queries.
+#[derive(Clone)]
+pub struct TraceTools {
+    reader: Arc<Mutex<Reader>>,
+    models: Models,
+    redactor: Redactor,
+}
+
+/// What a tool's query gets.
+struct Cx<'a> {
+    store: &'a Store,
+    r: &'a Redactor,
+    models: &'a Models,
+}
+
+impl Cx<'_> {
+    fn redact(&self) -> Option<&Redactor> {
+        (!self.r.is_noop()).then_some(self.r)
+    }
+}
+
+fn to_value<T: serde::Serialize>(v: &T) -> Value {
+    serde_json::to_value(v).expect("API types always serialise")
+}
+
+impl TraceTools {
+    /// A server reading `reader`, masking with the default rules unless
+    /// `redact` is false.
+    pub fn new(reader: Reader, redact: bool) -> TraceTools {
+        TraceTools { reader: Arc::new(Mutex::new(reader)), models: Models::default(), redactor: mask::redactor(redact) }
+    }
+
+    /// Runs `work` on the reader on a blocking thread under
+    /// [`QUERY_TIME_LIMIT`], and sizes its answer as `fit` says (see
+    /// [`answer::finish`]).
+    async fn query(
+        &self,
+        fit: Fit,
+        work: impl FnOnce(&Cx<'_>) -> Result<Value, ToolError> + Send + 'static,
+    ) -> Result<String, String> {
+        let (reader, r, models) = (self.reader.clone(), self.redactor.clone(), self.models.clone());
+        let store = reader.lock_owned().await;
+        let answer = tokio::task::spawn_blocking(move || {
+            store.interrupt_after(Some(QUERY_TIME_LIMIT));
+            let answer = work(&Cx { store: &store, r: &r, models: &models });
+            store.interrupt_after(None);
+            answer
+        })
+        .await
+        .map_err(|e| format!("the query failed: {e}"))?;
+        answer.map_err(|e| answer::error_text(e.to_string())).and_then(|v| answer::finish(v, fit))
+    }
+}
+
+#[tool_router]
+impl TraceTools {
+    /// `list_traces`
+    #[tool(
+        description = "List the recorded traces, newest first: id, name, agent command, start, end reason, \
+                          frame count, live. Paged: offset, limit (max 100).",
+        input_schema = schema::<ListTraces>(),
+        annotations(read_only_hint = true, open_world_hint = false)
+    )]
+    async fn list_traces(&self, args: JsonObject) -> Result<String, String> {
+        let a: ListTraces = parse(args)?;
+        self.query(Fit::Page("traces"), move |cx| {
+            let (offset, limit) = paging(a.offset, a.limit, TRACES_PAGE)?;
+            let all = cx.store.trace_summaries()?;
+            let total = all.len() as i64;
+            let traces: Vec<Value> = all
+                .into_iter()
+                .skip(offset as usize)
+                .take(limit as usize)
+                .map(|t| to_value(&mask::trace(cx.r, t)))
+                .collect();
+            let next = offset + traces.len() as i64;
+            Ok(json!({"traces": traces, "total": total, "offset": offset,
+                      "has_more": next < total, "next_offset": (next < total).then_some(next)}))
+        })
+        .await
+    }
+
+    /// `describe_trace`
+    #[tool(
+        description = "Describe a trace's ACP sessions: peers, each session's facts (turns, tool calls, \
+                          permission waits, usage, notes = findings about the protocol), a page of its turns \
+                          (prompt, reply, thoughts, stop reason, tool calls, client calls; texts cut to 2000 \
+                          chars) and the requests still unanswered. Paged: offset/limit over sessions, \
+                          turns_offset/turns_limit over each session's turns.",
+        input_schema = schema::<DescribeTrace>(),
+        annotations(read_only_hint = true, open_world_hint = false)
+    )]
+    async fn describe_trace(&self, args: JsonObject) -> Result<String, String> {
+        let a: DescribeTrace = parse(args)?;
+        self.query(Fit::Page("sessions"), move |cx| describe(cx, a)).await
+    }
+
+    /// `search_frames`
+    #[tool(
+        description = "Search a trace's frames (JSON-RPC messages and stderr lines): by words (q), method, \
+                          kind, direction, session, errors only, slowness. Returns frame summaries (seq, time, \
+                          direction, kind, id, method, latency, preview) and the total. Paged: after (seq \
+                          cursor) or offset, limit (max 100). get_frame returns one frame's text.",
+        input_schema = schema::<SearchFrames>(),
+        annotations(read_only_hint = true, open_world_hint = false)
+    )]
+    async fn search_frames(&self, args: JsonObject) -> Result<String, String> {
+        let a: SearchFrames = parse(args)?;
+        self.query(Fit::Page("frames"), move |cx| search(cx, a)).await
+    }
+
+    /// `get_frame`
+    #[tool(
+        description = "Get one frame: its summary, its exact text (raw; raw_base64 when not UTF-8), the \
+                          proxy envelope if any, and its pair (the request it answers or the response that \
+                          answers it). The text comes max_bytes at a time (default 4096, max 32768): when \
+                          cut is true, call again with offset = next_offset for the rest.",
+        input_schema = schema::<GetFrame>(),
+        annotations(read_only_hint = true, open_world_hint = false)
+    )]
+    async fn get_frame(&self, args: JsonObject) -> Result<String, String> {
+        let a: GetFrame = parse(args)?;
+        self.query(Fit::Window, move |cx| frame(cx, a)).await
+    }
+
+    /// `method_stats`
+    #[tool(
+        description = "Per-method statistics of a trace: count, errors, answered, latency p50/p95/p99/max \
+                          (ns) and histogram; the slowest responses; frames per direction.",
+        input_schema = schema::<MethodStatsArgs>(),
+        annotations(read_only_hint = true, open_world_hint = false)
+    )]
+    async fn method_stats(&self, args: JsonObject) -> Result<String, String> {
+        let a: MethodStatsArgs = parse(args)?;
+        self.query(Fit::Page("methods"), move |cx| {
+            let id = trace_id(cx.store, a.trace_id)?;
+            let limit = ranged("limit", a.limit, METHODS_PAGE.0, 1, METHODS_PAGE.1)?;
+            let mut stats = cx.store.trace_stats(id)?;
+            stats.slowest.iter_mut().for_each(|f| mask::summary(cx.r, f));
+            let total = stats.methods.len();
+            stats.methods.truncate(limit as usize);
+            let mut v = to_value(&stats);
+            v["methods_total"] = json!(total);
+            v["has_more"] = json!(total > limit as usize);
+            Ok(v)
+        })
+        .await
+    }
+
+    /// `compare_traces`
+    #[tool(
+        description = "Compare two traces (b against a): per method the counts, errors and p50/p99 latency \
+                          of each with deltas (b - a); per trace the sessions, turns, tool calls and stop \
+                          reasons; and `differences`, the counts that differ (latencies always vary between \
+                          runs and are left to the deltas).",
+        input_schema = schema::<CompareTraces>(),
+        annotations(read_only_hint = true, open_world_hint = false)
+    )]
+    async fn compare_traces(&self, args: JsonObject) -> Result<String, String> {
+        let a: CompareTraces = parse(args)?;
+        self.query(Fit::Page("methods"), move |cx| {
+            let (ta, tb) = (trace_id(cx.store, a.a)?, trace_id(cx.store, a.b)?);
+            compare::compare(cx, ta, tb)
+        })
+        .await
+    }
+}
+
+#[tool_handler]
+impl ServerHandler for TraceTools {
+    fn get_info(&self) -> ServerInfo {
+        ServerInfo::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("acp-tee", env!("CARGO_PKG_VERSION")))
+            .with_instructions(
+                "Read-only access to acp-tee's store of recorded Agent Client Protocol traces. Start with \
+                 list_traces, then describe_trace for what happened in a session, search_frames and get_frame \
+                 for the messages themselves.",
+            )
+    }
+}
+
+fn describe(cx: &Cx<'_>, a: DescribeTrace) -> Result<Value, ToolError> {
+    let id = trace_id(cx.store, a.trace_id)?;
+    let (offset, limit) = paging(a.offset, a.limit, SESSIONS_PAGE)?;
+    let turns_offset = ranged("turns_offset", a.turns_offset, 0, 0, i64::MAX)? as u64;
+    let turns_limit = ranged("turns_limit", a.turns_limit, TURNS_PAGE.0, 0, TURNS_PAGE.1)? as u32;
+    let trace = cx.store.trace_summary(id)?;
+    let now = now_t_ns(&trace);
+    cx.models.with_current(cx.store, id, cx.r, |model| {
+        let mut view = model.sessions(now);
+        if let Some(sid) = &a.session_id {
+            if !view.sessions.iter().any(|s| &s.session_id == sid) {
+                return Ok(Err(ToolError::Bad(format!(
+                    "trace {id} has no session {sid}; describe_trace without session_id lists its sessions"
+                ))));
+            }
+            view.sessions.retain(|s| &s.session_id == sid);
+            view.open_requests.retain(|o| o.session_id.as_ref() == Some(sid));
+        }
+        let total = view.sessions.len() as i64;
+        let mut sessions = Vec::new();
+        for s in view.sessions.iter().skip(offset as usize).take(limit as usize) {
+            let turns = match turns_limit {
+                0 => Vec::new(),
+                n => model
+                    .turns_of(cx.store, id, &s.session_id, turns_offset, n, cx.redact())?
+                    .map(|p| p.turns)
+                    .unwrap_or_default(),
+            };
+            let (plan, commands, changes) = model.extras(&s.session_id);
+            let shown = turns.len() as u64;
+            let mut v = to_value(s);
+            v["turns_offset"] = json!(turns_offset);
+            v["turns_shown"] = json!(shown);
+            v["turns_next_offset"] = json!((turns_offset + shown < s.turns).then_some(turns_offset + shown));
+            v["turn_page"] = json!(turns);
+            v["plan"] = to_value(&plan);
+            v["commands"] = to_value(&commands);
+            v["changes"] = to_value(&changes);
+            sessions.push(v);
+        }
+        let next = offset + sessions.len() as i64;
+        let mut v = json!({
+            "trace": to_value(&mask::trace(cx.r, trace.clone())),
+            "sessions": sessions, "sessions_total": total, "offset": offset,
+            "has_more": next < total, "next_offset": (next < total).then_some(next),
+        });
+        let overview = to_value(&view);
+        for key in
+            ["open_requests", "open_requests_total", "live", "protocol_version", "agent", "client", "frames_left_out"]
+        {
+            v[key] = overview[key].clone();
+        }
+        Ok(Ok(v))
+    })?
+}
+
+/// A name from a fixed set (`kind`, `dir`) as the type serde knows it by.
+fn named<T: serde::de::DeserializeOwned>(
+    what: &str,
+    name: Option<String>,
+    choices: &str,
+) -> Result<Option<T>, ToolError> {
+    name.map(|n| {
+        serde_json::from_value(Value::String(n.clone()))
+            .map_err(|_| ToolError::Bad(format!("{what} must be one of {choices}, not {n:?}")))
+    })
+    .transpose()
+}
+
+fn search(cx: &Cx<'_>, a: SearchFrames) -> Result<Value, ToolError> {
+    let id = trace_id(cx.store, a.trace_id)?;
+    let (offset, limit) = paging(a.offset, a.limit, FRAMES_PAGE)?;
+    let q = FrameQuery {
+        after: a.after.map(|s| ranged("after", Some(s), 0, 0, i64::MAX)).transpose()?,
+        offset: Some(offset),
+        limit: Some(limit),
+        dir: named("dir", a.dir, "client_to_agent, agent_to_client, stderr")?,
+        kind: named("kind", a.kind, "request, response, notification, batch, invalid, stderr")?,
+        method: a.method,
+        session: a.session_id,
+        errors: a.errors,
+        min_latency_ms: a.min_latency_ms,
+        q: a.q,
+    };
+    crate::server::validate(&q).map_err(|e| match e {
+        crate::server::AppError::BadRequest(m) => ToolError::Bad(m),
+        other => ToolError::Bad(format!("{other:?}")),
+    })?;
+    let mut page = cx.store.frame_page(id, &q)?;
+    page.frames.iter_mut().for_each(|f| mask::summary(cx.r, f));
+    let next = offset + page.frames.len() as i64;
+    let mut v = to_value(&page);
+    v["offset"] = json!(offset);
+    v["next_offset"] = json!(page.has_more.then_some(next));
+    Ok(v)
+}
+
+fn frame(cx: &Cx<'_>, a: GetFrame) -> Result<Value, ToolError> {
+    let id = trace_id(cx.store, a.trace_id)?;
+    let offset = ranged("offset", a.offset, 0, 0, i64::MAX)? as usize;
+    let max = ranged("max_bytes", a.max_bytes, FRAME_DEFAULT_BYTES as i64, 1, FRAME_MAX_BYTES as i64)? as usize;
+    let Some(d) = cx.store.frame_detail(id, a.seq)? else {
+        return Err(ToolError::Bad(format!("trace {id} has no frame {}; search_frames lists its frames", a.seq)));
+    };
+    let d = mask::detail(cx.r, d, usize::MAX);
+    let mut next = None;
+    let mut part = |text: Option<&str>, offset: usize, max: usize| {
+        text.map(|t| {
+            let (w, n) = answer::window(t, offset, max);
+            next = next.max(n);
+            w.to_owned()
+        })
+    };
+    // Base64 is cut at whole groups of four characters.
+    let raw = part(d.raw.as_deref(), offset, max);
+    let raw_base64 = part(d.raw_base64.as_deref(), offset / 4 * 4, (max / 4 * 4).max(4));
+    let envelope = part(d.envelope.as_deref(), offset, max);
+    Ok(json!({
+        "frame": to_value(&d.frame), "pair": to_value(&d.pair),
+        "raw": raw, "raw_base64": raw_base64, "envelope": envelope,
+        "raw_size": d.raw_size, "envelope_size": d.envelope_size,
+        "offset": offset, "cut": next.is_some(), "next_offset": next,
+    }))
+}
+
+/// Serves `reader` over MCP on stdin/stdout until the client closes stdin.
+pub fn run(reader: Reader, redact: bool) -> anyhow::Result<()> {
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    runtime.block_on(async {
+        let service = TraceTools::new(reader, redact)
+            .serve((input::Bounded::new(tokio::io::stdin(), MAX_REQUEST_BYTES), tokio::io::stdout()))
+            .await
+            .map_err(|e| anyhow::anyhow!("the MCP client did not initialize: {e}"))?;
+        service.waiting().await.map_err(|e| anyhow::anyhow!("the MCP server stopped: {e}"))?;
+        Ok(())
+    })
+}
