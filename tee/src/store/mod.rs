@@ -89,6 +89,13 @@ pub(crate) fn frame_id_bounds(trace_id: i64) -> (i64, i64) {
     (trace_id << SEQ_BITS, (trace_id + 1) << SEQ_BITS)
 }
 
+/// The rowid of trace `trace_id`'s last stored frame (`None` for none): one
+/// seek.
+fn last_frame_id(conn: &Connection, trace_id: i64) -> rusqlite::Result<Option<i64>> {
+    let (lo, hi) = frame_id_bounds(trace_id);
+    conn.query_row("SELECT max(id) FROM frames WHERE id > ?1 AND id < ?2", params![lo, hi], |r| r.get(0))
+}
+
 /// The store file used when `--db` is not given:
 /// `$XDG_DATA_HOME/acp-tee/traces.db`, else `~/.local/share/acp-tee/traces.db`.
 pub fn default_path() -> Result<PathBuf, StoreError> {

@@ -208,12 +208,7 @@ impl Store {
         after: i64,
         mut each: impl FnMut(StoredFrame) -> Result<bool, E>,
     ) -> Result<(), E> {
-        let (lo, hi) = super::frame_id_bounds(trace_id);
-        let last: Option<i64> = self
-            .conn
-            .query_row("SELECT max(id) FROM frames WHERE id > ?1 AND id < ?2", params![lo, hi], |r| r.get(0))
-            .map_err(StoreError::from)?;
-        let Some(last) = last else { return Ok(()) };
+        let Some(last) = super::last_frame_id(&self.conn, trace_id).map_err(StoreError::from)? else { return Ok(()) };
         let mut from = super::frame_id(trace_id, after.max(0));
         let mut step = Vec::new();
         while from < last {
@@ -239,11 +234,7 @@ impl Store {
         after: i64,
         mut each: impl FnMut(&FrameRef<'_>) -> bool,
     ) -> Result<(), StoreError> {
-        let (lo, hi) = super::frame_id_bounds(trace_id);
-        let last: Option<i64> =
-            self.conn
-                .query_row("SELECT max(id) FROM frames WHERE id > ?1 AND id < ?2", params![lo, hi], |r| r.get(0))?;
-        let Some(last) = last else { return Ok(()) };
+        let Some(last) = super::last_frame_id(&self.conn, trace_id)? else { return Ok(()) };
         let mut from = super::frame_id(trace_id, after.max(0));
         let mut stmt = self.conn.prepare_cached(
             "SELECT id, seq, t_ns, dir, kind, rpc_id, method, session_id, reply_to_seq, raw

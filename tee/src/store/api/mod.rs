@@ -243,10 +243,8 @@ fn seq_before_method_offset(conn: &Connection, trace_id: i64, method: &str, offs
 
 /// The highest seq trace `trace_id` has stored (0 for none): one seek.
 fn last_seq(conn: &Connection, trace_id: i64) -> Result<i64, StoreError> {
-    let (lo, hi) = frame_id_bounds(trace_id);
-    let last: Option<i64> =
-        conn.query_row("SELECT max(id) FROM frames WHERE id > ?1 AND id < ?2", params![lo, hi], |r| r.get(0))?;
-    Ok(last.map_or(0, |id| id - lo))
+    let last = super::last_frame_id(conn, trace_id)?;
+    Ok(last.map_or(0, |id| id - frame_id_bounds(trace_id).0))
 }
 
 fn has_filters(q: &FrameQuery) -> bool {
