@@ -12,7 +12,7 @@ use crate::redact::Redactor;
 use crate::session::{now_t_ns, Model};
 use crate::store::Store;
 use acp_tee_shared::api::TraceSummary;
-use acp_tee_shared::session::{OpenRequest, SessionSummary, Text, TraceSessions, Turn, TURNS_MAX_LIMIT};
+use acp_tee_shared::session::{OpenRequest, SessionSummary, ShowSession, Text, TraceSessions, Turn, TURNS_MAX_LIMIT};
 use anyhow::Context;
 use clap::{Args, ValueEnum};
 use std::io::Write;
@@ -123,11 +123,12 @@ impl Shown<'_> {
         write!(out, "{{\"trace\":{},\"overview\":{},\"sessions\":[", json(trace), json(overview))?;
         for (i, s) in overview.sessions.iter().enumerate() {
             let (plan, commands, changes) = self.model.extras(&s.session_id);
-            let head = serde_json::json!({
-                "session_id": s.session_id, "plan": plan, "commands": commands, "changes": changes
-            });
-            let head = head.to_string();
-            write!(out, "{}{},\"turns\":[", if i > 0 { "," } else { "" }, &head[..head.len() - 1])?;
+            // The session as its type writes it, turns last and still empty:
+            // they are written into it a page at a time.
+            let session = ShowSession { session_id: s.session_id.clone(), plan, commands, changes, turns: Vec::new() };
+            let head = json(&session);
+            let head = head.strip_suffix("[]}").expect("a ShowSession's turns come last");
+            write!(out, "{}{head}[", if i > 0 { "," } else { "" })?;
             let mut first = true;
             self.each_turn(&s.session_id, |t| {
                 write!(out, "{}{}", if first { "" } else { "," }, json(t))?;
