@@ -13,7 +13,7 @@
 //! The file is one trace. A frame keeps its `seq` (a gap counts as missing,
 //! a repeated one is a bad line); times count from the first line's `at`.
 
-use super::{imported_meta, Context, ImportError, ImportFormat, Stamps, TraceSink};
+use super::{Context, ImportError, ImportFormat, Stamps, TraceSink};
 use crate::model::{Mode, NewFrame};
 use crate::store::MAX_SEQ;
 use acp_tee_shared::Direction;
@@ -50,12 +50,7 @@ pub fn read(ctx: &mut Context, input: impl BufRead) -> Result<(), ImportError> {
             Err(why) => ctx.bad_line(number, why),
         }
     })?;
-    if sink.frames == 0 {
-        return Err(ImportError::Empty { path: ctx.path.clone() });
-    }
-    let started = stamps.started(ctx, sink.last_t_ns);
-    let meta = imported_meta(ctx, ImportFormat::Acpx, started, sink.last_t_ns);
-    sink.finish(ctx, meta, None)
+    stamps.finish(ctx, sink, ImportFormat::Acpx)
 }
 
 fn frame(sink: &mut TraceSink, stamps: &mut Stamps, e: Event) -> Result<NewFrame, String> {

@@ -12,7 +12,7 @@
 //! one is at the time of the line before it (0 when no line had one, and the
 //! trace is then pinned to the time the file was last written).
 
-use super::{imported_meta, Context, ImportError, ImportFormat, Stamps, TraceSink};
+use super::{Context, ImportError, ImportFormat, Stamps, TraceSink};
 use crate::model::{Mode, NewFrame};
 use acp_tee_shared::Direction;
 use serde::Deserialize;
@@ -36,12 +36,7 @@ pub fn read(ctx: &mut Context, input: impl BufRead) -> Result<(), ImportError> {
         Ok(frame) => sink.push(ctx, frame),
         Err(why) => ctx.bad_line(number, why),
     })?;
-    if sink.frames == 0 {
-        return Err(ImportError::Empty { path: ctx.path.clone() });
-    }
-    let started = stamps.started(ctx, sink.last_t_ns);
-    let meta = imported_meta(ctx, ImportFormat::AcpInspectorFsharp, started, sink.last_t_ns);
-    sink.finish(ctx, meta, None)
+    stamps.finish(ctx, sink, ImportFormat::AcpInspectorFsharp)
 }
 
 fn frame(sink: &mut TraceSink, stamps: &mut Stamps, line: &str) -> Result<NewFrame, String> {

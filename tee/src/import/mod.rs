@@ -31,6 +31,7 @@ pub mod inspector;
 pub mod inspector_fs;
 pub mod jsons;
 pub mod sacp;
+mod stamps;
 pub mod zed;
 
 use crate::cli::printable;
@@ -39,6 +40,7 @@ use crate::model::{Mode, NewFrame};
 use crate::store::{Import, Store, StoreError, MAX_SEQ};
 use acp_tee_shared::TraceMeta;
 use indicatif::ProgressBar;
+use stamps::Stamps;
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
@@ -537,32 +539,6 @@ fn imported_meta(ctx: &Context, format: ImportFormat, started_at: String, last_t
         frame_count: 0,
         error_count: 0,
         missing_frames: 0,
-    }
-}
-
-/// The times of a source whose entries carry wall-clock stamps: `t_ns`
-/// counts from the first entry's. An entry stamped before the first is at 0
-/// (writers stamp from several tasks, slightly out of order).
-#[derive(Default)]
-struct Stamps {
-    first: Option<chrono::DateTime<chrono::Utc>>,
-}
-
-impl Stamps {
-    /// The `t_ns` of an entry stamped `at`.
-    fn t_ns(&mut self, at: chrono::DateTime<chrono::Utc>) -> u64 {
-        let t0 = *self.first.get_or_insert(at);
-        (at - t0).num_nanoseconds().unwrap_or(i64::MAX).max(0) as u64
-    }
-
-    /// When the trace started: the first stamp, else (no entry had one) the
-    /// file's modification time less the trace's length.
-    fn started(&self, ctx: &Context, last_t_ns: i64) -> String {
-        let t = self.first.unwrap_or_else(|| {
-            let back = chrono::Duration::nanoseconds(last_t_ns);
-            ctx.file_time().checked_sub_signed(back).unwrap_or_else(|| ctx.file_time())
-        });
-        crate::clock::rfc3339(t)
     }
 }
 
