@@ -109,8 +109,10 @@ impl Shown<'_> {
     fn each_turn(&self, sid: &str, mut each: impl FnMut(&Turn) -> anyhow::Result<()>) -> anyhow::Result<()> {
         let mut offset = 0;
         loop {
-            let page = self.model.turns_of(self.store, self.id, sid, offset, TURNS_MAX_LIMIT, self.redact)?;
-            let turns = page.map(|p| p.turns).unwrap_or_default();
+            let turns = self
+                .model
+                .turns_of(self.store, self.id, sid, offset, TURNS_MAX_LIMIT, self.redact)?
+                .unwrap_or_default();
             if turns.is_empty() {
                 return Ok(());
             }

@@ -44,8 +44,8 @@ fn sessions_of(cx: &Cx<'_>, id: i64) -> Result<Sessions, ToolError> {
             let mut offset = 0;
             while out.turns_read < COMPARE_TURNS_MAX {
                 let limit = TURNS_MAX_LIMIT.min((COMPARE_TURNS_MAX - out.turns_read) as u32);
-                let page = model.turns_of(cx.store, id, &s.session_id, offset, limit, cx.redact())?;
-                let turns = page.map(|p| p.turns).unwrap_or_default();
+                let turns =
+                    model.turns_of(cx.store, id, &s.session_id, offset, limit, cx.redact())?.unwrap_or_default();
                 if turns.is_empty() {
                     break;
                 }

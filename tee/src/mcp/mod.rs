@@ -402,10 +402,7 @@ fn describe(cx: &Cx<'_>, a: DescribeTrace) -> Result<Value, ToolError> {
         for s in view.sessions.iter().skip(offset as usize).take(limit as usize) {
             let turns = match turns_limit {
                 0 => Vec::new(),
-                n => model
-                    .turns_of(cx.store, id, &s.session_id, turns_offset, n, cx.redact())?
-                    .map(|p| p.turns)
-                    .unwrap_or_default(),
+                n => model.turns_of(cx.store, id, &s.session_id, turns_offset, n, cx.redact())?.unwrap_or_default(),
             };
             let (plan, commands, changes) = model.extras(&s.session_id);
             let shown = turns.len() as u64;

@@ -101,11 +101,11 @@ pub async fn session(
                 let view = model.sessions(now_t_ns(&trace));
                 let Some(summary) = view.sessions.into_iter().find(|x| x.session_id == sid) else { return Ok(None) };
                 let redact = (!r.is_noop()).then_some(&r);
-                let Some(page) = model.turns_of(s, id, &sid, offset, limit, redact)? else { return Ok(None) };
+                let Some(turns) = model.turns_of(s, id, &sid, offset, limit, redact)? else { return Ok(None) };
                 let (plan, commands, changes) = model.extras(&sid);
                 let open_requests =
                     view.open_requests.into_iter().filter(|o| o.session_id.as_deref() == Some(sid.as_str())).collect();
-                Ok(Some(SessionDetail { summary, turns: page.turns, offset, open_requests, plan, commands, changes }))
+                Ok(Some(SessionDetail { summary, turns, offset, open_requests, plan, commands, changes }))
             })
         })
         .await?;

@@ -107,7 +107,7 @@ fn a_page_of_turns_assembles_messages_tool_calls_and_waits() {
     let lines = conversation();
     let store = trace(&as_refs(&lines));
     let model = model_of(&store);
-    let page = model.turns_of(&store, 1, "s1", 0, 10, None).unwrap().unwrap().turns;
+    let page = model.turns_of(&store, 1, "s1", 0, 10, None).unwrap().unwrap();
     assert_eq!(page.len(), 2);
     let t = &page[0];
     assert_eq!((t.index, t.request_seq, t.response_seq), (0, 5, Some(19)));
@@ -143,10 +143,10 @@ fn a_page_of_turns_assembles_messages_tool_calls_and_waits() {
     assert_eq!((t.index, t.response_seq, t.cancel_seq), (1, None, Some(23)));
     assert_eq!(t.tool_calls[0].permissions[0].response_seq, None);
     // Paging.
-    let second = model.turns_of(&store, 1, "s1", 1, 1, None).unwrap().unwrap().turns;
+    let second = model.turns_of(&store, 1, "s1", 1, 1, None).unwrap().unwrap();
     assert_eq!(second.len(), 1);
     assert_eq!(second[0], page[1]);
-    assert!(model.turns_of(&store, 1, "s1", 5, 1, None).unwrap().unwrap().turns.is_empty());
+    assert!(model.turns_of(&store, 1, "s1", 5, 1, None).unwrap().unwrap().is_empty());
     assert!(model.turns_of(&store, 1, "nope", 0, 1, None).unwrap().is_none());
 }
 
@@ -223,7 +223,7 @@ fn v2_turns_end_with_their_state_update() {
     ];
     let store = trace(&as_refs(&lines));
     let model = model_of(&store);
-    let turn = &model.turns_of(&store, 1, "s1", 0, 5, None).unwrap().unwrap().turns[0];
+    let turn = &model.turns_of(&store, 1, "s1", 0, 5, None).unwrap().unwrap()[0];
     assert_eq!((turn.stop_reason.as_deref(), turn.end_t_ns), (Some("end_turn"), Some(9_000_000)));
     assert_eq!(turn.message.text, "hi");
     assert!(model.sessions(None).sessions[0].other_updates.is_empty());
@@ -257,7 +257,7 @@ fn hostile_frames_are_counted_not_trusted() {
     let s = &model.sessions(None).sessions[0];
     assert_eq!((s.updates, s.turns), (2, 1));
     assert_eq!(s.other_updates[0].kind, "unreadable");
-    let turns = model.turns_of(&store, 1, "s1", 0, 5, None).unwrap().unwrap().turns;
+    let turns = model.turns_of(&store, 1, "s1", 0, 5, None).unwrap().unwrap();
     assert_eq!(turns[0].prompt.chars, 0);
 }
 
@@ -366,12 +366,12 @@ mod fuzz {
             let prompts = picks.iter().filter(|p| p.0 % 12 == 0).count() as u64;
             prop_assert_eq!(view.sessions.iter().map(|s| s.turns).sum::<u64>(), prompts);
             for s in &view.sessions {
-                let all = model.turns_of(&store, 1, &s.session_id, 0, 10_000, None).unwrap().unwrap().turns;
+                let all = model.turns_of(&store, 1, &s.session_id, 0, 10_000, None).unwrap().unwrap();
                 prop_assert_eq!(all.len() as u64, s.turns);
                 let mut paged = Vec::new();
                 let mut offset = 0;
                 loop {
-                    let page = model.turns_of(&store, 1, &s.session_id, offset, size, None).unwrap().unwrap().turns;
+                    let page = model.turns_of(&store, 1, &s.session_id, offset, size, None).unwrap().unwrap();
                     if page.is_empty() { break; }
                     offset += page.len() as u64;
                     paged.extend(page);
@@ -397,7 +397,7 @@ fn what_the_model_shows_is_masked_as_served_frames_are() {
     m.catch_up(&store, 1, Some(&redactor)).unwrap();
     let view = m.sessions(None);
     let (plan, _, _) = m.extras("s1");
-    let turn = &m.turns_of(&store, 1, "s1", 0, 1, Some(&redactor)).unwrap().unwrap().turns[0];
+    let turn = &m.turns_of(&store, 1, "s1", 0, 1, Some(&redactor)).unwrap().unwrap()[0];
     let shown = format!("{view:?} {plan:?} {turn:?}");
     for secret in ["abc1", "abc2", "abc3", "abc4"] {
         assert!(!shown.contains(secret), "{secret} shown: {shown}");
@@ -405,6 +405,6 @@ fn what_the_model_shows_is_masked_as_served_frames_are() {
     assert!(turn.message.text.starts_with("at https://h/z?access_token="), "{}", turn.message.text);
     // Without masking, all of it is there.
     let plain = model_of(&store);
-    let turn = &plain.turns_of(&store, 1, "s1", 0, 1, None).unwrap().unwrap().turns[0];
+    let turn = &plain.turns_of(&store, 1, "s1", 0, 1, None).unwrap().unwrap()[0];
     assert!(format!("{:?} {turn:?}", plain.sessions(None)).contains("abc2") && turn.prompt.text.contains("abc1"));
 }

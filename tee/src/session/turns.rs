@@ -29,12 +29,6 @@ const PER_TURN_MAX: usize = 1000;
 /// Statuses, locations and permission requests one tool call lists at most.
 const PER_TOOL_MAX: usize = 64;
 
-/// A page of turns.
-pub struct TurnPage {
-    /// The turns, in order.
-    pub turns: Vec<Turn>,
-}
-
 /// What a request of the page awaits its answer for.
 enum Awaits {
     /// A prompt: its turn's place on the page, `None` for a turn past it.
@@ -78,12 +72,12 @@ impl Model {
         offset: u64,
         limit: u32,
         redact: Option<&crate::redact::Redactor>,
-    ) -> Result<Option<TurnPage>, StoreError> {
+    ) -> Result<Option<Vec<Turn>>, StoreError> {
         let Some(starts) = self.turn_starts(sid) else { return Ok(None) };
         let from = (offset as usize).min(starts.len());
         let to = from.saturating_add(limit as usize).min(starts.len());
         if from == to {
-            return Ok(Some(TurnPage { turns: Vec::new() }));
+            return Ok(Some(Vec::new()));
         }
         let next = starts.get(to).copied();
         // No frame of the session comes after its last one so far.
@@ -114,7 +108,7 @@ impl Model {
             // they asked awaits an answer.
             b.turns.len() < b.want || b.waiting()
         })?;
-        Ok(Some(TurnPage { turns: b.turns }))
+        Ok(Some(b.turns))
     }
 }
 
