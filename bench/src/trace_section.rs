@@ -202,7 +202,7 @@ pub fn viewer(cfg: &Config, report: &mut Report, t: &Traces) -> Result<()> {
     report.say(&format!(
         "Session tab: `/traces/{}?tab=session`, time from navigation until the first session's facts and its \
          first turn are painted; the first load asks a server that has not built the trace's session model \
-         yet (it reads every frame), the others find it kept.\n",
+         yet (it reads every frame, from when the server serves the page), the others find it kept.\n",
         t.big.trace_id
     ));
     report.table(

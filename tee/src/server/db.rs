@@ -85,6 +85,13 @@ impl Db {
         }
     }
 
+    /// A scan's slot when one is free now: work the server starts on its
+    /// own (no client waits for it) takes one only then, so it never
+    /// queues ahead of a client's scan.
+    pub fn try_scan_slot(&self) -> Option<OwnedSemaphorePermit> {
+        self.scans.clone().try_acquire_owned().ok()
+    }
+
     /// Runs `query` on a connection on a blocking thread, within the time limit.
     pub async fn run<T: Send + 'static>(
         &self,

@@ -108,7 +108,10 @@ pub fn app(state: AppState) -> Router {
         None if assets::present() => router.fallback(assets::serve),
         None => router.fallback(|| async { (StatusCode::SERVICE_UNAVAILABLE, Html(NOT_BUILT)).into_response() }),
     };
-    router.layer(axum::middleware::from_fn_with_state(state.clone(), auth::require_token)).with_state(state)
+    router
+        .layer(axum::middleware::from_fn_with_state(state.clone(), sessions::warm_on_page))
+        .layer(axum::middleware::from_fn_with_state(state.clone(), auth::require_token))
+        .with_state(state)
 }
 
 /// Any path under `/api` that is not a route: a JSON 404, never the app.

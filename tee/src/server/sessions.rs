@@ -57,6 +57,53 @@ impl Models {
     }
 }
 
+/// Starts bringing trace `id`'s model up to date in the background when a
+/// scan slot is free: the server does it when it serves the page of a
+/// trace's Session tab, so the model is built while the app starts rather
+/// than after it asks. Requests for the model meanwhile wait for this
+/// build instead of starting their own (`Models::with_current`).
+pub(super) fn warm(st: &AppState, id: i64) {
+    let Some(slot) = st.db.try_scan_slot() else { return };
+    let (db, models, r) = (st.db.clone(), st.sessions.clone(), st.redactor());
+    tokio::spawn(async move {
+        let _slot = slot;
+        if let Err(e) = db.run(move |s| overview(&models, s, id, &r)).await {
+            tracing::debug!("session model of trace {id} not built ahead: {e}");
+        }
+    });
+}
+
+/// The trace id of an app page that opens a trace's Session tab:
+/// `/traces/{id}?...tab=session...`.
+fn session_tab_page(uri: &axum::http::Uri) -> Option<i64> {
+    let id = uri.path().strip_prefix("/traces/")?.trim_end_matches('/');
+    let id = id.parse::<i64>().ok().filter(|_| id.bytes().all(|b| b.is_ascii_digit()))?;
+    uri.query()?.split('&').any(|kv| kv == "tab=session").then_some(id)
+}
+
+/// Middleware: a `GET` of an app page that opens a Session tab starts
+/// [`warm`] on that trace, then serves the page as usual.
+pub async fn warm_on_page(
+    State(st): State<AppState>,
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    if req.method() == axum::http::Method::GET {
+        if let Some(id) = session_tab_page(req.uri()) {
+            warm(&st, id);
+        }
+    }
+    next.run(req).await
+}
+
+impl Models {
+    /// Whether trace `id`'s model is kept (built or being built).
+    #[cfg(test)]
+    pub(crate) fn holds(&self, id: i64) -> bool {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).iter().any(|(t, _)| *t == id)
+    }
+}
+
 /// Trace `id`'s sessions, its model brought up to date first.
 pub(super) fn overview(
     models: &Models,
@@ -110,4 +157,52 @@ pub async fn session(
         })
         .await?;
     detail.map(Json).ok_or(AppError::NotFound(missing))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::body::Body;
+    use axum::http::{Request, Uri};
+    use std::time::{Duration, Instant};
+    use tower::ServiceExt;
+
+    #[test]
+    fn only_a_session_tab_page_names_a_trace_to_warm() {
+        let page = |s: &str| session_tab_page(&s.parse::<Uri>().unwrap());
+        assert_eq!(page("/traces/7?tab=session"), Some(7));
+        assert_eq!(page("/traces/7/?sid=a&tab=session&turn=3"), Some(7));
+        for other in [
+            "/traces/7",
+            "/traces/7?tab=diagram",
+            "/traces/7?tab=sessions",
+            "/api/traces/7?tab=session",
+            "/traces/7/frames?tab=session",
+            "/traces/+7?tab=session",
+            "/traces/99999999999999999999?tab=session",
+        ] {
+            assert_eq!(page(other), None, "{other}");
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn serving_a_session_tab_page_builds_that_traces_model_in_the_background() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.db");
+        let id = crate::store::create_maintained(&path).create_trace(&crate::store::test_start(), 1).unwrap();
+        let state = AppState::new(super::super::Db::open(&path).unwrap(), &path, None, None);
+        let models = state.sessions.clone();
+        let app = super::super::app(state);
+        let get = |uri: String| Request::get(uri).body(Body::empty()).unwrap();
+
+        // Which pages warm is `session_tab_page`'s to say (above); here, that
+        // serving one does.
+        assert!(!models.holds(id));
+        app.oneshot(get(format!("/traces/{id}?tab=session"))).await.unwrap();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !models.holds(id) {
+            assert!(Instant::now() < deadline, "the model of trace {id} was never built");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
 }

@@ -5,9 +5,11 @@
 //! member) gives nothing ([`params`], [`reply`]): the frame counts only by
 //! its stored columns.
 
+use memchr::memmem::Finder;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use std::borrow::Cow;
+use std::sync::LazyLock;
 
 /// A JSON string, borrowed when it has no escapes.
 pub type Str<'a> = Cow<'a, str>;
@@ -328,9 +330,12 @@ pub const COUNTED_KINDS: [&str; 3] = ["agent_message_chunk", "agent_thought_chun
 /// that cannot be told from the bytes; the caller then parses.
 pub fn plain_update_kind(raw: &[u8]) -> Option<&str> {
     const NAME: &[u8] = b"\"sessionUpdate\"";
-    let mut found = memchr::memmem::find_iter(raw, NAME);
+    // Built once: building a searcher per frame cost a thirtieth of the fold.
+    static NAME_FINDER: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(NAME));
+    static ESCAPE_FINDER: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"\\u"));
+    let mut found = NAME_FINDER.find_iter(raw);
     let at = found.next()?;
-    if found.next().is_some() || memchr::memmem::find(raw, b"\\u").is_some() {
+    if found.next().is_some() || ESCAPE_FINDER.find(raw).is_some() {
         return None;
     }
     let skip_ws = |b: &[u8]| -> usize { b.iter().take_while(|c| matches!(c, b' ' | b'\t' | b'\r' | b'\n')).count() };
