@@ -126,6 +126,11 @@ pub struct FrameSummary {
     /// For `mcp/message`: the inner MCP method.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mcp_method: Option<String>,
+    /// For a `session/update` notification: its update's `sessionUpdate`
+    /// (`agent_message_chunk`, `tool_call`, ...), when the frame is short
+    /// enough to be read for its summary (no stored preview).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub update: Option<String>,
 }
 
 /// One page of frames, in `seq` order.

@@ -105,6 +105,11 @@ async fn traces_frames_detail_and_stats_of_a_real_session() {
     assert!(agent_side.total >= 1);
     assert!(agent_side.frames[0].preview.as_deref().is_some_and(|p| !p.is_empty()));
     assert_eq!(agent_side.frames[0].dir, Direction::AgentToClient);
+    // Each `session/update` names its kind (the diagram collapses runs of chunks by it); nothing else does.
+    let updates: Vec<Option<&str>> = agent_side.frames.iter().map(|f| f.update.as_deref()).collect();
+    assert!(updates.contains(&Some("agent_message_chunk")), "{updates:?}");
+    assert!(agent_side.frames.iter().all(|f| f.update.is_some() == (f.method.as_deref() == Some("session/update"))));
+    assert_eq!(request.update, None);
     let slow: FramePage = get_as(&app, &frames("min_latency_ms=100000")).await;
     assert_eq!(slow.total, 0);
     let errors: FramePage = get_as(&app, &frames("errors=true")).await;

@@ -118,6 +118,8 @@ pub struct ViewQuery {
     pub axis: Axis,
     /// Milliseconds per 100 px on the proportional axis (`None`: the default scale).
     pub scale: Option<f64>,
+    /// Runs of streamed chunks drawn as one row each (`collapse=chunks`).
+    pub collapse: bool,
     /// Which tab is open.
     pub tab: Tab,
     /// The selected frame's seq.
@@ -134,7 +136,7 @@ pub struct ViewQuery {
 }
 
 /// Query keys a trace view reads, in the order it writes them.
-pub const KEYS: [&str; 14] = [
+pub const KEYS: [&str; 15] = [
     "dir",
     "kind",
     "method",
@@ -144,6 +146,7 @@ pub const KEYS: [&str; 14] = [
     "q",
     "axis",
     "scale",
+    "collapse",
     "tab",
     "frame",
     "timing_method",
@@ -201,6 +204,13 @@ impl ViewQuery {
             "scale" => {
                 self.scale = Some(parse_ms(value).filter(|s| *s > 0.0).ok_or("milliseconds per 100 px, above 0")?)
             }
+            "collapse" => {
+                self.collapse = match value {
+                    "chunks" => true,
+                    "" => false,
+                    _ => return Err("chunks"),
+                }
+            }
             "tab" => {
                 self.tab = match value {
                     "" | "diagram" => Tab::Diagram,
@@ -246,6 +256,7 @@ impl ViewQuery {
                     Axis::Linear => Some("linear".to_owned()),
                 },
                 "scale" => self.scale.map(|s| s.to_string()),
+                "collapse" => self.collapse.then(|| "chunks".to_owned()),
                 "tab" => match self.tab {
                     Tab::Diagram => None,
                     Tab::Timing => Some("timing".to_owned()),
@@ -377,6 +388,7 @@ mod tests {
             ("errors", "true"),
             ("q", "hello world"),
             ("axis", "time"),
+            ("collapse", "chunks"),
             ("tab", "timing"),
             ("frame", "12"),
             ("sid", "sess 1"),
@@ -386,7 +398,7 @@ mod tests {
         assert_eq!(v.filters.method.as_deref(), Some("session/prompt"));
         assert_eq!(v.filters.q.as_deref(), Some("hello world"));
         assert!(v.filters.errors && v.rejected.is_empty());
-        assert_eq!((v.axis, v.tab, v.frame), (Axis::Time, Tab::Timing, Some(12)));
+        assert_eq!((v.axis, v.tab, v.frame, v.collapse), (Axis::Time, Tab::Timing, Some(12), true));
         assert_eq!((v.sid.as_deref(), v.turn), (Some("sess 1"), Some(51)));
         let back: Vec<(&str, String)> = pairs.iter().map(|(k, v)| (*k, v.to_string())).collect();
         assert_eq!(v.to_pairs(), back);

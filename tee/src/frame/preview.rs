@@ -50,21 +50,32 @@ fn parse<'a, T: Deserialize<'a>>(raw: Option<&'a RawValue>) -> Option<T> {
 /// (The recorder gets JSON-RPC previews from [`super::classify`], which reads
 /// them in its single parse; this is the same from raw bytes.)
 pub fn preview(kind: FrameKind, method: Option<&str>, raw: &[u8]) -> Option<String> {
-    match kind {
-        FrameKind::Stderr | FrameKind::Invalid => text_preview(raw),
-        FrameKind::Error | FrameKind::Notification | FrameKind::Request => {
-            let msg: MessageProbe = serde_json::from_slice(raw).ok()?;
-            if kind == FrameKind::Error {
-                return error_preview(msg.error?);
-            }
-            let params: ParamsProbe = parse(msg.params)?;
-            match method? {
-                "session/update" => update_preview(params.update?),
-                "session/prompt" => prompt_preview(&params.prompt?),
-                _ => None,
-            }
+    summary_texts(kind, method, raw).0
+}
+
+/// The frame's [`preview`] and, for a `session/update` notification, its
+/// update's `sessionUpdate` kind, from one parse.
+pub fn summary_texts(kind: FrameKind, method: Option<&str>, raw: &[u8]) -> (Option<String>, Option<String>) {
+    let json = || -> Option<(Option<String>, Option<String>)> {
+        let msg: MessageProbe = serde_json::from_slice(raw).ok()?;
+        if kind == FrameKind::Error {
+            return Some((error_preview(msg.error?), None));
         }
-        _ => None,
+        let params: ParamsProbe = parse(msg.params)?;
+        match method? {
+            "session/update" => {
+                let u: UpdateProbe = parse(params.update)?;
+                let update = u.kind.clone().filter(|_| kind == FrameKind::Notification);
+                Some((update_text(u).filter(|s| !s.is_empty()), update))
+            }
+            "session/prompt" => Some((prompt_preview(&params.prompt?), None)),
+            _ => None,
+        }
+    };
+    match kind {
+        FrameKind::Stderr | FrameKind::Invalid => (text_preview(raw), None),
+        FrameKind::Error | FrameKind::Notification | FrameKind::Request => json().unwrap_or_default(),
+        _ => (None, None),
     }
 }
 

@@ -175,3 +175,51 @@ fn busy_spans_whose_requests_are_filtered_out_do_not_overprint() {
     b.wait_for("the scale zoomed in", |b| b.current_url().contains("scale=500") && (225.0..245.0).contains(&gap(b)));
     b.screenshot("linear-axis");
 }
+
+#[test]
+fn runs_of_streamed_chunks_collapse_into_one_row_and_keys_step_over_them() {
+    let store = TempStore::new();
+    let update = |t: f64, kind: &str, text: &str| {
+        a2c(
+            t,
+            json!({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "s1",
+                "update": {"sessionUpdate": kind, "content": {"type": "text", "text": text}}}}),
+        )
+    };
+    let mut msgs = vec![c2a(
+        0.0,
+        json!({"jsonrpc": "2.0", "id": 1, "method": "session/prompt",
+            "params": {"sessionId": "s1", "prompt": [{"type": "text", "text": "hi"}]}}),
+    )];
+    // #2-#6 five message chunks, #7 a tool call, #8-#10 three thought chunks, #11 the answer.
+    msgs.extend((0..5).map(|i| update(1.0 + f64::from(i), "agent_message_chunk", "word ")));
+    msgs.push(a2c(
+        7.0,
+        json!({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "s1",
+            "update": {"sessionUpdate": "tool_call", "toolCallId": "t1", "title": "read", "status": "pending"}}}),
+    ));
+    msgs.extend((0..3).map(|i| update(8.0 + f64::from(i), "agent_thought_chunk", "hmm ")));
+    msgs.push(a2c(12.0, json!({"jsonrpc": "2.0", "id": 1, "result": {"stopReason": "end_turn"}})));
+    import_trace(&store, "chunks", &msgs);
+    let server = Server::start(&store.db);
+    let b = Browser::start();
+
+    b.goto(&format!("{}/traces/1?collapse=chunks&frame=2", server.url));
+    b.wait_for("one row per run", |b| drawn_seqs(b) == vec![1, 2, 7, 8, 11]);
+    let runs = b.texts("#diagram-scroll .frame .run");
+    assert_eq!(runs, ["×5", "×3"]);
+    assert!(b.js("return document.getElementById('collapse').checked;", json!([])).as_bool().unwrap());
+    // The rows keep the one-row spacing: the tool call sits right under the message run.
+    let (run, tool) = (rect(&b, ".frame[data-seq='2']"), rect(&b, ".frame[data-seq='7']"));
+    assert!((tool[1] - run[3]).abs() < 1.0, "message run {run:?}, tool call {tool:?}");
+    b.key(None, "j");
+    b.wait_for("j stepping over the run to the tool call", |b| selected_in_url(b) == Some(7));
+    b.key(None, "k");
+    b.wait_for("k stepping back to the run's first chunk", |b| selected_in_url(b) == Some(2));
+
+    // Unticked: every frame has its row again, and the URL says so.
+    b.click("#collapse");
+    b.wait_for("every row", |b| drawn_seqs(b) == (1..=11).collect::<Vec<_>>());
+    assert!(!b.current_url().contains("collapse="), "{}", b.current_url());
+    assert!(b.find_all("#diagram-scroll .frame .run").is_empty());
+}

@@ -119,6 +119,18 @@ fn Toolbar() -> impl IntoView {
                     title="time, proportional: gaps drawn to scale">"linear"</button>
             </div>
             <Zoom visible=Signal::derive(move || on_diagram() && axis.get() == Axis::Linear) />
+            <label class="check" class:hidden=move || !on_diagram()
+                title="draw each run of streamed message, thought or user chunks as one row">
+                <input id="collapse" type="checkbox" prop:checked=move || st.query.with(|q| q.collapse)
+                    on:change=move |ev| {
+                        let on = event_target_checked(&ev);
+                        st.url.update(true, |q| {
+                            q.accept("collapse");
+                            q.collapse = on;
+                        })
+                    } />
+                "collapse chunks"
+            </label>
             <label class="check" class:dim=move || !live.get() class:hidden=move || !on_diagram() title=follow_title>
                 <input id="follow" type="checkbox" prop:disabled=move || !live.get()
                     prop:checked=move || live.get() && st.follow.get()

@@ -71,9 +71,18 @@ pub fn trace_keys(st: TraceState) {
 /// nothing selected, the first frame in view. Stepping replaces the history entry (it is like scrolling).
 fn step_from_selection(st: TraceState, step: i64) {
     let selected = st.query.with_untracked(|q| q.frame);
-    let next = st.window.with_untracked(|w| match selected {
-        Some(seq) => w.neighbour(seq, step),
-        None => st.rows_in_view.with_untracked(|r| w.get(r.start)).map(|f| f.seq),
+    let next = st.window.with_untracked(|w| {
+        let mut next = match selected {
+            Some(seq) => w.neighbour(seq, step),
+            None => st.rows_in_view.with_untracked(|r| w.get(r.start)).map(|f| f.seq),
+        }?;
+        // A collapsed run of chunks is one row: the rows under its first are stepped over.
+        st.layout.with_untracked(|l| {
+            while w.place_of_seq(next).is_ok_and(|idx| !l.is_shown(idx)) {
+                next = w.neighbour(next, step)?;
+            }
+            Some(next)
+        })
     });
     if let Some(seq) = next {
         st.jump_to(seq, false);

@@ -7,6 +7,8 @@
 
 use super::window::{FrameWindow, PAGE};
 use crate::view_query::Axis;
+use acp_tee_shared::api::FrameSummary;
+use acp_tee_shared::FrameKind;
 use std::ops::Range;
 
 /// Height of one frame row, pixels.
@@ -59,13 +61,38 @@ impl Spacing {
     }
 }
 
-/// A row's y relative to its page's first row, and the gap marked above it.
-type RowOffset = (f64, Option<i64>);
+/// Streamed update kinds whose runs the diagram can collapse into one row.
+pub const CHUNK_KINDS: [&str; 3] = ["agent_message_chunk", "agent_thought_chunk", "user_message_chunk"];
+
+/// Whether `b` continues a run of streamed chunks that `a` is in: both `session/update` notifications of one
+/// chunk kind, one way, in one session.
+pub fn continues_run(a: &FrameSummary, b: &FrameSummary) -> bool {
+    let chunk = |f: &FrameSummary| {
+        f.kind == FrameKind::Notification
+            && f.method.as_deref() == Some("session/update")
+            && f.update.as_deref().is_some_and(|u| CHUNK_KINDS.contains(&u))
+    };
+    chunk(a) && chunk(b) && a.dir == b.dir && a.session_id == b.session_id && a.update == b.update
+}
+
+/// A fetched row's place: its y relative to its page's first row, the gap marked above it, and, when runs
+/// of chunks are collapsed, whether it is drawn and how many rows its run holds.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct RowOffset {
+    dy: f64,
+    gap: Option<i64>,
+    /// False for a row that continues a collapsed run: it sits, undrawn, under the run's first row.
+    shown: bool,
+    /// For a drawn row: the rows of its run fetched so far (1 when it heads no run).
+    run: u32,
+}
 
 /// The vertical position of every row of a filtered view.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Layout {
     axis: Axis,
+    /// False when every row is one row height below the last (the rows axis, nothing collapsed).
+    paged: bool,
     total: usize,
     /// Time axis: y of the first row of each page.
     page_top: Vec<f64>,
@@ -75,17 +102,20 @@ pub struct Layout {
 }
 
 impl Layout {
-    /// Lays out what a window holds on an axis; `scale_ms` is the linear axis's milliseconds per 100 px.
-    pub fn build(w: &FrameWindow, axis: Axis, scale_ms: Option<f64>) -> Layout {
+    /// Lays out what a window holds on an axis; `scale_ms` is the linear axis's milliseconds per 100 px;
+    /// with `collapse`, each run of streamed chunks (see [`continues_run`]) takes one row, as far as its
+    /// frames are fetched.
+    pub fn build(w: &FrameWindow, axis: Axis, scale_ms: Option<f64>, collapse: bool) -> Layout {
         let total = w.total();
         let spacing = match axis {
             Axis::Rows => Spacing::Rows,
             Axis::Time => Spacing::Folded,
             Axis::Linear => Spacing::Linear(100.0 / (scale_ms.unwrap_or(DEFAULT_SCALE_MS) * 1e6)),
         };
-        if axis == Axis::Rows || total == 0 {
+        if (axis == Axis::Rows && !collapse) || total == 0 {
             return Layout {
-                axis: Axis::Rows,
+                axis,
+                paged: false,
                 total,
                 page_top: Vec::new(),
                 rows: Vec::new(),
@@ -94,28 +124,71 @@ impl Layout {
         }
         let pages = total.div_ceil(PAGE);
         let mut page_top = Vec::with_capacity(pages);
-        let mut rows = Vec::with_capacity(pages);
+        let mut rows: Vec<Option<Vec<RowOffset>>> = Vec::with_capacity(pages);
         let mut y = 0.0;
-        let mut prev_t: Option<i64> = None;
+        // The previous page's last frame, when that page is whole, and where its run's head is.
+        let mut prev: Option<&FrameSummary> = None;
+        let mut head: Option<(usize, usize)> = None;
         for p in 0..pages {
             let len = w.page_len(p);
             let fetched = w.page(p);
+            let first = fetched.and_then(|f| f.first());
+            let hidden_first = collapse && matches!((prev, first), (Some(a), Some(b)) if continues_run(a, b));
             // The space before this page's first row needs the previous page's last frame.
-            let first_t = fetched.and_then(|f| f.first()).map(|f| f.t_ns);
-            let before = match (p, prev_t, first_t) {
+            let before = match (p, prev, first) {
                 (0, _, _) => (0.0, None),
-                (_, Some(a), Some(b)) => spacing.before(b - a),
+                _ if hidden_first => (0.0, None),
+                (_, Some(a), Some(b)) => spacing.before(b.t_ns - a.t_ns),
                 _ => (ROW_H, None),
             };
             y += before.0;
             page_top.push(y);
-            let laid = fetched.map(|frames| lay_out_page(frames, len, before.1, spacing));
-            let span = laid.as_ref().and_then(|r| r.last()).map_or((len as f64 - 1.0) * ROW_H, |r| r.0);
+            if !hidden_first {
+                head = None;
+            }
+            let laid = fetched.map(|frames| {
+                let mut laid = Vec::with_capacity(len);
+                let mut dy = 0.0;
+                for j in 0..len {
+                    let (a, b) = (if j == 0 { prev } else { frames.get(j - 1) }, frames.get(j));
+                    let hidden = if j == 0 {
+                        hidden_first
+                    } else {
+                        collapse && matches!((a, b), (Some(a), Some(b)) if continues_run(a, b))
+                    };
+                    let (space, gap) = match (j, hidden, a, b) {
+                        (0, _, _, _) => (0.0, before.1),
+                        (_, true, _, _) => (0.0, None),
+                        (_, false, Some(a), Some(b)) => spacing.before(b.t_ns - a.t_ns),
+                        _ => (ROW_H, None),
+                    };
+                    dy += space;
+                    if hidden {
+                        match head {
+                            Some((hp, hj)) if hp == p => bump(&mut laid, hj),
+                            Some((hp, hj)) => {
+                                if let Some(r) = rows.get_mut(hp).and_then(Option::as_mut) {
+                                    bump(r, hj);
+                                }
+                            }
+                            None => {}
+                        }
+                    } else {
+                        head = Some((p, j));
+                    }
+                    laid.push(RowOffset { dy, gap, shown: !hidden, run: 1 });
+                }
+                laid
+            });
+            if laid.is_none() {
+                head = None;
+            }
+            let span = laid.as_ref().and_then(|r| r.last()).map_or((len as f64 - 1.0) * ROW_H, |r| r.dy);
             y += span.max(0.0);
-            prev_t = fetched.filter(|f| f.len() == len).and_then(|f| f.last()).map(|f| f.t_ns);
+            prev = fetched.filter(|f| f.len() == len).and_then(|f| f.last());
             rows.push(laid);
         }
-        Layout { axis, total, page_top, rows, height: y + ROW_H }
+        Layout { axis, paged: true, total, page_top, rows, height: y + ROW_H }
     }
 
     /// Total height of all rows.
@@ -125,15 +198,29 @@ impl Layout {
 
     /// The y of a row's top.
     pub fn y_of(&self, idx: usize) -> f64 {
-        if self.axis == Axis::Rows {
+        if !self.paged {
             return idx as f64 * ROW_H;
         }
         let (p, j) = (idx / PAGE, idx % PAGE);
         let top = self.page_top.get(p).copied().unwrap_or(self.height);
-        match self.rows.get(p).and_then(|r| r.as_ref()).and_then(|r| r.get(j)) {
-            Some(&(dy, _)) => top + dy,
+        match self.row(idx) {
+            Some(r) => top + r.dy,
             None => top + j as f64 * ROW_H,
         }
+    }
+
+    fn row(&self, idx: usize) -> Option<&RowOffset> {
+        self.rows.get(idx / PAGE)?.as_ref()?.get(idx % PAGE)
+    }
+
+    /// False for a row that continues a collapsed run of chunks (it is not drawn).
+    pub fn is_shown(&self, idx: usize) -> bool {
+        self.row(idx).is_none_or(|r| r.shown)
+    }
+
+    /// How many fetched rows the run a drawn row heads holds (1: no run).
+    pub fn run_of(&self, idx: usize) -> u32 {
+        self.row(idx).map_or(1, |r| r.run)
     }
 
     /// The axis rows are laid out on.
@@ -143,8 +230,7 @@ impl Layout {
 
     /// The gap marked just above a row: folded on the time axis, labelled on the linear one.
     pub fn gap_before(&self, idx: usize) -> Option<i64> {
-        let rows = self.rows.get(idx / PAGE)?.as_ref()?;
-        rows.get(idx % PAGE)?.1
+        self.row(idx)?.gap
     }
 
     /// The row at a height (the last row whose top is at or above it).
@@ -153,16 +239,21 @@ impl Layout {
             return 0;
         }
         let last = self.total - 1;
-        if self.axis == Axis::Rows {
+        if !self.paged {
             return ((y / ROW_H).floor().max(0.0) as usize).min(last);
         }
         let p = self.page_top.partition_point(|&top| top <= y).saturating_sub(1);
         let top = self.page_top[p];
         let j = match self.rows[p].as_ref() {
-            Some(rows) => rows.partition_point(|&(dy, _)| top + dy <= y).saturating_sub(1),
+            Some(rows) => rows.partition_point(|r| top + r.dy <= y).saturating_sub(1),
             None => ((y - top) / ROW_H).floor().max(0.0) as usize,
         };
-        (p * PAGE + j).min(last)
+        // A row under a collapsed run is found as the run's first row, which is drawn there.
+        let mut idx = (p * PAGE + j).min(last);
+        while idx > 0 && !self.is_shown(idx) {
+            idx -= 1;
+        }
+        idx
     }
 
     /// The rows with any part between two heights.
@@ -174,25 +265,11 @@ impl Layout {
     }
 }
 
-/// Row offsets of one fetched page from its frames' times; rows not fetched yet get one row height each.
-fn lay_out_page(
-    frames: &[acp_tee_shared::api::FrameSummary],
-    len: usize,
-    first_gap: Option<i64>,
-    spacing: Spacing,
-) -> Vec<RowOffset> {
-    let mut out = Vec::with_capacity(len);
-    let mut dy = 0.0;
-    out.push((0.0, first_gap));
-    for j in 1..len {
-        let (space, fold) = match (frames.get(j - 1), frames.get(j)) {
-            (Some(a), Some(b)) => spacing.before(b.t_ns - a.t_ns),
-            _ => (ROW_H, None),
-        };
-        dy += space;
-        out.push((dy, fold));
+/// Counts one more row into the run headed by row `j` of a page's offsets.
+fn bump(rows: &mut [RowOffset], j: usize) {
+    if let Some(r) = rows.get_mut(j) {
+        r.run += 1;
     }
-    out
 }
 
 /// Most pixels the scroll area is made tall: browsers stop laying out around 33 million, so taller
@@ -258,6 +335,7 @@ mod tests {
             preview: None,
             mcp: false,
             mcp_method: None,
+            update: None,
         }
     }
 
@@ -266,7 +344,7 @@ mod tests {
         let mut w = FrameWindow::default();
         let frames = vec![at(1, 0.0), at(2, 1.0), at(3, 51.0), at(4, 5051.0)];
         w.insert_page(0, FramePage { frames, total: 4, has_more: false });
-        let l = Layout::build(&w, Axis::Time, None);
+        let l = Layout::build(&w, Axis::Time, None, false);
         assert_eq!(l.y_of(1), ROW_H);
         assert_eq!(l.y_of(2), ROW_H + 100.0);
         assert_eq!(l.y_of(3), ROW_H + 100.0 + ROW_H + FOLD_H);
@@ -274,12 +352,80 @@ mod tests {
         assert_eq!(l.index_at(ROW_H + 99.0), 1);
         assert_eq!(l.rows_between(0.0, 10_000.0), 0..4);
         // Proportional: 50 ms at 10 ms per 100 px is 500 px; 5 s is 50,000 px, not folded.
-        let linear = Layout::build(&w, Axis::Linear, Some(10.0));
+        let linear = Layout::build(&w, Axis::Linear, Some(10.0), false);
         assert!((linear.y_of(2) - linear.y_of(1) - 500.0).abs() < 1e-6);
         assert!((linear.y_of(3) - linear.y_of(2) - 50_000.0).abs() < 1e-3);
         assert_eq!((linear.gap_before(1), linear.gap_before(3)), (None, Some(5_000_000_000)));
-        let rows = Layout::build(&w, Axis::Rows, None);
+        let rows = Layout::build(&w, Axis::Rows, None, false);
         assert_eq!((rows.y_of(3), rows.height()), (3.0 * ROW_H, 4.0 * ROW_H));
+    }
+
+    fn chunk(seq: i64, sid: &str, kind: &str) -> FrameSummary {
+        FrameSummary {
+            dir: Direction::AgentToClient,
+            method: Some("session/update".into()),
+            session_id: Some(sid.into()),
+            update: Some(kind.into()),
+            ..at(seq, seq as f64)
+        }
+    }
+
+    #[test]
+    fn collapsed_runs_of_chunks_take_one_row_each_and_are_found_at_their_first_row() {
+        // #1 alone, #2-#4 one run, #5 a tool call, #6-#7 a run of thoughts, #8 a chunk of another session.
+        let frames = vec![
+            at(1, 0.0),
+            chunk(2, "a", "agent_message_chunk"),
+            chunk(3, "a", "agent_message_chunk"),
+            chunk(4, "a", "agent_message_chunk"),
+            chunk(5, "a", "tool_call"),
+            chunk(6, "a", "agent_thought_chunk"),
+            chunk(7, "a", "agent_thought_chunk"),
+            chunk(8, "b", "agent_thought_chunk"),
+        ];
+        let mut w = FrameWindow::default();
+        w.insert_page(0, FramePage { frames, total: 8, has_more: false });
+        let l = Layout::build(&w, Axis::Rows, None, true);
+        let shown: Vec<usize> = (0..8).filter(|&i| l.is_shown(i)).collect();
+        assert_eq!(shown, [0, 1, 4, 5, 7]);
+        let runs: Vec<u32> = shown.iter().map(|&i| l.run_of(i)).collect();
+        assert_eq!(runs, [1, 3, 1, 2, 1]);
+        assert_eq!((l.y_of(1), l.y_of(3), l.y_of(4)), (ROW_H, ROW_H, 2.0 * ROW_H));
+        assert_eq!(l.height(), 5.0 * ROW_H);
+        // Anywhere on the run's row is the run's first frame; its rows are all in the range drawn.
+        assert_eq!(l.index_at(ROW_H + 10.0), 1);
+        assert_eq!(l.rows_between(ROW_H, 2.0 * ROW_H + 1.0), 1..5);
+        // Not collapsed: a row each.
+        let plain = Layout::build(&w, Axis::Rows, None, false);
+        assert!((0..8).all(|i| plain.is_shown(i) && plain.run_of(i) == 1));
+        assert_eq!(plain.height(), 8.0 * ROW_H);
+        // On the time axis too: the run's frames add no space.
+        let time = Layout::build(&w, Axis::Time, None, true);
+        assert_eq!(time.y_of(2), time.y_of(1));
+        assert!(time.y_of(4) > time.y_of(3));
+    }
+
+    #[test]
+    fn a_run_goes_on_across_pages_once_both_are_fetched() {
+        let total = PAGE + 3;
+        let page = |p: usize| -> Vec<FrameSummary> {
+            let seqs = if p == 0 { 1..=PAGE as i64 } else { PAGE as i64 + 1..=total as i64 };
+            seqs.map(|s| if s > PAGE as i64 - 2 { chunk(s, "a", "agent_message_chunk") } else { at(s, s as f64) })
+                .collect()
+        };
+        let mut w = FrameWindow::default();
+        w.insert_page(1, FramePage { frames: page(1), total: total as i64, has_more: false });
+        // The first page unknown: the second page's first row heads what is known.
+        let l = Layout::build(&w, Axis::Rows, None, true);
+        assert!(l.is_shown(PAGE));
+        assert_eq!(l.run_of(PAGE), 3);
+        w.insert_page(0, FramePage { frames: page(0), total: total as i64, has_more: true });
+        let l = Layout::build(&w, Axis::Rows, None, true);
+        let head = PAGE - 2;
+        assert!(l.is_shown(head) && (head + 1..total).all(|i| !l.is_shown(i)));
+        assert_eq!(l.run_of(head), 5);
+        assert_eq!(l.index_at(l.y_of(head) + 1.0), head);
+        assert_eq!(l.height(), (head + 1) as f64 * ROW_H);
     }
 
     #[test]

@@ -97,10 +97,10 @@ impl TraceState {
     pub fn new(trace: TraceSummary, url: ViewUrl) -> TraceState {
         let query = url.query;
         let window = RwSignal::new(FrameWindow::default());
-        let axis = Memo::new(move |_| query.with(|q| (q.axis, q.scale)));
+        let axis = Memo::new(move |_| query.with(|q| (q.axis, q.scale, q.collapse)));
         let layout = Memo::new(move |_| {
-            let (axis, scale) = axis.get();
-            window.with(|w| Layout::build(w, axis, scale))
+            let (axis, scale, collapse) = axis.get();
+            window.with(|w| Layout::build(w, axis, scale, collapse))
         });
         let scroll_top = RwSignal::new(0.0);
         let view_h = RwSignal::new(0.0);

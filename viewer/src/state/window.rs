@@ -187,6 +187,7 @@ mod tests {
             preview: None,
             mcp: false,
             mcp_method: None,
+            update: None,
         }
     }
 

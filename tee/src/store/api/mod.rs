@@ -32,9 +32,9 @@ fn summary_from_row(row: &Row<'_>) -> rusqlite::Result<FrameSummary> {
     let id: Option<String> = row.get(4)?;
     let kind = parse_name(3, row.get(3)?)?;
     let method: Option<String> = row.get(5)?;
-    let preview = match row.get_ref(14)? {
-        ValueRef::Blob(raw) | ValueRef::Text(raw) => crate::frame::preview(kind, method.as_deref(), raw),
-        _ => row.get(10)?,
+    let (preview, update) = match row.get_ref(14)? {
+        ValueRef::Blob(raw) | ValueRef::Text(raw) => crate::frame::summary_texts(kind, method.as_deref(), raw),
+        _ => (row.get(10)?, None),
     };
     Ok(FrameSummary {
         seq: row.get(0)?,
@@ -51,6 +51,7 @@ fn summary_from_row(row: &Row<'_>) -> rusqlite::Result<FrameSummary> {
         mcp: row.get::<_, String>(11)? == "mcp",
         mcp_method: row.get(12)?,
         reply_seq: row.get(13)?,
+        update,
     })
 }
 

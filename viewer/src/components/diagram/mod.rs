@@ -24,29 +24,44 @@ use wasm_bindgen::JsCast;
 /// One drawn row of the window.
 #[derive(Clone, Debug, PartialEq)]
 enum Item {
-    Frame { y: f64, gap: Option<i64>, frame: Box<FrameSummary> },
-    Loading { idx: usize, y: f64 },
+    /// A frame's row; `run` is how many rows of streamed chunks it stands for (1: itself alone).
+    Frame {
+        y: f64,
+        gap: Option<i64>,
+        run: u32,
+        frame: Box<FrameSummary>,
+    },
+    Loading {
+        idx: usize,
+        y: f64,
+    },
 }
 
 impl Item {
-    fn key(&self) -> (i64, u64, Option<i64>) {
+    fn key(&self) -> (i64, u64, Option<i64>, u32) {
         match self {
-            Item::Frame { y, frame, gap } => (frame.seq, y.to_bits(), *gap),
-            Item::Loading { idx, y } => (-(*idx as i64) - 1, y.to_bits(), None),
+            Item::Frame { y, frame, gap, run } => (frame.seq, y.to_bits(), *gap, *run),
+            Item::Loading { idx, y } => (-(*idx as i64) - 1, y.to_bits(), None, 0),
         }
     }
 }
 
-/// The rows in view, with their positions.
+/// The rows in view, with their positions; rows under a collapsed run are not drawn.
 fn items_in_view(st: TraceState) -> Vec<Item> {
     let rows = st.rows_in_view.get();
     st.window.with(|w| {
         st.layout.with(|l| {
-            rows.map(|idx| match w.get(idx) {
-                Some(f) => Item::Frame { y: l.y_of(idx), gap: l.gap_before(idx), frame: Box::new(f.clone()) },
-                None => Item::Loading { idx, y: l.y_of(idx) },
-            })
-            .collect()
+            rows.filter(|&idx| l.is_shown(idx))
+                .map(|idx| match w.get(idx) {
+                    Some(f) => Item::Frame {
+                        y: l.y_of(idx),
+                        gap: l.gap_before(idx),
+                        run: l.run_of(idx),
+                        frame: Box::new(f.clone()),
+                    },
+                    None => Item::Loading { idx, y: l.y_of(idx) },
+                })
+                .collect()
         })
     })
 }
@@ -124,7 +139,7 @@ pub fn Diagram() -> impl IntoView {
                         </For>
                         <For each=rows key=row_key let:entry>
                             {match entry {
-                                (Item::Frame { y, gap, frame }, g, a, n) => view! { <FrameRow frame=*frame y=y gap=gap axis=a base=base geo=g sessions=n /> }.into_any(),
+                                (Item::Frame { y, gap, run, frame }, g, a, n) => view! { <FrameRow frame=*frame y=y gap=gap run=run axis=a base=base geo=g sessions=n /> }.into_any(),
                                 (Item::Loading { y, .. }, g, _, _) => view! { <LoadingRow y=y base=base geo=g /> }.into_any(),
                             }}
                         </For>
@@ -144,7 +159,7 @@ fn bar_key((s, g): &(BusySpan, Geometry)) -> BarKey {
     (s.req_seq, s.y0.to_bits(), s.y1.to_bits(), s.column, s.label.clone(), s.hidden_start, g.width.to_bits())
 }
 
-fn row_key((i, g, a, n): &(Item, Geometry, Axis, usize)) -> ((i64, u64, Option<i64>), u64, Axis, bool) {
+fn row_key((i, g, a, n): &(Item, Geometry, Axis, usize)) -> ((i64, u64, Option<i64>, u32), u64, Axis, bool) {
     (i.key(), g.width.to_bits(), *a, *n > 1)
 }
 

@@ -40,6 +40,8 @@ pub fn FrameRow(
     frame: FrameSummary,
     y: f64,
     gap: Option<i64>,
+    /// How many frames of a collapsed run of streamed chunks the row stands for (1: itself alone).
+    run: u32,
     axis: Axis,
     base: Memo<f64>,
     geo: Geometry,
@@ -86,6 +88,10 @@ pub fn FrameRow(
             }
         >
             {session}
+            {(run > 1).then(|| {
+                let title = format!("{run} {} frames in a row, drawn as one (collapse=chunks)", frame.update.clone().unwrap_or_default());
+                view! { <span class="run" title=title>{format!("×{run}")}</span> }
+            })}
             <span class="t">{format::offset_ns(frame.t_ns)}</span>
             <span class="seq">{format!("#{seq}")}</span>
             {arrow(&frame, &colour, geo)}
