@@ -22,5 +22,5 @@ pub use classify::{classify_with, Classified};
 pub use framer::Framer;
 pub use id::id_key;
 pub use pairing::{Pairer, Pairing};
-pub use preview::{preview, summary_texts, text_preview};
+pub use preview::{summary_texts, text_preview};
 pub use splitter::FrameSplitter;

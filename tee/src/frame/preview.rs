@@ -49,12 +49,9 @@ fn parse<'a, T: Deserialize<'a>>(raw: Option<&'a RawValue>) -> Option<T> {
 /// error's message, a stderr line. `None` when there is nothing worth showing.
 /// (The recorder gets JSON-RPC previews from [`super::classify`], which reads
 /// them in its single parse; this is the same from raw bytes.)
-pub fn preview(kind: FrameKind, method: Option<&str>, raw: &[u8]) -> Option<String> {
-    summary_texts(kind, method, raw).0
-}
-
-/// The frame's [`preview`] and, for a `session/update` notification, its
-/// update's `sessionUpdate` kind, from one parse.
+///
+/// Returns that preview and, for a `session/update` notification, its
+/// update's `sessionUpdate` kind, both from one parse.
 pub fn summary_texts(kind: FrameKind, method: Option<&str>, raw: &[u8]) -> (Option<String>, Option<String>) {
     let json = || -> Option<(Option<String>, Option<String>)> {
         let msg: MessageProbe = serde_json::from_slice(raw).ok()?;
@@ -204,7 +201,7 @@ mod tests {
     use super::*;
 
     fn p(kind: FrameKind, method: Option<&str>, raw: &str) -> Option<String> {
-        preview(kind, method, raw.as_bytes())
+        summary_texts(kind, method, raw.as_bytes()).0
     }
 
     #[test]
@@ -226,6 +223,23 @@ mod tests {
         assert_eq!(p(FrameKind::Stderr, None, stderr).as_deref(), Some("2026 INFO started"));
         assert_eq!(p(FrameKind::Request, Some("initialize"), r#"{"id":1,"method":"initialize"}"#), None);
         assert_eq!(p(FrameKind::Invalid, None, "\n"), None);
+    }
+
+    #[test]
+    fn a_session_updates_kind_comes_with_its_preview_and_nothing_elses_does() {
+        let kind = |k: FrameKind, m: &str, raw: &str| summary_texts(k, Some(m), raw.as_bytes()).1;
+        let chunk = r#"{"method":"session/update","params":{"update":{"sessionUpdate":"agent_thought_chunk","content":{"type":"text","text":""}}}}"#;
+        assert_eq!(kind(FrameKind::Notification, "session/update", chunk).as_deref(), Some("agent_thought_chunk"));
+        // An empty text previews nothing, and still has its kind.
+        assert_eq!(summary_texts(FrameKind::Notification, Some("session/update"), chunk.as_bytes()).0, None);
+        // A request with the method (a peer's mistake) is no update; nor is a prompt, or a kind not a string.
+        assert_eq!(kind(FrameKind::Request, "session/update", &chunk.replace("{\"method", "{\"id\":1,\"method")), None);
+        assert_eq!(
+            kind(FrameKind::Request, "session/prompt", r#"{"id":1,"method":"session/prompt","params":{"prompt":[]}}"#),
+            None
+        );
+        let odd = r#"{"method":"session/update","params":{"update":{"sessionUpdate":7}}}"#;
+        assert_eq!(kind(FrameKind::Notification, "session/update", odd), None);
     }
 
     #[test]
