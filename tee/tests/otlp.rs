@@ -16,8 +16,8 @@ use common::*;
 use serde_json::Value;
 use std::collections::HashSet;
 use std::io::{BufRead, BufReader, Write};
-use std::os::unix::process::CommandExt;
 use std::net::TcpListener;
+use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -203,8 +203,7 @@ fn phoenix_gets_the_spans_of_a_live_recording_and_of_an_exported_one() {
     record_with_yopo(&live.db, &[&endpoint]);
     let id = live.only_trace().id;
     // A re-export gives the ids the recorder sent: the spans are found by them.
-    let ids: Vec<(String, String)> =
-        exported_spans(&live.db, id).into_iter().map(|(t, s, _)| (t, s)).collect();
+    let ids: Vec<(String, String)> = exported_spans(&live.db, id).into_iter().map(|(t, s, _)| (t, s)).collect();
     let spans = phoenix.wait_for(&ids);
     assert_turn_in_phoenix(&spans);
     let live_traces: HashSet<String> = ids.into_iter().map(|(t, _)| t).collect();
@@ -231,6 +230,11 @@ fn phoenix_gets_the_spans_of_a_live_recording_and_of_an_exported_one() {
     assert!(exported.iter().all(|(t, _, _)| !live_traces.contains(t)), "another recording, other traces");
 }
 
+/// Turns of the conversation a `cat` agent echoes: two spans end per turn,
+/// so the run ends several times `QUEUE_SPANS` spans (an exporter that made
+/// the recorder wait for a hanging collector would hold it for minutes).
+const TURNS: usize = 10_000;
+
 /// JSON-RPC lines a `cat` agent echoes: per turn a prompt and its answer,
 /// both of which the echo pairs, so spans end all along the run.
 fn conversation(turns: usize) -> Vec<u8> {
@@ -252,7 +256,7 @@ fn conversation(turns: usize) -> Vec<u8> {
 /// complete. Returns acp-tee's stderr and the recorder's pid.
 fn run_cat_against(url: &str, wait_stderr: Option<&str>) -> (String, u32, TempStore) {
     let store = TempStore::new();
-    let input = conversation(3000);
+    let input = conversation(TURNS);
     let mut cmd = tee_command(&store.db, &[&format!("--otlp-endpoint={url}")], &["cat"]);
     let mut child = cmd.spawn().unwrap();
     let recorder = recorder_of(child.id());
@@ -289,7 +293,7 @@ fn run_cat_against(url: &str, wait_stderr: Option<&str>) -> (String, u32, TempSt
     let status = wait_within(&mut child, Duration::from_secs(60)).expect("acp-tee hung");
     assert!(status.success());
     let trace = store.only_trace();
-    assert_eq!(trace.frame_count, 4 * 3000, "every frame recorded");
+    assert_eq!(trace.frame_count, 4 * TURNS as i64, "every frame recorded");
     assert_eq!(trace.missing_frames, 0);
     assert_eq!(store.stream(trace.id, acp_tee_shared::Direction::ClientToAgent), input);
     assert_eq!(store.stream(trace.id, acp_tee_shared::Direction::AgentToClient), input);
