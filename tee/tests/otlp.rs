@@ -228,6 +228,27 @@ fn phoenix_gets_the_spans_of_a_live_recording_and_of_an_exported_one() {
     let spans = phoenix.wait_for(&ids);
     assert_turn_in_phoenix(&spans);
     assert!(exported.iter().all(|(t, _, _)| !live_traces.contains(t)), "another recording, other traces");
+
+    // Proxy mode: `acp-tee proxy --otlp-endpoint` in a conductor chain
+    // in front of elizacp, driven by yopo.
+    let chained = TempStore::new();
+    let proxy = format!("{} proxy --db {} --name hop {endpoint}", bin(), chained.db.display());
+    let marker = unique_marker("otlp-proxy");
+    let out = Command::new(peer("yopo"))
+        .args(["hello there", "--", &peer("agent-client-protocol-conductor"), "agent", &proxy])
+        .arg(format!("{} --deterministic acp", peer("elizacp")))
+        .env("ACP_TEE_TEST_MARK", &marker)
+        .output()
+        .unwrap();
+    // yopo SIGKILLs the conductor, which leaves its agent running.
+    kill_marked(&marker, "elizacp");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let id = chained.only_trace().id;
+    let ids: Vec<(String, String)> = exported_spans(&chained.db, id).into_iter().map(|(t, s, _)| (t, s)).collect();
+    let spans = phoenix.wait_for(&ids);
+    let turn = span(&spans, "invoke_agent*");
+    assert_eq!(turn["attributes"]["gen_ai.response.finish_reasons"], serde_json::json!(["end_turn"]));
+    assert_eq!(turn["parent_id"], span(&spans, "acp.session")["context"]["span_id"]);
 }
 
 /// Turns of the conversation a `cat` agent echoes: two spans end per turn,

@@ -178,6 +178,27 @@ fn a_traceparent_in_meta_joins_the_callers_trace() {
     assert_eq!(hex(&turn.trace_id), "0af7651916cd43dd8448eb211c80319c");
     assert_eq!(hex(&turn.parent_span_id), "b7ad6b7169203331");
     assert_eq!(named(&spans, "execute_tool ls").trace_id, turn.trace_id);
+
+    // On session/new: the session's root joins the caller's trace.
+    chunks[2] = (
+        C,
+        3_000,
+        br#"{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/w","_meta":{"traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}}}
+"#,
+    );
+    let spans = spans_of(&chunks, MapOptions::default());
+    let session = named(&spans, "acp.session");
+    assert_eq!(hex(&session.trace_id), "4bf92f3577b34da6a3ce929d0e0e4736");
+    assert_eq!(hex(&session.parent_span_id), "00f067aa0ba902b7");
+    // A malformed one is ignored: the session is a trace of its own.
+    chunks[2] = (
+        C,
+        3_000,
+        br#"{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"_meta":{"traceparent":"00-zz-00f067aa0ba902b7-01"}}}
+"#,
+    );
+    let spans = spans_of(&chunks, MapOptions::default());
+    assert!(named(&spans, "acp.session").parent_span_id.is_empty());
 }
 
 fn hex(b: &[u8]) -> String {
