@@ -1,5 +1,5 @@
 //! OTLP: the spans of [`crate::otlp::Mapper`] as OTLP/JSON lines (one
-//! `ExportTraceServiceRequest` per line, at most [`BATCH_SPANS`] spans each,
+//! `ExportTraceServiceRequest` per line, one [`Batch`] of spans each,
 //! the protobuf JSON mapping of the official types, as the OpenTelemetry
 //! Collector's `otlpjsonfile` receiver reads them), or sent to a collector
 //! over OTLP/HTTP.
@@ -7,7 +7,7 @@
 //! Memory is bounded by the mapper's bounds and one batch.
 
 use super::{each_frame, ExportError, ExportOptions, ExportSummary};
-use crate::otlp::{request, Client, FrameIn, Mapper, BATCH_SPANS, EXPORT_TIMEOUT, RETRIES};
+use crate::otlp::{request, Batch, Client, FrameIn, Mapper, EXPORT_TIMEOUT, RETRIES};
 use crate::store::Store;
 use acp_tee_shared::TraceMeta;
 use opentelemetry_proto::tonic::trace::v1::Span;
@@ -49,8 +49,7 @@ pub fn send(
     Ok((summary, sent))
 }
 
-/// Calls `each` with the spans of `traces` in batches of at most
-/// [`BATCH_SPANS`].
+/// Calls `each` with the spans of `traces`, a [`Batch`] at a time.
 fn batches(
     store: &Store,
     traces: &[TraceMeta],
@@ -58,7 +57,7 @@ fn batches(
     mut each: impl FnMut(Vec<Span>) -> Result<(), ExportError>,
 ) -> Result<ExportSummary, ExportError> {
     let mut summary = ExportSummary::default();
-    let mut batch: Vec<Span> = Vec::new();
+    let mut batch = Batch::default();
     for trace in traces {
         let mut mapper = Mapper::new(&trace.started_at, trace.name.as_deref(), opts.otlp.clone(), None);
         let mut last_t = 0;
@@ -66,23 +65,21 @@ fn batches(
             last_t = f.t_ns;
             mapper.feed(&FrameIn::from(&f));
             for span in mapper.take_done() {
-                batch.push(span);
-                if batch.len() >= BATCH_SPANS {
-                    each(std::mem::take(&mut batch))?;
+                if batch.push(span) {
+                    each(batch.take())?;
                 }
             }
             Ok(())
         })?;
         mapper.finish(end_t_ns(trace).unwrap_or(last_t));
         for span in mapper.take_done() {
-            batch.push(span);
-            if batch.len() >= BATCH_SPANS {
-                each(std::mem::take(&mut batch))?;
+            if batch.push(span) {
+                each(batch.take())?;
             }
         }
     }
     if !batch.is_empty() {
-        each(batch)?;
+        each(batch.take())?;
     }
     Ok(summary)
 }

@@ -1,8 +1,9 @@
 //! The recorder's live export: the [`Mapper`] runs on the framer thread
 //! beside the store's queue, and the spans it ends go through a bounded
-//! queue ([`QUEUE_SPANS`]) to an exporter thread that sends them in batches
-//! ([`BATCH_SPANS`], or what came within [`BATCH_WAIT`]), each request
-//! bounded by [`EXPORT_TIMEOUT`] and tried [`RETRIES`] times.
+//! queue ([`QUEUE_SPANS`] spans, [`QUEUE_BYTES`] bytes encoded) to an
+//! exporter thread that sends them in batches ([`Batch`]: [`BATCH_SPANS`]
+//! spans or [`BATCH_BYTES`], or what came within [`BATCH_WAIT`]), each
+//! request bounded by [`EXPORT_TIMEOUT`] and tried [`RETRIES`] times.
 //!
 //! Architecture Invariant: a slow, dead or hanging collector never makes
 //! the framer wait: a span that does not fit the queue is dropped and
@@ -14,7 +15,8 @@ use super::{request, Client, Endpoint, FrameIn, MapOptions, Mapper};
 use crate::model::NewFrame;
 use crate::redact::Redactor;
 use opentelemetry_proto::tonic::trace::v1::Span;
-use std::sync::atomic::{AtomicU64, Ordering};
+use prost::Message as _;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender, TrySendError};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -22,8 +24,16 @@ use std::time::{Duration, Instant};
 /// Spans waiting for the exporter thread at most; more are dropped.
 pub const QUEUE_SPANS: usize = 4096;
 
+/// Bytes (protobuf-encoded) of the spans waiting for the exporter thread at
+/// most: spans with content can be large.
+pub const QUEUE_BYTES: usize = 8 << 20;
+
 /// Spans sent in one request at most.
 pub const BATCH_SPANS: usize = 512;
+
+/// Bytes (protobuf-encoded) of spans in one request, about at most: a batch
+/// is sent once it holds this much (collectors commonly take 4 MiB).
+pub const BATCH_BYTES: usize = 2 << 20;
 
 /// How long a span waits for a batch to fill before it is sent anyway.
 pub const BATCH_WAIT: Duration = Duration::from_millis(500);
@@ -45,12 +55,47 @@ struct Counts {
     spans_sent: AtomicU64,
     /// Spans of dropped batches, and spans that did not fit the queue.
     spans_dropped: AtomicU64,
+    /// Encoded bytes of the spans in the queue.
+    queued_bytes: AtomicUsize,
+}
+
+/// Spans gathered for one request: at most [`BATCH_SPANS`] spans, and
+/// about [`BATCH_BYTES`] encoded.
+#[derive(Default)]
+pub struct Batch {
+    spans: Vec<Span>,
+    bytes: usize,
+}
+
+impl Batch {
+    /// Adds `span`; true when the batch is now full.
+    pub fn push(&mut self, span: Span) -> bool {
+        self.bytes += span.encoded_len();
+        self.spans.push(span);
+        self.is_full()
+    }
+
+    /// True when the batch holds [`BATCH_SPANS`] spans or [`BATCH_BYTES`].
+    pub fn is_full(&self) -> bool {
+        self.spans.len() >= BATCH_SPANS || self.bytes >= BATCH_BYTES
+    }
+
+    /// True when it holds no span.
+    pub fn is_empty(&self) -> bool {
+        self.spans.is_empty()
+    }
+
+    /// The spans, leaving the batch empty.
+    pub fn take(&mut self) -> Vec<Span> {
+        self.bytes = 0;
+        std::mem::take(&mut self.spans)
+    }
 }
 
 /// A live export in progress.
 pub struct LiveExport {
     mapper: Mapper,
-    queue: Option<SyncSender<Span>>,
+    queue: Option<SyncSender<(Span, usize)>>,
     counts: Arc<Counts>,
     done: Receiver<()>,
     url: String,
@@ -95,11 +140,17 @@ impl LiveExport {
     fn hand_on(&mut self) {
         let Some(queue) = &self.queue else { return };
         for span in self.mapper.take_done() {
-            match queue.try_send(span) {
-                Ok(()) => {}
-                Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) => {
-                    self.counts.spans_dropped.fetch_add(1, Ordering::Relaxed);
-                }
+            let len = span.encoded_len();
+            let queued = &self.counts.queued_bytes;
+            let sent = queued.load(Ordering::Relaxed) + len <= QUEUE_BYTES
+                && match queue.try_send((span, len)) {
+                    Ok(()) => true,
+                    Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) => false,
+                };
+            if sent {
+                queued.fetch_add(len, Ordering::Relaxed);
+            } else {
+                self.counts.spans_dropped.fetch_add(1, Ordering::Relaxed);
             }
         }
     }
@@ -133,26 +184,34 @@ impl LiveExport {
 
 /// Sends batches from `rx` until it is closed and empty (then for at most
 /// [`FLUSH_WAIT`]).
-fn export_loop(client: &Client, rx: &Receiver<Span>, counts: &Counts) {
-    let mut batch = Vec::with_capacity(BATCH_SPANS);
+fn export_loop(client: &Client, rx: &Receiver<(Span, usize)>, counts: &Counts) {
+    let mut batch = Batch::default();
+    let take = |(span, len): (Span, usize), batch: &mut Batch| {
+        counts.queued_bytes.fetch_sub(len, Ordering::Relaxed);
+        batch.push(span)
+    };
     let mut closed_at: Option<Instant> = None;
     let mut warned = false;
     loop {
         let first_at = Instant::now();
         // Fill a batch: until it is full, BATCH_WAIT passed, or the queue closed.
-        while batch.len() < BATCH_SPANS && closed_at.is_none() {
+        while !batch.is_full() && closed_at.is_none() {
             let left = BATCH_WAIT.saturating_sub(first_at.elapsed());
             match rx.recv_timeout(if batch.is_empty() { Duration::from_secs(3600) } else { left }) {
-                Ok(span) => batch.push(span),
+                Ok(item) => {
+                    take(item, &mut batch);
+                }
                 Err(RecvTimeoutError::Timeout) => break,
                 Err(RecvTimeoutError::Disconnected) => closed_at = Some(Instant::now()),
             }
         }
         if closed_at.is_some() {
             // Closed: what is left in the queue goes too, in full batches.
-            while batch.len() < BATCH_SPANS {
+            while !batch.is_full() {
                 match rx.try_recv() {
-                    Ok(span) => batch.push(span),
+                    Ok(item) => {
+                        take(item, &mut batch);
+                    }
                     Err(_) => break,
                 }
             }
@@ -161,14 +220,14 @@ fn export_loop(client: &Client, rx: &Receiver<Span>, counts: &Counts) {
             return;
         }
         let deadline = closed_at.map(|t| t + FLUSH_WAIT);
-        let n = batch.len() as u64;
+        let spans = batch.take();
+        let n = spans.len() as u64;
         if deadline.is_some_and(|d| Instant::now() >= d) {
             counts.batches_dropped.fetch_add(1, Ordering::Relaxed);
             counts.spans_dropped.fetch_add(n, Ordering::Relaxed);
-            batch.clear();
             continue;
         }
-        let req = request(std::mem::take(&mut batch), client.service());
+        let req = request(spans, client.service());
         match client.send(&req, RETRIES, super::EXPORT_TIMEOUT, deadline) {
             Ok(()) => {
                 counts.batches_sent.fetch_add(1, Ordering::Relaxed);

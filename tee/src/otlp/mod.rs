@@ -9,7 +9,7 @@ mod live;
 mod mapping;
 mod send;
 
-pub use live::{LiveExport, BATCH_SPANS, EXPORT_TIMEOUT, RETRIES};
+pub use live::{Batch, LiveExport, EXPORT_TIMEOUT, RETRIES};
 pub use mapping::{FrameIn, MapOptions, Mapper, TraceScope};
 pub use send::{Client, SendError};
 

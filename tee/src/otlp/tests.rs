@@ -337,3 +337,21 @@ fn hostile_frames_stay_within_the_bounds() {
     assert_eq!(turn.dropped_events_count, 10);
     assert_eq!(attr(named(&spans, "acp.recording"), "acp.left_out"), Some(&Value::IntValue(10)));
 }
+
+#[test]
+fn a_batch_is_full_at_its_span_count_or_its_bytes() {
+    let mut batch = Batch::default();
+    let big = Span { name: "x".repeat(300 * 1024), ..Default::default() };
+    let mut n = 0;
+    while !batch.push(big.clone()) {
+        n += 1;
+    }
+    assert_eq!(n + 1, live::BATCH_BYTES.div_ceil(big.encoded_len()), "full once it holds BATCH_BYTES");
+    assert_eq!(batch.take().len(), n + 1);
+    assert!(batch.is_empty());
+    let mut count = 0;
+    while !batch.push(Span::default()) {
+        count += 1;
+    }
+    assert_eq!(count + 1, live::BATCH_SPANS);
+}
