@@ -383,6 +383,10 @@ impl Mapper {
         let mut pending: Vec<(i64, Pending)> = self.pending.drain().collect();
         pending.sort_by_key(|(seq, _)| *seq);
         for (_, mut p) in pending {
+            if matches!(p.role, Role::Prompt) {
+                // Its span is the turn's, ended with its session below.
+                continue;
+            }
             p.span.end_time_unix_nano = end;
             p.span.attributes.push(kv_bool("acp.unanswered", true));
             self.done.push(p.span);

@@ -213,6 +213,9 @@ fn unanswered_requests_and_turns_end_with_the_trace() {
     let permission = named(&spans, "session/request_permission");
     assert_eq!(attr(permission, "acp.unanswered"), Some(&Value::BoolValue(true)));
     assert!(spans.iter().all(|s| s.end_time_unix_nano >= s.start_time_unix_nano));
+    for s in &spans {
+        assert_eq!((s.trace_id.len(), s.span_id.len()), (16, 8), "a span without ids: {s:?}");
+    }
 }
 
 #[test]
