@@ -29,6 +29,7 @@ mod handoff;
 mod import;
 mod mcp;
 mod model;
+mod otlp;
 mod proc;
 mod recorder;
 mod redact;

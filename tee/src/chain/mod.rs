@@ -43,13 +43,15 @@ pub struct ProxyOptions {
     pub db: PathBuf,
     /// Mask secrets in what is stored (default rules plus these).
     pub redact: Option<Vec<String>>,
+    /// Send spans live from the recorder (docs/otlp.md).
+    pub otlp: Option<crate::otlp::LiveOptions>,
 }
 
 /// Runs the proxy until the conductor closes its stdin; returns the exit code.
 pub fn run(opts: &ProxyOptions) -> i32 {
     let t0 = Instant::now();
     let started_at = crate::clock::now_rfc3339();
-    let recorder = Recorder::start(&opts.db, t0, opts.redact.as_deref(), None);
+    let recorder = Recorder::start(&opts.db, t0, opts.redact.as_deref(), None, opts.otlp.as_ref());
     let handoff = recorder.handoff.clone();
     handoff.start(&TraceStart {
         name: opts.name.clone(),

@@ -136,6 +136,8 @@ pub(super) struct RecordArgs {
     pub(super) grace: Duration,
     #[command(flatten)]
     pub(super) redact: RecordRedact,
+    #[command(flatten)]
+    pub(super) otlp: OtlpArgs,
     /// The agent's command line, after `--`
     #[arg(last = true, required = true, value_name = "AGENT")]
     pub(super) agent: Vec<String>,
@@ -184,6 +186,8 @@ pub(super) struct ProxyArgs {
     pub(super) name: Option<String>,
     #[command(flatten)]
     pub(super) redact: RecordRedact,
+    #[command(flatten)]
+    pub(super) otlp: OtlpArgs,
 }
 
 const SERVE_ABOUT: &str = "\
@@ -267,6 +271,8 @@ pub(super) struct ExportArgs {
     /// acp-tee exited (by default export waits for it, up to a minute)
     #[arg(long)]
     pub(super) no_wait: bool,
+    #[command(flatten)]
+    pub(super) otlp: OtlpArgs,
 }
 
 #[derive(Debug, Args)]
@@ -288,6 +294,46 @@ pub(super) struct RecorderArgs {
     /// This recorder replaces one that died mid-run (the handoff says which)
     #[arg(long)]
     pub(super) resume: bool,
+    /// Send spans live to this OTLP/HTTP traces URL
+    #[arg(long = "otlp-url")]
+    pub(super) otlp_url: Option<String>,
+    #[arg(long = "otlp-content")]
+    pub(super) otlp_content: bool,
+    #[arg(long = "otlp-trace-per", value_enum, default_value = "session")]
+    pub(super) otlp_trace_per: crate::otlp::TraceScope,
+}
+
+// OpenTelemetry (docs/otlp.md): the options `record`, `proxy` and `export`
+// share.
+#[derive(Debug, Args, Clone)]
+pub(super) struct OtlpArgs {
+    /// Send OpenTelemetry spans over OTLP/HTTP to URL (e.g.
+    /// http://localhost:4318; /v1/traces is appended). Without a value:
+    /// OTEL_EXPORTER_OTLP_ENDPOINT. OTEL_EXPORTER_OTLP_HEADERS and
+    /// OTEL_SERVICE_NAME apply
+    #[arg(long, value_name = "URL", num_args = 0..=1, require_equals = true, default_missing_value = "")]
+    pub(super) otlp_endpoint: Option<String>,
+    /// Put content in the spans (prompts, agent messages, tool input and
+    /// output, stderr lines), masked as exports mask it
+    #[arg(long)]
+    pub(super) otlp_content: bool,
+    /// One trace per ACP session, or one per recording
+    #[arg(long, value_enum, default_value = "session", value_name = "SCOPE")]
+    pub(super) otlp_trace_per: crate::otlp::TraceScope,
+}
+
+impl OtlpArgs {
+    /// The mapping's options.
+    pub(super) fn map_options(&self) -> crate::otlp::MapOptions {
+        crate::otlp::MapOptions { scope: self.otlp_trace_per, content: self.otlp_content }
+    }
+
+    /// The endpoint to send to, when asked for (checked now, so a bad one
+    /// stops the run before it starts).
+    pub(super) fn endpoint(&self) -> anyhow::Result<Option<crate::otlp::Endpoint>> {
+        let Some(flag) = &self.otlp_endpoint else { return Ok(None) };
+        Ok(Some(crate::otlp::Endpoint::resolve(flag, |k| std::env::var(k).ok())?))
+    }
 }
 
 /// Parses `3s`, `500ms`, `2m` or a bare number of seconds.

@@ -15,6 +15,7 @@ use crate::redact::Redactor;
 use crate::relay::{self, WrapOptions};
 use crate::store::{self, Reader, Store};
 use anyhow::Context;
+use args::OtlpArgs;
 use args::{Command, ExportArgs};
 use clap::Parser;
 use std::ffi::OsString;
@@ -67,13 +68,15 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
                 .name
                 .or_else(|| std::path::Path::new(&a.agent[0]).file_name().map(|n| n.to_string_lossy().into_owned()));
             let redact = a.redact.rules()?;
-            let opts = WrapOptions { command: a.agent, name, db: a.store.path()?, grace: a.grace, redact };
+            let otlp = live_otlp(&a.otlp)?;
+            let opts = WrapOptions { command: a.agent, name, db: a.store.path()?, grace: a.grace, redact, otlp };
             Ok(relay::run(&opts)?)
         }
         Command::Proxy(a) => {
             let name = Some(a.name.unwrap_or_else(|| "proxy".to_owned()));
             let redact = a.redact.rules()?;
-            Ok(crate::chain::run(&crate::chain::ProxyOptions { name, db: a.store.path()?, redact }))
+            let otlp = live_otlp(&a.otlp)?;
+            Ok(crate::chain::run(&crate::chain::ProxyOptions { name, db: a.store.path()?, redact, otlp }))
         }
         Command::Serve(a) => {
             let db = a.store.path()?;
@@ -119,10 +122,32 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
         }
         Command::Recorder(a) => {
             ignore_terminal_signals();
+            let otlp = recorder_otlp(&a);
             let redactor = a.redact.then(|| Redactor::new(a.redact_rule));
             let data = crate::recorder::data_pipes_from(&a.data_fds);
-            crate::recorder::run(&a.db, std::io::stdin().lock(), data, redactor, a.agent_group, a.resume);
+            crate::recorder::run(&a.db, std::io::stdin().lock(), data, redactor, a.agent_group, a.resume, otlp);
             Ok(0)
+        }
+    }
+}
+
+/// The live export `record` and `proxy` were asked for.
+fn live_otlp(a: &OtlpArgs) -> anyhow::Result<Option<crate::otlp::LiveOptions>> {
+    Ok(a.endpoint()?.map(|endpoint| crate::otlp::LiveOptions { endpoint, map: a.map_options() }))
+}
+
+/// The live export the recorder was given (a bad one is warned about and
+/// left off: the recording goes on).
+fn recorder_otlp(a: &args::RecorderArgs) -> Option<crate::otlp::LiveOptions> {
+    let url = a.otlp_url.as_deref()?;
+    match crate::otlp::Endpoint::resolve(url, |k| std::env::var(k).ok()) {
+        Ok(endpoint) => Some(crate::otlp::LiveOptions {
+            endpoint,
+            map: crate::otlp::MapOptions { scope: a.otlp_trace_per, content: a.otlp_content },
+        }),
+        Err(e) => {
+            tracing::warn!("otlp: {e}; no spans are sent");
+            None
         }
     }
 }
@@ -135,7 +160,15 @@ fn export_command(a: ExportArgs) -> anyhow::Result<i32> {
         settle(&store, trace.id, !a.no_wait)?;
     }
     let total: i64 = export::selected_traces(&store, a.trace)?.iter().map(|t| t.frame_count).sum();
-    let opts = ExportOptions { format, redactor, progress: progress::bar(total as u64, "frames") };
+    let progress = progress::bar(total as u64, "frames");
+    let opts = ExportOptions { format, redactor, progress, otlp: a.otlp.map_options() };
+    if let Some(endpoint) = a.otlp.endpoint()? {
+        let url = endpoint.url.clone();
+        let (summary, spans) = export::send_otlp(&store, a.trace, &opts, &crate::otlp::Client::new(endpoint))?;
+        opts.progress.finish_and_clear();
+        eprintln!("acp-tee: sent {spans} spans of {} frames to {url}", summary.frames);
+        return Ok(0);
+    }
     let summary = match &a.output {
         Some(path) => {
             let file = std::fs::File::create(path).with_context(|| format!("cannot create {}", path.display()))?;

@@ -241,6 +241,16 @@ proptest! {
         serde_json::from_str::<&serde_json::value::RawValue>(&perfetto).unwrap();
         let (json, _) = export_text(&store, ExportFormat::Json);
         serde_json::from_str::<&serde_json::value::RawValue>(&json).unwrap();
+        // OTLP lines are the official request type, each span ending after
+        // it starts.
+        use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+        let (otlp, _) = export_text(&store, ExportFormat::Otlp);
+        for line in otlp.lines() {
+            let req: ExportTraceServiceRequest = serde_json::from_str(line).unwrap();
+            for s in req.resource_spans.iter().flat_map(|r| &r.scope_spans).flat_map(|s| &s.spans) {
+                prop_assert!(s.end_time_unix_nano >= s.start_time_unix_nano, "{:?}", s.name);
+            }
+        }
 
         // export -> import -> export: the same file.
         let (first, _) = export_text(&store, ExportFormat::Ndjson);

@@ -17,6 +17,7 @@
 mod fuzz;
 pub mod inspector;
 pub mod jsons;
+pub mod otlp;
 pub mod perfetto;
 
 use crate::redact::Redactor;
@@ -42,16 +43,19 @@ pub enum ExportFormat {
     /// sagikazarmark/acp-inspector's `acp-inspector-trace` JSONL, one
     /// connection per trace.
     AcpInspector,
+    /// OpenTelemetry spans as OTLP/JSON lines (docs/otlp.md).
+    Otlp,
 }
 
 impl ExportFormat {
     /// Every format.
-    pub const ALL: [ExportFormat; 5] = [
+    pub const ALL: [ExportFormat; 6] = [
         ExportFormat::Json,
         ExportFormat::Ndjson,
         ExportFormat::Jsons,
         ExportFormat::Perfetto,
         ExportFormat::AcpInspector,
+        ExportFormat::Otlp,
     ];
 
     /// The name used on the command line and in the API (`json`, ...).
@@ -62,6 +66,7 @@ impl ExportFormat {
             ExportFormat::Jsons => "jsons",
             ExportFormat::Perfetto => "perfetto",
             ExportFormat::AcpInspector => "acp-inspector",
+            ExportFormat::Otlp => "otlp",
         }
     }
 
@@ -73,6 +78,7 @@ impl ExportFormat {
             ExportFormat::Jsons => "jsons",
             ExportFormat::Perfetto => "perfetto.json",
             ExportFormat::AcpInspector => "jsonl",
+            ExportFormat::Otlp => "otlp.jsonl",
         }
     }
 
@@ -80,7 +86,9 @@ impl ExportFormat {
     pub fn mime(self) -> &'static str {
         match self {
             ExportFormat::Json | ExportFormat::Perfetto => "application/json",
-            ExportFormat::Ndjson | ExportFormat::Jsons | ExportFormat::AcpInspector => "application/x-ndjson",
+            ExportFormat::Ndjson | ExportFormat::Jsons | ExportFormat::AcpInspector | ExportFormat::Otlp => {
+                "application/x-ndjson"
+            }
         }
     }
 }
@@ -88,10 +96,9 @@ impl ExportFormat {
 impl std::str::FromStr for ExportFormat {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        ExportFormat::ALL
-            .into_iter()
-            .find(|f| f.as_str() == s)
-            .ok_or_else(|| format!("unknown export format `{s}`; use json, ndjson, jsons, perfetto or acp-inspector"))
+        ExportFormat::ALL.into_iter().find(|f| f.as_str() == s).ok_or_else(|| {
+            format!("unknown export format `{s}`; use json, ndjson, jsons, perfetto, acp-inspector or otlp")
+        })
     }
 }
 
@@ -132,6 +139,9 @@ pub enum ExportError {
     /// The format holds one trace and several were selected.
     #[error("the conductor's .jsons format holds one trace; pass --trace ID or latest")]
     OneTraceOnly,
+    /// The OTLP collector did not take the spans.
+    #[error(transparent)]
+    Otlp(#[from] crate::otlp::SendError),
 }
 
 /// How to export.
@@ -142,13 +152,20 @@ pub struct ExportOptions {
     pub redactor: Redactor,
     /// Advanced by one per frame written (hidden when not on a terminal).
     pub progress: ProgressBar,
+    /// For `otlp`: the trace scope and whether content goes into spans.
+    pub otlp: crate::otlp::MapOptions,
 }
 
 impl ExportOptions {
     /// `format` with the default redaction and no progress bar.
     #[cfg(test)]
     pub fn new(format: ExportFormat) -> Self {
-        ExportOptions { format, redactor: Redactor::new(Vec::new()), progress: ProgressBar::hidden() }
+        ExportOptions {
+            format,
+            redactor: Redactor::new(Vec::new()),
+            progress: ProgressBar::hidden(),
+            otlp: Default::default(),
+        }
     }
 }
 
@@ -193,9 +210,23 @@ pub fn export(
         },
         ExportFormat::Perfetto => perfetto::write(store, &traces, opts, out)?,
         ExportFormat::AcpInspector => inspector::write(store, &traces, opts, out)?,
+        ExportFormat::Otlp => otlp::write(store, &traces, opts, out)?,
     };
     out.flush()?;
     Ok(summary)
+}
+
+/// Sends the spans of the selected traces of `store` to the collector of
+/// `client` (`export --otlp-endpoint`); the summary and the spans sent.
+pub fn send_otlp(
+    store: &Store,
+    selection: TraceSelection,
+    opts: &ExportOptions,
+    client: &crate::otlp::Client,
+) -> Result<(ExportSummary, u64), ExportError> {
+    let traces: Vec<TraceMeta> =
+        selected_traces(store, selection)?.into_iter().map(|t| mask_meta(t, &opts.redactor)).collect();
+    otlp::send(store, &traces, opts, client)
 }
 
 /// `trace` with the pattern rules' matches masked in its name, command

@@ -29,6 +29,7 @@ use crate::frame::Framer;
 use crate::handoff::{decode_header, read_full, HandoffReader, Message, HEADER_LEN, TAG_CHUNK, TAG_CHUNK_REF, TAG_END};
 use crate::model::TraceEnd;
 use crate::model::RELAY_KILLED;
+use crate::otlp::{LiveExport, LiveOptions};
 use crate::proc::lower_priority;
 use crate::redact::Redactor;
 use std::fs::File;
@@ -68,7 +69,8 @@ pub struct RecorderSummary {
 /// `data`, one per direction, that chunk references point into) into the
 /// store at `db`, masking secrets in what it stores when `redactor` is given.
 /// With `resume`, this recorder replaces one that died mid-run: the handoff's
-/// second message says which, and its trace is continued.
+/// second message says which, and its trace is continued. With `otlp`, the
+/// frames are mapped to spans and sent live (`crate::otlp::LiveExport`).
 /// Returns `None` when the relay went away before announcing a run (nothing
 /// is recorded).
 ///
@@ -86,6 +88,7 @@ pub fn run(
     redactor: Option<Redactor>,
     agent_group: Option<u32>,
     resume: bool,
+    otlp: Option<LiveOptions>,
 ) -> Option<RecorderSummary> {
     let dir = db.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new(".")).to_owned();
     let spool = Spool::new(dir, SPOOL_MEMORY_BYTES, SPOOL_FILE_BYTES);
@@ -94,7 +97,7 @@ pub fn run(
         let (db, spool, input_ended) = (db.to_owned(), spool.clone(), input_ended.clone());
         std::thread::Builder::new()
             .name("framer".into())
-            .spawn(move || record(&db, &spool, redactor, &input_ended, resume))
+            .spawn(move || record(&db, &spool, redactor, &input_ended, resume, otlp))
             .expect("cannot start the framer thread")
     };
     let ended = match intake(input, &mut data, &spool) {
@@ -190,6 +193,7 @@ fn record(
     redactor: Option<Redactor>,
     input_ended: &OnceLock<String>,
     resume: bool,
+    otlp: Option<LiveOptions>,
 ) -> Option<RecorderSummary> {
     lower_priority();
     let mut reader = HandoffReader::new(spool.reader());
@@ -219,6 +223,8 @@ fn record(
         None => (StoreWriter::open(db, &start), 0),
     };
     say_recording();
+    let mut live =
+        otlp.map(|o| LiveExport::start(o.endpoint, o.map, &start.started_at, start.name.as_deref(), redactor.clone()));
     let queue = Arc::new(ByteQueue::new(QUEUE_BYTES));
     let writer_thread = {
         let (queue, spool) = (queue.clone(), spool.clone());
@@ -238,6 +244,13 @@ fn record(
     };
     let queue = &*queue;
     let mut framer = Framer::with_redactor(redactor);
+    // Spans are made from each frame before it is stored (never waiting).
+    let mut push = |f: crate::model::NewFrame| {
+        if let Some(live) = live.as_mut() {
+            live.feed(&f);
+        }
+        queue.push(f)
+    };
     framer.continue_after(last_seq);
     let mut last_t = 0;
     let mut end = None;
@@ -249,15 +262,15 @@ fn record(
         match reader.read_message() {
             Ok(Some(Message::Chunk { dir, t_ns, data })) => {
                 last_t = t_ns;
-                framer.chunk(dir, t_ns, &data, |f| queue.push(f));
+                framer.chunk(dir, t_ns, &data, &mut push);
             }
             Ok(Some(Message::Frame { dir, t_ns, raw, envelope })) => {
                 last_t = t_ns;
-                queue.push(framer.message(dir, t_ns, raw, envelope));
+                push(framer.message(dir, t_ns, raw, envelope));
             }
             Ok(Some(Message::Eof { dir, t_ns })) => {
                 last_t = t_ns;
-                framer.eof(dir, t_ns, |f| queue.push(f));
+                framer.eof(dir, t_ns, &mut push);
             }
             Ok(Some(Message::End { t_ns, end: e })) => {
                 last_t = t_ns;
@@ -277,13 +290,18 @@ fn record(
             }
         }
     }
-    framer.eof_all(last_t, |f| queue.push(f));
+    framer.eof_all(last_t, &mut push);
     queue.close();
     let mut writer = writer_thread.join().expect("the store writer thread panicked");
     let end =
         end.unwrap_or_else(|| TraceEnd { exit_code: None, exit_signal: None, end_reason: RELAY_KILLED.to_owned() });
     let ended_at = ended_at.or_else(|| input_ended.get().cloned()).unwrap_or_else(crate::clock::now_rfc3339);
     writer.finish(&end, &ended_at);
+    // The trace is complete in the store; the exporter gets what time is
+    // left to send the rest.
+    if let Some(live) = live {
+        live.finish(i64::try_from(last_t).unwrap_or(i64::MAX));
+    }
     Some(RecorderSummary { trace_id: writer.trace_id(), written: writer.written(), missing: writer.missing() })
 }
 

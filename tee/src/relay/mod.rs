@@ -46,6 +46,8 @@ pub struct WrapOptions {
     /// Mask secrets in what is stored (default rules plus these); forwarded
     /// bytes are never changed.
     pub redact: Option<Vec<String>>,
+    /// Send spans live from the recorder (docs/otlp.md).
+    pub otlp: Option<crate::otlp::LiveOptions>,
 }
 
 /// Runs the agent under the tee until it ends; returns the exit code to exit with.
@@ -61,7 +63,7 @@ pub fn run(opts: &WrapOptions) -> Result<i32, SpawnError> {
         signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]).expect("cannot install signal handlers");
     let mut child = agent::spawn(&opts.command)?;
     let pid = child.id();
-    let mut recorder = Recorder::start(&opts.db, t0, opts.redact.as_deref(), Some(pid));
+    let mut recorder = Recorder::start(&opts.db, t0, opts.redact.as_deref(), Some(pid), opts.otlp.as_ref());
     let handoff = recorder.handoff.clone();
     handoff.start(&TraceStart {
         name: opts.name.clone(),

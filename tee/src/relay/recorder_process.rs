@@ -75,6 +75,7 @@ struct Spawner {
     db: PathBuf,
     redact: Option<Vec<String>>,
     agent_group: Option<u32>,
+    otlp: Option<crate::otlp::LiveOptions>,
 }
 
 /// A recorder process just started.
@@ -122,6 +123,9 @@ impl Spawner {
                 cmd.arg("--redact-rule").arg(rule);
             }
         }
+        if let Some(otlp) = &self.otlp {
+            cmd.args(otlp.recorder_args());
+        }
         let mut child = cmd
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -147,12 +151,19 @@ impl Recorder {
     /// start, warns once and hands off to a writer that drops everything
     /// (forwarding goes on regardless). With `redact` (rules, possibly none)
     /// the recorder masks secrets in what it stores: the default rules and
-    /// those given. With `agent_group`, the recorder kills that process group
+    /// those given. With `otlp`, it sends spans live (docs/otlp.md). With `agent_group`, the recorder kills that process group
     /// should the relay be killed before the run ended. Should the recorder
     /// die mid-run, the handoff starts another that continues its trace
     /// ([`HandoffWriter::set_respawn`]).
-    pub fn start(db: &Path, t0: Instant, redact: Option<&[String]>, agent_group: Option<u32>) -> Recorder {
-        let spawner = Spawner { db: db.to_owned(), redact: redact.map(<[String]>::to_vec), agent_group };
+    pub fn start(
+        db: &Path,
+        t0: Instant,
+        redact: Option<&[String]>,
+        agent_group: Option<u32>,
+        otlp: Option<&crate::otlp::LiveOptions>,
+    ) -> Recorder {
+        let spawner =
+            Spawner { db: db.to_owned(), redact: redact.map(<[String]>::to_vec), agent_group, otlp: otlp.cloned() };
         let logs = Arc::new(Mutex::new(Vec::new()));
         match spawner.spawn(false) {
             Ok(first) => {

@@ -254,7 +254,7 @@ pub async fn export_trace(
     let (ext, mime) = (format.extension(), format.mime());
     let redactor =
         if q.redact == Some(false) { Redactor::without_defaults(Vec::new()) } else { Redactor::new(Vec::new()) };
-    let opts = ExportOptions { format, redactor, progress: indicatif::ProgressBar::hidden() };
+    let opts = ExportOptions { format, redactor, progress: indicatif::ProgressBar::hidden(), otlp: Default::default() };
     let slot = st.db.export_slot().ok_or_else(|| {
         AppError::Unavailable(format!(
             "{} exports are running, as many as this server runs at once; try again when one has finished",

@@ -1,0 +1,1025 @@
+//! The mapping from a trace's frames to OpenTelemetry spans
+//! ([docs/otlp.md](../../../docs/otlp.md) describes it for users).
+//!
+//! [`Mapper`] is a fold over frames in seq order, the same for a stored
+//! trace (`export --format otlp`) and a recording (the recorder feeds it the
+//! frames it stores): a span is handed out ([`Mapper::take_done`]) as soon as
+//! what it stands for has ended (a JSON-RPC request answered, a tool call
+//! completed, a turn's prompt answered); sessions and the recording's own
+//! span end with [`Mapper::finish`]. Ids are derived from the trace's key, so
+//! a second export gives the same ids, unless a `traceparent` in `_meta`
+//! says which trace a session or turn belongs to.
+//!
+//! Memory is bounded whatever the trace holds: [`SESSIONS_MAX`] sessions
+//! followed, [`PENDING_MAX`] open requests, [`TOOLS_PER_TURN_MAX`] tool
+//! calls per turn, [`EVENTS_MAX`] events per span, [`CONTENT_MAX_BYTES`]
+//! per content attribute; what is beyond is counted (`dropped_events_count`,
+//! and `acp.left_out` on the recording's span).
+
+use super::ids::{span_id, trace_id, traceparent};
+use crate::redact::Redactor;
+use acp_tee_shared::{Direction, FrameKind};
+use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue, ArrayValue, KeyValue};
+use opentelemetry_proto::tonic::trace::v1::{span, status, Span, Status};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use std::borrow::Cow;
+use std::collections::HashMap;
+
+/// Sessions the mapper follows at most; frames of later ones count in
+/// `acp.left_out`.
+pub const SESSIONS_MAX: usize = 1000;
+
+/// Requests awaiting an answer the mapper follows at most.
+pub const PENDING_MAX: usize = 10_000;
+
+/// Tool calls one turn has spans for at most.
+pub const TOOLS_PER_TURN_MAX: usize = 1000;
+
+/// Events one span carries at most; more count in its
+/// `dropped_events_count`.
+pub const EVENTS_MAX: usize = 128;
+
+/// Bytes of one content attribute (prompt, agent message, tool input or
+/// output, stderr line) at most, cut at a character boundary.
+pub const CONTENT_MAX_BYTES: usize = 16 * 1024;
+
+/// One trace per ACP session, or one per recording.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum TraceScope {
+    /// A trace per ACP session (the recording's own requests in one more).
+    #[default]
+    Session,
+    /// One trace per recording, sessions as its root span's children.
+    Recording,
+}
+
+impl TraceScope {
+    /// The name on the command line.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TraceScope::Session => "session",
+            TraceScope::Recording => "recording",
+        }
+    }
+}
+
+/// What the mapping puts in spans beyond their structure.
+#[derive(Debug, Clone, Default)]
+pub struct MapOptions {
+    /// A trace per session or per recording.
+    pub scope: TraceScope,
+    /// Carry content (prompts, agent messages, tool input and output,
+    /// stderr lines), masked by the redactor.
+    pub content: bool,
+}
+
+/// One frame as the mapper reads it.
+#[derive(Debug, Clone, Copy)]
+pub struct FrameIn<'a> {
+    /// Position in the trace.
+    pub seq: i64,
+    /// Nanoseconds since the trace started.
+    pub t_ns: i64,
+    /// Which way it went.
+    pub dir: Direction,
+    /// What it is.
+    pub kind: FrameKind,
+    /// JSON-RPC id as JSON text.
+    pub rpc_id: Option<&'a str>,
+    /// JSON-RPC method (for responses: their request's).
+    pub method: Option<&'a str>,
+    /// ACP session id.
+    pub session_id: Option<&'a str>,
+    /// For responses: the request's seq.
+    pub reply_to_seq: Option<i64>,
+    /// The bytes (masked as the store or export masks them).
+    pub raw: &'a [u8],
+}
+
+impl<'a> From<&'a crate::model::NewFrame> for FrameIn<'a> {
+    fn from(f: &'a crate::model::NewFrame) -> Self {
+        FrameIn {
+            seq: f.seq,
+            t_ns: f.t_ns,
+            dir: f.dir,
+            kind: f.kind,
+            rpc_id: f.rpc_id.as_deref(),
+            method: f.method.as_deref(),
+            session_id: f.session_id.as_deref(),
+            reply_to_seq: f.reply_to_seq,
+            raw: &f.raw,
+        }
+    }
+}
+
+impl<'a> From<&'a crate::store::StoredFrame> for FrameIn<'a> {
+    fn from(f: &'a crate::store::StoredFrame) -> Self {
+        FrameIn {
+            seq: f.seq,
+            t_ns: f.t_ns,
+            dir: f.dir,
+            kind: f.kind,
+            rpc_id: f.rpc_id.as_deref(),
+            method: f.method.as_deref(),
+            session_id: f.session_id.as_deref(),
+            reply_to_seq: f.reply_to_seq,
+            raw: &f.raw,
+        }
+    }
+}
+
+/// The members of a message the mapping reads.
+#[derive(Deserialize, Default)]
+struct Message<'a> {
+    #[serde(borrow, default)]
+    params: Option<Params<'a>>,
+    #[serde(borrow, default)]
+    result: Option<Params<'a>>,
+    #[serde(borrow, default)]
+    error: Option<RpcError<'a>>,
+}
+
+#[derive(Deserialize)]
+struct RpcError<'a> {
+    #[serde(default)]
+    code: Option<i64>,
+    #[serde(borrow, default)]
+    message: Option<Cow<'a, str>>,
+}
+
+/// Params or result members, whichever the message has.
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+struct Params<'a> {
+    #[serde(rename = "_meta", borrow, default)]
+    meta: Option<Meta<'a>>,
+    #[serde(borrow, default)]
+    session_id: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    prompt: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    update: Option<Update<'a>>,
+    #[serde(borrow, default)]
+    tool_call: Option<Update<'a>>,
+    /// `mcp/*`.
+    #[serde(borrow, default)]
+    connection_id: Option<Cow<'a, str>>,
+    /// `mcp/message`: the inner MCP method and params.
+    #[serde(borrow, default)]
+    method: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    params: Option<McpParams<'a>>,
+    /// `initialize` result.
+    #[serde(borrow, default)]
+    agent_info: Option<Info<'a>>,
+    #[serde(default)]
+    protocol_version: Option<serde_json::Number>,
+    /// `session/prompt` result.
+    #[serde(borrow, default)]
+    stop_reason: Option<Cow<'a, str>>,
+    #[serde(default)]
+    usage: Option<Usage>,
+    /// `session/request_permission` result.
+    #[serde(borrow, default)]
+    outcome: Option<Outcome<'a>>,
+}
+
+#[derive(Deserialize)]
+struct Meta<'a> {
+    #[serde(borrow, default)]
+    traceparent: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+struct McpParams<'a> {
+    #[serde(borrow, default)]
+    name: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    uri: Option<Cow<'a, str>>,
+    #[serde(rename = "protocolVersion", borrow, default)]
+    protocol_version: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+struct Info<'a> {
+    #[serde(borrow, default)]
+    name: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    version: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize, Default, Clone, Copy)]
+#[serde(rename_all = "camelCase")]
+struct Usage {
+    #[serde(default)]
+    input_tokens: Option<i64>,
+    #[serde(default)]
+    output_tokens: Option<i64>,
+    #[serde(default)]
+    cached_read_tokens: Option<i64>,
+    #[serde(default)]
+    cached_write_tokens: Option<i64>,
+    #[serde(default)]
+    thought_tokens: Option<i64>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Outcome<'a> {
+    #[serde(borrow, default)]
+    outcome: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    option_id: Option<Cow<'a, str>>,
+}
+
+/// A `session/update`'s `update`, or a permission request's `toolCall`.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Update<'a> {
+    #[serde(borrow, default)]
+    session_update: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    tool_call_id: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    title: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    kind: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    status: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    content: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    raw_input: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    raw_output: Option<&'a RawValue>,
+}
+
+/// A text content block.
+#[derive(Deserialize)]
+struct Block<'a> {
+    #[serde(rename = "type", borrow, default)]
+    kind: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    text: Option<Cow<'a, str>>,
+}
+
+/// Where a span hangs: its trace and its parent (empty for a root).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Context {
+    trace: [u8; 16],
+    parent: Option<[u8; 8]>,
+}
+
+/// What a request awaiting its answer is.
+enum Role {
+    Rpc,
+    Initialize,
+    Open,
+    Prompt,
+    Permission { tool: Option<String> },
+}
+
+struct Pending {
+    span: Span,
+    role: Role,
+    session: Option<String>,
+    /// `_meta.traceparent` of an opening request.
+    traceparent: Option<([u8; 16], [u8; 8])>,
+}
+
+struct Turn {
+    span: Span,
+    request: i64,
+    start_t: i64,
+    first_chunk: bool,
+    tools: HashMap<String, Span>,
+    output: String,
+    chunks: i64,
+}
+
+struct SessionSpans {
+    root: Span,
+    turn: Option<Turn>,
+}
+
+/// The fold from frames to spans.
+pub struct Mapper {
+    key: String,
+    opts: MapOptions,
+    /// Masks content read from frames not masked before (a recording without
+    /// `--redact`); `None` when the frames come masked.
+    redactor: Option<Redactor>,
+    epoch_ns: u64,
+    conn: Span,
+    agent: Option<(String, Option<String>)>,
+    sessions: HashMap<String, SessionSpans>,
+    pending: HashMap<i64, Pending>,
+    done: Vec<Span>,
+    last_t: i64,
+    left_out: u64,
+}
+
+impl Mapper {
+    /// A mapper for the trace that started at `started_at` (RFC 3339) named
+    /// `name`: the two make its key, from which ids are derived. With
+    /// `redactor`, content is masked before it goes into a span.
+    pub fn new(started_at: &str, name: Option<&str>, opts: MapOptions, redactor: Option<Redactor>) -> Mapper {
+        let key = format!("{started_at}\0{}", name.unwrap_or(""));
+        let epoch_ns = chrono::DateTime::parse_from_rfc3339(started_at)
+            .ok()
+            .and_then(|t| t.timestamp_nanos_opt())
+            .and_then(|n| u64::try_from(n).ok())
+            .unwrap_or(0);
+        let trace = trace_id(&key, "recording");
+        let mut conn = new_span(Context { trace, parent: None }, span_id(&key, "recording", 0), "acp.recording");
+        conn.kind = span::SpanKind::Internal as i32;
+        conn.start_time_unix_nano = epoch_ns;
+        if let Some(name) = name {
+            conn.attributes.push(kv("acp.recording.name", name));
+        }
+        conn.attributes.push(kv("network.transport", "pipe"));
+        Mapper {
+            key,
+            opts,
+            redactor,
+            epoch_ns,
+            conn,
+            agent: None,
+            sessions: HashMap::new(),
+            pending: HashMap::new(),
+            done: Vec::new(),
+            last_t: 0,
+            left_out: 0,
+        }
+    }
+
+    /// The spans ended since the last call.
+    pub fn take_done(&mut self) -> Vec<Span> {
+        std::mem::take(&mut self.done)
+    }
+
+    /// Adds one frame (frames come in seq order).
+    pub fn feed(&mut self, f: &FrameIn<'_>) {
+        self.last_t = self.last_t.max(f.t_ns);
+        match f.kind {
+            FrameKind::Request => self.request(f),
+            FrameKind::Response | FrameKind::Error => self.response(f),
+            FrameKind::Notification => self.notification(f),
+            FrameKind::Stderr => self.stderr(f),
+            FrameKind::Batch | FrameKind::Invalid => {
+                let mut e = event(self.time(f.t_ns), "acp.frame");
+                e.attributes.push(kv("acp.frame.kind", f.kind.as_str()));
+                e.attributes.push(kv_int("acp.frame.seq", f.seq));
+                push_event(&mut self.conn, e);
+            }
+        }
+    }
+
+    /// Ends every span still open at `end_t_ns` (the trace's end): requests
+    /// never answered, turns never ended, sessions and the recording.
+    pub fn finish(&mut self, end_t_ns: i64) {
+        let end = self.time(end_t_ns.max(self.last_t));
+        let mut pending: Vec<(i64, Pending)> = self.pending.drain().collect();
+        pending.sort_by_key(|(seq, _)| *seq);
+        for (_, mut p) in pending {
+            if matches!(p.role, Role::Prompt) {
+                // Its span is the turn's, ended with its session below.
+                continue;
+            }
+            p.span.end_time_unix_nano = end;
+            p.span.attributes.push(kv_bool("acp.unanswered", true));
+            self.done.push(p.span);
+        }
+        let mut sessions: Vec<(String, SessionSpans)> = self.sessions.drain().collect();
+        sessions.sort_by_key(|(_, s)| s.root.start_time_unix_nano);
+        for (_, mut s) in sessions {
+            if let Some(turn) = s.turn.take() {
+                let mut span = end_turn(turn, end, &mut self.done, self.opts.content);
+                span.attributes.push(kv_bool("acp.turn.unfinished", true));
+                self.done.push(span);
+            }
+            s.root.end_time_unix_nano = end;
+            self.done.push(s.root);
+        }
+        let mut conn = std::mem::take(&mut self.conn);
+        conn.end_time_unix_nano = end;
+        if self.left_out > 0 {
+            conn.attributes.push(kv_int("acp.left_out", self.left_out as i64));
+        }
+        self.done.push(conn);
+    }
+
+    /// Unix nanoseconds of `t_ns` since the trace started.
+    fn time(&self, t_ns: i64) -> u64 {
+        self.epoch_ns.saturating_add(t_ns.max(0) as u64)
+    }
+
+    /// The context of a new span of session `sid` (in its turn when one is
+    /// open), or of the recording.
+    fn context_in(&self, sid: Option<&str>) -> Context {
+        match sid.and_then(|s| self.sessions.get(s)) {
+            Some(SessionSpans { turn: Some(t), .. }) => child_of(&t.span),
+            Some(s) => child_of(&s.root),
+            None => child_of(&self.conn),
+        }
+    }
+
+    fn masked<'b>(&self, raw: &'b [u8]) -> Cow<'b, [u8]> {
+        match &self.redactor {
+            Some(r) => r.redact(raw),
+            None => Cow::Borrowed(raw),
+        }
+    }
+
+    fn request(&mut self, f: &FrameIn<'_>) {
+        if self.pending.len() >= PENDING_MAX {
+            self.left_out += 1;
+            return;
+        }
+        let method = f.method.unwrap_or("");
+        let msg: Message = serde_json::from_slice(f.raw).unwrap_or_default();
+        let params = msg.params.unwrap_or_default();
+        let parent = params.meta.as_ref().and_then(|m| m.traceparent.as_deref()).and_then(traceparent);
+        let sid = f.session_id.or(params.session_id.as_deref()).map(str::to_owned);
+        if let Some(s) = &sid {
+            self.ensure_session(s, f.t_ns, None);
+        }
+        let start = self.time(f.t_ns);
+        let (role, ctx) = match method {
+            "initialize" => (Role::Initialize, child_of(&self.conn)),
+            "session/new" | "session/load" | "session/resume" | "session/fork" => {
+                (Role::Open, self.context_in(sid.as_deref()))
+            }
+            "session/prompt" => match &sid {
+                Some(s) if self.sessions.contains_key(s) => {
+                    self.start_turn(s, f, parent);
+                    (Role::Prompt, child_of(&self.conn))
+                }
+                _ => (Role::Rpc, child_of(&self.conn)),
+            },
+            "session/request_permission" => {
+                let tool = params.tool_call.as_ref().and_then(|t| t.tool_call_id.as_deref()).map(str::to_owned);
+                let ctx = match (&sid, &tool) {
+                    (Some(s), Some(id)) => {
+                        self.tool_update(s, id, params.tool_call.as_ref(), f.t_ns);
+                        self.tool_context(s, id).unwrap_or_else(|| self.context_in(Some(s)))
+                    }
+                    _ => self.context_in(sid.as_deref()),
+                };
+                (Role::Permission { tool }, ctx)
+            }
+            _ => (Role::Rpc, self.context_in(sid.as_deref())),
+        };
+        if matches!(role, Role::Prompt) {
+            // The turn's span is the request's span.
+            self.pending.insert(f.seq, Pending { span: Span::default(), role, session: sid, traceparent: None });
+            return;
+        }
+        let mut span = new_span(ctx, span_id(&self.key, "rpc", f.seq), method);
+        span.start_time_unix_nano = start;
+        span.kind = span::SpanKind::Client as i32;
+        rpc_attributes(&mut span, f);
+        if let Some(s) = &sid {
+            span.attributes.push(kv("gen_ai.conversation.id", s));
+        }
+        if method.starts_with("mcp/") {
+            mcp_attributes(&mut span, method, &params);
+        }
+        let traceparent = if matches!(role, Role::Open) { parent } else { None };
+        self.pending.insert(f.seq, Pending { span, role, session: sid, traceparent });
+    }
+
+    fn start_turn(&mut self, sid: &str, f: &FrameIn<'_>, parent: Option<([u8; 16], [u8; 8])>) {
+        let content = self.opts.content.then(|| self.masked(f.raw)).and_then(|raw| prompt_messages(&raw));
+        let start = self.time(f.t_ns);
+        let agent = self.agent.clone();
+        let key = self.key.clone();
+        let end_old = self.sessions.get_mut(sid).and_then(|s| s.turn.take());
+        if let Some(old) = end_old {
+            let mut span = end_turn(old, start, &mut self.done, self.opts.content);
+            span.attributes.push(kv_bool("acp.turn.unfinished", true));
+            self.done.push(span);
+        }
+        let Some(s) = self.sessions.get_mut(sid) else { return };
+        let ctx = match parent {
+            Some((trace, span)) => Context { trace, parent: Some(span) },
+            None => child_of(&s.root),
+        };
+        let name = match &agent {
+            Some((name, _)) => format!("invoke_agent {name}"),
+            None => "invoke_agent".to_owned(),
+        };
+        let mut span = new_span(ctx, span_id(&key, "turn", f.seq), &name);
+        span.kind = span::SpanKind::Client as i32;
+        span.start_time_unix_nano = start;
+        span.attributes.push(kv("gen_ai.operation.name", "invoke_agent"));
+        span.attributes.push(kv("gen_ai.provider.name", "acp"));
+        if let Some((name, version)) = &agent {
+            span.attributes.push(kv("gen_ai.agent.name", name));
+            if let Some(v) = version {
+                span.attributes.push(kv("gen_ai.agent.version", v));
+            }
+        }
+        span.attributes.push(kv("gen_ai.conversation.id", sid));
+        rpc_attributes(&mut span, f);
+        if let Some(messages) = content {
+            span.attributes.push(kv("gen_ai.input.messages", &messages));
+        }
+        s.turn = Some(Turn {
+            span,
+            request: f.seq,
+            start_t: f.t_ns,
+            first_chunk: false,
+            tools: HashMap::new(),
+            output: String::new(),
+            chunks: 0,
+        });
+    }
+
+    fn response(&mut self, f: &FrameIn<'_>) {
+        let Some(p) = f.reply_to_seq.and_then(|seq| self.pending.remove(&seq)) else { return };
+        let msg: Message = serde_json::from_slice(f.raw).unwrap_or_default();
+        let result = msg.result.unwrap_or_default();
+        let end = self.time(f.t_ns);
+        let Pending { mut span, role, session, traceparent } = p;
+        if let Some(e) = &msg.error {
+            set_error(&mut span, e);
+        }
+        match role {
+            Role::Prompt => {
+                let Some(sid) = session else { return };
+                let request = f.reply_to_seq.unwrap_or(-1);
+                let Some(s) = self.sessions.get_mut(&sid) else { return };
+                if s.turn.as_ref().is_none_or(|t| t.request != request) {
+                    return;
+                }
+                let turn = s.turn.take().expect("checked above");
+                let mut span = end_turn(turn, end, &mut self.done, self.opts.content);
+                if let Some(e) = &msg.error {
+                    set_error(&mut span, e);
+                }
+                if let Some(reason) = &result.stop_reason {
+                    span.attributes.push(kv_array("gen_ai.response.finish_reasons", &[reason]));
+                }
+                if let Some(u) = result.usage {
+                    usage_attributes(&mut span, u);
+                }
+                self.done.push(span);
+                return;
+            }
+            Role::Initialize => {
+                if let Some(info) = &result.agent_info {
+                    if let Some(name) = info.name.as_deref() {
+                        self.agent = Some((name.to_owned(), info.version.as_deref().map(str::to_owned)));
+                        span.attributes.push(kv("gen_ai.agent.name", name));
+                    }
+                }
+                if let Some(v) = &result.protocol_version {
+                    span.attributes.push(kv("acp.protocol.version", &v.to_string()));
+                }
+            }
+            Role::Open => {
+                let sid = result.session_id.as_deref().map(str::to_owned).or(session);
+                if let (Some(sid), None) = (sid, &msg.error) {
+                    self.ensure_session(&sid, f.t_ns, traceparent);
+                    span.attributes.push(kv("gen_ai.conversation.id", &sid));
+                }
+            }
+            Role::Permission { tool } => {
+                if let Some(o) = &result.outcome {
+                    if let Some(outcome) = o.outcome.as_deref() {
+                        span.attributes.push(kv("acp.permission.outcome", outcome));
+                    }
+                    if let Some(option) = o.option_id.as_deref() {
+                        span.attributes.push(kv("acp.permission.option_id", option));
+                    }
+                }
+                if let (Some(sid), Some(tool)) = (session.as_deref(), tool) {
+                    let waited = end.saturating_sub(span.start_time_unix_nano);
+                    if let Some(t) = self.tool_mut(sid, &tool) {
+                        add_int(t, "acp.permission.wait_ns", waited as i64);
+                    }
+                }
+            }
+            Role::Rpc => {
+                if let Some(id) = result.connection_id.as_deref() {
+                    span.attributes.push(kv("mcp.session.id", id));
+                }
+            }
+        }
+        span.end_time_unix_nano = end;
+        self.done.push(span);
+    }
+
+    fn notification(&mut self, f: &FrameIn<'_>) {
+        let method = f.method.unwrap_or("");
+        let msg: Message = serde_json::from_slice(f.raw).unwrap_or_default();
+        let params = msg.params.unwrap_or_default();
+        let sid = f.session_id.or(params.session_id.as_deref()).map(str::to_owned);
+        let t = self.time(f.t_ns);
+        let mut e = event(t, method);
+        if method.starts_with("mcp/") {
+            if let Some(m) = params.method.as_deref() {
+                e.attributes.push(kv("mcp.method.name", m));
+            }
+            if let Some(c) = params.connection_id.as_deref() {
+                e.attributes.push(kv("mcp.session.id", c));
+            }
+        }
+        let Some(sid) = sid else {
+            push_event(&mut self.conn, e);
+            return;
+        };
+        if !self.ensure_session(&sid, f.t_ns, None) {
+            return;
+        }
+        let Some(update) = params.update.filter(|_| method == "session/update") else {
+            let s = self.sessions.get_mut(&sid).expect("ensured");
+            push_event(s.turn.as_mut().map_or(&mut s.root, |t| &mut t.span), e);
+            return;
+        };
+        let kind = update.session_update.as_deref().unwrap_or("").to_owned();
+        e.attributes.push(kv("acp.update.kind", &kind));
+        match kind.as_str() {
+            "agent_message_chunk" | "agent_thought_chunk" | "user_message_chunk" => {
+                let text = (self.opts.content && kind == "agent_message_chunk")
+                    .then(|| {
+                        let raw = self.masked(f.raw);
+                        chunk_text(&raw)
+                    })
+                    .flatten();
+                let s = self.sessions.get_mut(&sid).expect("ensured");
+                let Some(turn) = s.turn.as_mut() else { return };
+                turn.chunks += 1;
+                if let Some(text) = text {
+                    push_cut(&mut turn.output, &text);
+                }
+                if !turn.first_chunk && kind != "user_message_chunk" {
+                    turn.first_chunk = true;
+                    let secs = f.t_ns.saturating_sub(turn.start_t) as f64 / 1e9;
+                    turn.span.attributes.push(kv_f64("gen_ai.response.time_to_first_chunk", secs));
+                    let mut first = event(t, "gen_ai.first_chunk");
+                    first.attributes.push(kv("acp.update.kind", &kind));
+                    push_event(&mut turn.span, first);
+                }
+            }
+            "tool_call" | "tool_call_update" => {
+                let Some(id) = update.tool_call_id.as_deref().map(str::to_owned) else { return };
+                let (input, output) =
+                    if self.opts.content && (update.raw_input.is_some() || update.raw_output.is_some()) {
+                        let raw = self.masked(f.raw);
+                        tool_io(&raw)
+                    } else {
+                        (None, None)
+                    };
+                if !self.tool_update(&sid, &id, Some(&update), f.t_ns) {
+                    let s = self.sessions.get_mut(&sid).expect("ensured");
+                    e.attributes.push(kv("gen_ai.tool.call.id", &id));
+                    push_event(&mut s.root, e);
+                    return;
+                }
+                let content = self.opts.content;
+                let Some(tool) = self.tool_mut(&sid, &id) else { return };
+                if let Some(status) = update.status.as_deref() {
+                    let mut change = event(t, "acp.tool.status");
+                    change.attributes.push(kv("acp.tool.status", status));
+                    push_event(tool, change);
+                }
+                if content {
+                    if let Some(i) = input {
+                        set(tool, "gen_ai.tool.call.arguments", &i);
+                    }
+                    if let Some(o) = output {
+                        set(tool, "gen_ai.tool.call.result", &o);
+                    }
+                }
+                if matches!(update.status.as_deref(), Some("completed" | "failed")) {
+                    let s = self.sessions.get_mut(&sid).expect("ensured");
+                    let turn = s.turn.as_mut().expect("a tool span is in a turn");
+                    let mut span = turn.tools.remove(&id).expect("found above");
+                    span.end_time_unix_nano = t;
+                    self.done.push(span);
+                }
+            }
+            "usage_update" => {
+                let s = self.sessions.get_mut(&sid).expect("ensured");
+                push_event(s.turn.as_mut().map_or(&mut s.root, |t| &mut t.span), e);
+            }
+            _ => {
+                let s = self.sessions.get_mut(&sid).expect("ensured");
+                push_event(s.turn.as_mut().map_or(&mut s.root, |t| &mut t.span), e);
+            }
+        }
+    }
+
+    fn stderr(&mut self, f: &FrameIn<'_>) {
+        let mut e = event(self.time(f.t_ns), "acp.stderr");
+        if self.opts.content {
+            let raw = self.masked(f.raw);
+            let line = String::from_utf8_lossy(&raw);
+            let mut text = String::new();
+            push_cut(&mut text, line.trim_end_matches(['\n', '\r']));
+            e.attributes.push(kv("acp.stderr.line", &text));
+        } else {
+            e.attributes.push(kv_int("acp.stderr.bytes", f.raw.len() as i64));
+        }
+        push_event(&mut self.conn, e);
+    }
+
+    /// Makes sure session `sid` has its spans; false past [`SESSIONS_MAX`].
+    fn ensure_session(&mut self, sid: &str, t_ns: i64, parent: Option<([u8; 16], [u8; 8])>) -> bool {
+        if self.sessions.contains_key(sid) {
+            return true;
+        }
+        if self.sessions.len() >= SESSIONS_MAX {
+            self.left_out += 1;
+            return false;
+        }
+        let ctx = match (self.opts.scope, parent) {
+            (_, Some((trace, span))) => Context { trace, parent: Some(span) },
+            (TraceScope::Session, None) => Context { trace: trace_id(&self.key, sid), parent: None },
+            (TraceScope::Recording, None) => child_of(&self.conn),
+        };
+        let mut root = new_span(ctx, span_id(&self.key, &format!("session\0{sid}"), 0), "acp.session");
+        root.start_time_unix_nano = self.time(t_ns);
+        root.attributes.push(kv("gen_ai.conversation.id", sid));
+        if ctx.trace != self.conn.trace_id.as_slice() {
+            // The recording's own requests (initialize, ...) are in another
+            // trace: a link joins them.
+            root.links.push(span::Link {
+                trace_id: self.conn.trace_id.clone(),
+                span_id: self.conn.span_id.clone(),
+                ..Default::default()
+            });
+        }
+        self.sessions.insert(sid.to_owned(), SessionSpans { root, turn: None });
+        true
+    }
+
+    /// Starts or updates the span of tool call `id` in session `sid`'s open
+    /// turn; false when there is no open turn (or past
+    /// [`TOOLS_PER_TURN_MAX`]).
+    fn tool_update(&mut self, sid: &str, id: &str, update: Option<&Update<'_>>, t_ns: i64) -> bool {
+        let start = self.time(t_ns);
+        let key = &self.key;
+        let Some(turn) = self.sessions.get_mut(sid).and_then(|s| s.turn.as_mut()) else { return false };
+        if !turn.tools.contains_key(id) {
+            if turn.tools.len() >= TOOLS_PER_TURN_MAX {
+                self.left_out += 1;
+                return false;
+            }
+            let mut span =
+                new_span(child_of(&turn.span), span_id(key, &format!("tool\0{id}"), turn.request), "execute_tool");
+            span.kind = span::SpanKind::Internal as i32;
+            span.start_time_unix_nano = start;
+            span.attributes.push(kv("gen_ai.operation.name", "execute_tool"));
+            span.attributes.push(kv("gen_ai.tool.call.id", id));
+            span.attributes.push(kv("gen_ai.tool.type", "function"));
+            turn.tools.insert(id.to_owned(), span);
+        }
+        let span = turn.tools.get_mut(id).expect("inserted above");
+        if let Some(u) = update {
+            if let Some(title) = u.title.as_deref() {
+                span.name = format!("execute_tool {title}");
+                set(span, "gen_ai.tool.name", title);
+            }
+            if let Some(kind) = u.kind.as_deref() {
+                set(span, "acp.tool.kind", kind);
+            }
+            if let Some(status) = u.status.as_deref() {
+                set(span, "acp.tool.status", status);
+                if status == "failed" {
+                    span.status = Some(Status { code: status::StatusCode::Error as i32, message: "failed".into() });
+                    set(span, "error.type", "tool_call_failed");
+                }
+            }
+        }
+        true
+    }
+
+    fn tool_mut(&mut self, sid: &str, id: &str) -> Option<&mut Span> {
+        self.sessions.get_mut(sid)?.turn.as_mut()?.tools.get_mut(id)
+    }
+
+    fn tool_context(&self, sid: &str, id: &str) -> Option<Context> {
+        Some(child_of(self.sessions.get(sid)?.turn.as_ref()?.tools.get(id)?))
+    }
+}
+
+/// Ends `turn` at `end`: its tool calls still open end with it (pushed to
+/// `done`); returns the turn's span.
+fn end_turn(turn: Turn, end: u64, done: &mut Vec<Span>, content: bool) -> Span {
+    let Turn { mut span, tools, output, chunks, .. } = turn;
+    let mut tools: Vec<Span> = tools.into_values().collect();
+    tools.sort_by_key(|t| t.start_time_unix_nano);
+    for mut t in tools {
+        t.end_time_unix_nano = end;
+        done.push(t);
+    }
+    span.end_time_unix_nano = end;
+    span.attributes.push(kv_int("acp.turn.chunks", chunks));
+    if content && !output.is_empty() {
+        let messages = serde_json::json!([{"role": "assistant", "parts": [{"type": "text", "content": output}]}]);
+        span.attributes.push(kv("gen_ai.output.messages", &messages.to_string()));
+    }
+    span
+}
+
+fn new_span(ctx: Context, id: [u8; 8], name: &str) -> Span {
+    Span {
+        trace_id: ctx.trace.to_vec(),
+        span_id: id.to_vec(),
+        parent_span_id: ctx.parent.map(|p| p.to_vec()).unwrap_or_default(),
+        name: name.to_owned(),
+        ..Default::default()
+    }
+}
+
+fn child_of(span: &Span) -> Context {
+    let mut trace = [0u8; 16];
+    trace.copy_from_slice(&span.trace_id);
+    let mut parent = [0u8; 8];
+    parent.copy_from_slice(&span.span_id);
+    Context { trace, parent: Some(parent) }
+}
+
+fn rpc_attributes(span: &mut Span, f: &FrameIn<'_>) {
+    span.attributes.push(kv("rpc.system", "jsonrpc"));
+    span.attributes.push(kv("rpc.method", f.method.unwrap_or("")));
+    span.attributes.push(kv("jsonrpc.protocol.version", "2.0"));
+    if let Some(id) = f.rpc_id {
+        span.attributes.push(kv("jsonrpc.request.id", id.trim_matches('"')));
+    }
+    let dir = match f.dir {
+        Direction::ClientToAgent => "client_to_agent",
+        Direction::AgentToClient => "agent_to_client",
+        Direction::AgentStderr => "agent_stderr",
+    };
+    span.attributes.push(kv("acp.direction", dir));
+}
+
+fn mcp_attributes(span: &mut Span, method: &str, params: &Params<'_>) {
+    if let Some(c) = params.connection_id.as_deref() {
+        span.attributes.push(kv("mcp.session.id", c));
+    }
+    let Some(inner) = params.method.as_deref().filter(|_| method == "mcp/message") else { return };
+    let target = params.params.as_ref().and_then(|p| p.name.as_deref().or(p.uri.as_deref()));
+    span.name = match target {
+        Some(t) => format!("{inner} {t}"),
+        None => inner.to_owned(),
+    };
+    span.attributes.push(kv("mcp.method.name", inner));
+    if let Some(p) = &params.params {
+        if let Some(uri) = p.uri.as_deref() {
+            span.attributes.push(kv("mcp.resource.uri", uri));
+        }
+        if let Some(name) = p.name.as_deref().filter(|_| inner == "tools/call") {
+            span.attributes.push(kv("gen_ai.tool.name", name));
+            span.attributes.push(kv("gen_ai.operation.name", "execute_tool"));
+        }
+        if let Some(v) = p.protocol_version.as_deref() {
+            span.attributes.push(kv("mcp.protocol.version", v));
+        }
+    }
+}
+
+fn set_error(span: &mut Span, e: &RpcError<'_>) {
+    let code = e.code.map_or_else(|| "error".to_owned(), |c| c.to_string());
+    span.attributes.push(kv("error.type", &code));
+    if let Some(c) = e.code {
+        span.attributes.push(kv_int("rpc.response.status_code", c));
+    }
+    let mut message = String::new();
+    push_cut(&mut message, e.message.as_deref().unwrap_or(""));
+    message.truncate(floor_boundary(&message, 512));
+    span.status = Some(Status { code: status::StatusCode::Error as i32, message });
+}
+
+fn usage_attributes(span: &mut Span, u: Usage) {
+    for (name, value) in [
+        ("gen_ai.usage.input_tokens", u.input_tokens),
+        ("gen_ai.usage.output_tokens", u.output_tokens),
+        ("gen_ai.usage.cache_read.input_tokens", u.cached_read_tokens),
+        ("gen_ai.usage.cache_creation.input_tokens", u.cached_write_tokens),
+        ("acp.usage.thought_tokens", u.thought_tokens),
+    ] {
+        if let Some(v) = value {
+            span.attributes.push(kv_int(name, v));
+        }
+    }
+}
+
+/// The prompt of a `session/prompt` as `gen_ai.input.messages` JSON.
+fn prompt_messages(raw: &[u8]) -> Option<String> {
+    let msg: Message = serde_json::from_slice(raw).ok()?;
+    let blocks: Vec<Block> = serde_json::from_str(msg.params?.prompt?.get()).ok()?;
+    let parts: Vec<serde_json::Value> = blocks
+        .iter()
+        .map(|b| match (&b.kind, &b.text) {
+            (_, Some(text)) => {
+                let mut t = String::new();
+                push_cut(&mut t, text);
+                serde_json::json!({"type": "text", "content": t})
+            }
+            (kind, None) => serde_json::json!({"type": kind.as_deref().unwrap_or("unknown")}),
+        })
+        .collect();
+    Some(serde_json::json!([{"role": "user", "parts": parts}]).to_string())
+}
+
+/// The text of an `agent_message_chunk`.
+fn chunk_text(raw: &[u8]) -> Option<String> {
+    let msg: Message = serde_json::from_slice(raw).ok()?;
+    let content = msg.params?.update?.content?;
+    let block: Block = serde_json::from_str(content.get()).ok()?;
+    block.text.map(Cow::into_owned)
+}
+
+/// A tool call update's `rawInput` and `rawOutput` as JSON text, cut.
+fn tool_io(raw: &[u8]) -> (Option<String>, Option<String>) {
+    let Some(update) = serde_json::from_slice::<Message>(raw).ok().and_then(|m| m.params?.update) else {
+        return (None, None);
+    };
+    let cut = |v: Option<&RawValue>| {
+        v.map(|v| {
+            let mut s = String::new();
+            push_cut(&mut s, v.get());
+            s
+        })
+    };
+    (cut(update.raw_input), cut(update.raw_output))
+}
+
+/// Appends `text` to `out` up to [`CONTENT_MAX_BYTES`] in all.
+fn push_cut(out: &mut String, text: &str) {
+    let room = CONTENT_MAX_BYTES.saturating_sub(out.len());
+    out.push_str(&text[..floor_boundary(text, room)]);
+}
+
+/// The largest char boundary of `s` at or below `at`.
+fn floor_boundary(s: &str, at: usize) -> usize {
+    if at >= s.len() {
+        return s.len();
+    }
+    (0..=at).rev().find(|&i| s.is_char_boundary(i)).unwrap_or(0)
+}
+
+fn event(time: u64, name: &str) -> span::Event {
+    span::Event { time_unix_nano: time, name: name.to_owned(), ..Default::default() }
+}
+
+fn push_event(span: &mut Span, e: span::Event) {
+    if span.events.len() >= EVENTS_MAX {
+        span.dropped_events_count += 1;
+    } else {
+        span.events.push(e);
+    }
+}
+
+/// Sets attribute `key` to `value`, replacing an earlier value.
+fn set(span: &mut Span, key: &str, value: &str) {
+    match span.attributes.iter_mut().find(|a| a.key == key) {
+        Some(a) => a.value = kv(key, value).value,
+        None => span.attributes.push(kv(key, value)),
+    }
+}
+
+/// Adds `n` to integer attribute `key`.
+fn add_int(span: &mut Span, key: &str, n: i64) {
+    let current = span.attributes.iter_mut().find(|a| a.key == key);
+    match current.and_then(|a| a.value.as_mut()).and_then(|v| v.value.as_mut()) {
+        Some(any_value::Value::IntValue(v)) => *v = v.saturating_add(n),
+        _ => span.attributes.push(kv_int(key, n)),
+    }
+}
+
+fn any(value: any_value::Value) -> Option<AnyValue> {
+    Some(AnyValue { value: Some(value) })
+}
+
+/// A string attribute.
+pub fn kv(key: &str, value: &str) -> KeyValue {
+    KeyValue { key: key.to_owned(), value: any(any_value::Value::StringValue(value.to_owned())), ..Default::default() }
+}
+
+fn kv_int(key: &str, value: i64) -> KeyValue {
+    KeyValue { key: key.to_owned(), value: any(any_value::Value::IntValue(value)), ..Default::default() }
+}
+
+fn kv_f64(key: &str, value: f64) -> KeyValue {
+    KeyValue { key: key.to_owned(), value: any(any_value::Value::DoubleValue(value)), ..Default::default() }
+}
+
+fn kv_bool(key: &str, value: bool) -> KeyValue {
+    KeyValue { key: key.to_owned(), value: any(any_value::Value::BoolValue(value)), ..Default::default() }
+}
+
+fn kv_array(key: &str, values: &[&str]) -> KeyValue {
+    let values = values.iter().map(|v| AnyValue { value: Some(any_value::Value::StringValue((*v).to_owned())) });
+    KeyValue {
+        key: key.to_owned(),
+        value: any(any_value::Value::ArrayValue(ArrayValue { values: values.collect() })),
+        ..Default::default()
+    }
+}
