@@ -256,10 +256,10 @@ pub(super) struct ExportArgs {
     #[arg(long, default_value = "latest", value_name = "ID|latest|all")]
     pub(super) trace: TraceSelection,
     /// Output format
-    #[arg(long, value_enum, default_value = "json")]
+    #[arg(long, value_enum, default_value = "json", conflicts_with = "otlp_endpoint")]
     pub(super) format: crate::export::ExportFormat,
     /// Write to FILE instead of stdout
-    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    #[arg(short = 'o', long = "output", value_name = "FILE", conflicts_with = "otlp_endpoint")]
     pub(super) output: Option<PathBuf>,
     /// Also mask what RULE selects: a JSONPath ($.params.cwd) or a regular expression (repeatable)
     #[arg(long, value_name = "JSONPATH|REGEX")]
@@ -405,5 +405,16 @@ mod tests {
     fn cli_definition_is_consistent() {
         use clap::CommandFactory;
         Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn an_export_sent_over_otlp_takes_no_format_and_no_file() {
+        use clap::Parser;
+        let parse = |args: &[&str]| Cli::try_parse_from([&["acp-tee", "export"], args].concat());
+        assert!(parse(&["--otlp-endpoint=http://127.0.0.1:4318"]).is_ok());
+        for other in [&["--format", "jsons"][..], &["-o", "out.json"]] {
+            let err = parse(&[&["--otlp-endpoint=http://127.0.0.1:4318"], other].concat()).unwrap_err();
+            assert_eq!(err.kind(), clap::error::ErrorKind::ArgumentConflict, "{other:?}: {err}");
+        }
     }
 }
