@@ -18,16 +18,23 @@ pub struct Opened {
 
 enum Held {
     Store(Reader),
-    /// A file imported into a store in a temporary directory, removed on drop.
-    Imported(Store, #[allow(dead_code)] tempfile::TempDir),
+    /// A file imported into a store in a temporary directory, removed on
+    /// drop (none for a store made in memory by a test).
+    Owned(Store, #[allow(dead_code)] Option<tempfile::TempDir>),
 }
 
 impl Opened {
+    /// Trace `trace_id` of `store`, which the result owns.
+    #[cfg(test)]
+    pub fn owning(store: Store, trace_id: i64) -> Opened {
+        Opened { held: Held::Owned(store, None), trace_id, label: format!("trace {trace_id}") }
+    }
+
     /// The store to read the trace from.
     pub fn store(&self) -> &Store {
         match &self.held {
             Held::Store(r) => r,
-            Held::Imported(s, _) => s,
+            Held::Owned(s, _) => s,
         }
     }
 }
@@ -77,5 +84,5 @@ fn import_file(path: &Path) -> Result<Opened, SourceError> {
     };
     let summary = crate::import::import(&mut store, path, &opts)?;
     let trace_id = summary.trace_ids[0];
-    Ok(Opened { held: Held::Imported(store, temp), trace_id, label: path.display().to_string() })
+    Ok(Opened { held: Held::Owned(store, Some(temp)), trace_id, label: path.display().to_string() })
 }
