@@ -75,7 +75,7 @@ fn diff_inner(a: &DiffArgs) -> anyhow::Result<i32> {
     let db = a.store.path()?;
     let side_a = source::open(&a.a, &db)?;
     let side_b = source::open(&a.b, &db)?;
-    let d = diff::diff(&side_a, &side_b, &DiffOptions { ignore })?;
+    let d = diff::diff((&side_a).into(), (&side_b).into(), &DiffOptions { ignore, redactor: None })?;
     let mut out = std::io::stdout().lock();
     match a.format {
         DiffFormat::Text => out.write_all(replay::text::render(&d, &side_a.label, &side_b.label).as_bytes())?,

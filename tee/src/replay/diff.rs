@@ -21,7 +21,7 @@ use super::names::{self, Names};
 use super::source::Opened;
 use super::Key;
 use crate::redact::JsonPath;
-use crate::store::{StoreError, StoredFrame};
+use crate::store::{Store, StoreError, StoredFrame};
 use acp_tee_shared::diff::{ChangeKind, DiffSide, MessageChange, MethodLatency, TraceDiff, TurnEnd, ValueChange};
 use acp_tee_shared::{Direction, FrameKind};
 use serde_json::Value;
@@ -93,13 +93,31 @@ struct Side {
 }
 
 /// What the diff is asked to leave out.
+#[derive(Default)]
 pub struct DiffOptions {
     /// Values removed before comparing (`--ignore`).
     pub ignore: Vec<JsonPath>,
+    /// Masks each message before it is read (`serve` masks what it serves).
+    pub redactor: Option<crate::redact::Redactor>,
+}
+
+/// One side of a comparison: a trace of a store.
+#[derive(Clone, Copy)]
+pub struct SideRef<'a> {
+    /// The store.
+    pub store: &'a Store,
+    /// The trace.
+    pub trace_id: i64,
+}
+
+impl<'a> From<&'a Opened> for SideRef<'a> {
+    fn from(o: &'a Opened) -> SideRef<'a> {
+        SideRef { store: o.store(), trace_id: o.trace_id }
+    }
 }
 
 /// Compares `a` with `b`.
-pub fn diff(a: &Opened, b: &Opened, opts: &DiffOptions) -> Result<TraceDiff, StoreError> {
+pub fn diff(a: SideRef<'_>, b: SideRef<'_>, opts: &DiffOptions) -> Result<TraceDiff, StoreError> {
     let mut keys = Keys::default();
     let side_a = read_side(a, &mut keys, opts)?;
     let side_b = read_side(b, &mut keys, opts)?;
@@ -145,8 +163,8 @@ pub fn diff(a: &Opened, b: &Opened, opts: &DiffOptions) -> Result<TraceDiff, Sto
     Ok(out)
 }
 
-fn describe(o: &Opened, side: &Side) -> Result<DiffSide, StoreError> {
-    let meta = o.store().trace(o.trace_id)?;
+fn describe(o: SideRef<'_>, side: &Side) -> Result<DiffSide, StoreError> {
+    let meta = o.store.trace(o.trace_id)?;
     Ok(DiffSide {
         trace_id: o.trace_id,
         name: meta.name,
@@ -161,7 +179,11 @@ fn normalised(raw: &[u8], names: &mut Names, opts: &DiffOptions) -> Option<Value
     if raw.len() > DIFF_MAX_FRAME_BYTES {
         return None;
     }
-    let mut v: Value = serde_json::from_slice(raw).ok()?;
+    let masked = match &opts.redactor {
+        Some(r) => r.redact(raw),
+        None => std::borrow::Cow::Borrowed(raw),
+    };
+    let mut v: Value = serde_json::from_slice(&masked).ok()?;
     strip_ids(&mut v);
     names.normalise(&mut v);
     names::remove_ignored(&mut v, &opts.ignore);
@@ -197,7 +219,7 @@ fn cut_reason(m: &str) -> String {
     m.chars().take(VALUE_MAX_CHARS).collect()
 }
 
-fn read_side(o: &Opened, keys: &mut Keys, opts: &DiffOptions) -> Result<Side, StoreError> {
+fn read_side(o: SideRef<'_>, keys: &mut Keys, opts: &DiffOptions) -> Result<Side, StoreError> {
     let mut side = Side {
         entries: Vec::new(),
         truncated: false,
@@ -207,7 +229,7 @@ fn read_side(o: &Opened, keys: &mut Keys, opts: &DiffOptions) -> Result<Side, St
         capabilities: serde_json::Map::new(),
         initialize_seq: None,
     };
-    o.store().for_each_frame_after(o.trace_id, 0, |f: StoredFrame| -> Result<bool, StoreError> {
+    o.store.for_each_frame_after(o.trace_id, 0, |f: StoredFrame| -> Result<bool, StoreError> {
         if f.dir == Direction::AgentStderr {
             return Ok(true);
         }
@@ -280,8 +302,8 @@ fn note_capabilities(side: &mut Side, f: &StoredFrame, v: Option<&Value>) {
 
 /// A listed change: for a changed message, both frames read again.
 fn change(
-    a: &Opened,
-    b: &Opened,
+    a: SideRef<'_>,
+    b: SideRef<'_>,
     ea: Option<&Entry>,
     eb: Option<&Entry>,
     keys: &Keys,
@@ -313,8 +335,8 @@ fn change(
 }
 
 /// Frame `seq` as compared; its bytes as a string when it is not parsed.
-fn frame_value(o: &Opened, seq: i64, names: &mut Names, opts: &DiffOptions) -> Result<Value, StoreError> {
-    let raw = o.store().frame_raw(o.trace_id, seq)?.unwrap_or_default();
+fn frame_value(o: SideRef<'_>, seq: i64, names: &mut Names, opts: &DiffOptions) -> Result<Value, StoreError> {
+    let raw = o.store.frame_raw(o.trace_id, seq)?.unwrap_or_default();
     Ok(normalised(&raw, names, opts).unwrap_or_else(|| Value::String(format!("<{} bytes, not parsed>", raw.len()))))
 }
 

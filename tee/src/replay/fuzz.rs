@@ -95,11 +95,11 @@ proptest! {
     #[test]
     fn a_trace_is_equivalent_to_itself_and_any_two_compare(a in conversation(), b in conversation()) {
         let (ta, ta2, tb) = (record(&a), record(&a), record(&b));
-        let opts = DiffOptions { ignore: Vec::new() };
-        let same = diff(&ta, &ta2, &opts).unwrap();
+        let opts = DiffOptions::default();
+        let same = diff((&ta).into(), (&ta2).into(), &opts).unwrap();
         prop_assert!(same.equivalent, "{:#?}", same);
         prop_assert_eq!(same.changed_messages, 0);
-        let d = diff(&ta, &tb, &opts).unwrap();
+        let d = diff((&ta).into(), (&tb).into(), &opts).unwrap();
         prop_assert!(d.messages.len() <= DIFF_MAX_LISTED);
         prop_assert!(d.equal_messages <= d.a.messages.min(d.b.messages));
         prop_assert!(d.equal_messages + d.changed_messages >= d.a.messages.max(d.b.messages));
