@@ -195,6 +195,14 @@ pub fn run_client(opts: &ClientReplay) -> Result<ClientReport, ReplayError> {
         .spawn()
         .map_err(ReplayError::Spawn)?;
     let relay_pid = relay.id();
+    // The relay forwards nothing before its trace exists: waiting for it
+    // starts the clock of `--timing recorded` when forwarding starts, and
+    // links the trace to its source before anything can go wrong.
+    let store = crate::store::Store::open_existing(&opts.db)?;
+    let mut new_trace = wait_for_trace(&store, relay_pid, &mut relay)?;
+    if let Some(id) = new_trace {
+        store.link_replay(id, opts.trace_id)?;
+    }
     let mut to_agent = std::io::BufWriter::new(relay.stdin.take().expect("stdin was piped"));
     let from_agent = relay.stdout.take().expect("stdout was piped");
     let (tx, rx) = mpsc::channel();
@@ -218,13 +226,37 @@ pub fn run_client(opts: &ClientReplay) -> Result<ClientReport, ReplayError> {
         let _ = relay.kill();
         let _ = relay.wait();
     }
-    let mut store = crate::store::Store::open_existing(&opts.db)?;
-    store.maintain(0)?;
-    let new_trace = store.trace_of_relay(relay_pid)?;
-    if let Some(id) = new_trace {
-        store.link_replay(id, opts.trace_id)?;
+    if new_trace.is_none() {
+        // A recorder slower than the relay's wait: its trace is there by now.
+        new_trace = store.trace_of_relay(relay_pid)?;
+        if let Some(id) = new_trace {
+            store.link_replay(id, opts.trace_id)?;
+        }
     }
     Ok(ClientReport { outcome, new_trace, tally: engine.tally })
+}
+
+/// How long the replay waits for the relay's trace to exist: as long as
+/// the relay waits for it before it forwards anyway.
+const TRACE_WAIT: Duration = crate::relay::recorder_process::RECORDING_READY_WAIT;
+
+/// Waits until the relay `relay_pid` has created its trace (or has exited,
+/// or [`TRACE_WAIT`] passed); its id, when it exists.
+fn wait_for_trace(
+    store: &crate::store::Store,
+    relay_pid: u32,
+    relay: &mut std::process::Child,
+) -> Result<Option<i64>, ReplayError> {
+    let deadline = Instant::now() + TRACE_WAIT;
+    loop {
+        if let Some(id) = store.trace_of_relay(relay_pid)? {
+            return Ok(Some(id));
+        }
+        if relay.try_wait()?.is_some() || Instant::now() >= deadline {
+            return Ok(None);
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
 }
 
 /// Runs the engine as the client until it completes or diverges.

@@ -15,7 +15,7 @@ use acp_tee_shared::diff::{ChangeKind, TraceDiff};
 use acp_tee_shared::Direction;
 use common::*;
 use record::*;
-use serde_json::Value;
+use serde_json::{json, Value};
 use std::path::Path;
 use std::process::{Command, Output};
 
@@ -255,4 +255,52 @@ fn ignore_leaves_values_out_of_the_comparison() {
     let ignored: TraceDiff = serde_json::from_slice(&out.stdout).unwrap();
     assert!(!init(&ignored), "{ignored:#?}");
     let _: Value = serde_json::to_value(&ignored).unwrap();
+}
+
+#[test]
+fn timing_recorded_keeps_the_recorded_gaps_between_the_clients_messages() {
+    // A conversation written by hand in the conductor's `.jsons`, the
+    // client's messages 400 ms apart, replayed from the file's import.
+    let store = TempStore::new();
+    let lines = [
+        json!({"type":"request","ts":0.0,"protocol":"acp","from":"Client","to":"Agent","id":1,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}),
+        json!({"type":"response","ts":0.002,"from":"Agent","to":"Client","id":1,"is_error":false,"payload":{"protocolVersion":1,"agentCapabilities":{}}}),
+        json!({"type":"request","ts":0.4,"protocol":"acp","from":"Client","to":"Agent","id":2,"method":"session/new","params":{"cwd":".","mcpServers":[]}}),
+        json!({"type":"response","ts":0.402,"from":"Agent","to":"Client","id":2,"is_error":false,"payload":{"sessionId":"recorded-session"}}),
+        json!({"type":"request","ts":0.8,"protocol":"acp","from":"Client","to":"Agent","id":3,"method":"session/prompt","params":{"sessionId":"recorded-session","prompt":[{"type":"text","text":PROMPT}]}}),
+        json!({"type":"response","ts":0.802,"from":"Agent","to":"Client","id":3,"is_error":false,"payload":{"stopReason":"end_turn"}}),
+    ];
+    let file = store.dir.path().join("by-hand.jsons");
+    std::fs::write(&file, lines.iter().map(|l| format!("{l}\n")).collect::<String>()).unwrap();
+    let import = Command::new(bin())
+        .args(["import", "--db", store.db.to_str().unwrap(), file.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(import.status.success(), "{}", String::from_utf8_lossy(&import.stderr));
+    let run = finish(store);
+    let out = replay(&run, &elizacp(), &["--timing", "recorded"]);
+    assert_eq!(out.status.code(), Some(0), "replay: {}", String::from_utf8_lossy(&out.stdout));
+    let frames = ended_frames(&run.store.db, new_trace(&out));
+    let sent: Vec<i64> =
+        frames.iter().filter(|f| f.stored.dir == Direction::ClientToAgent).map(|f| f.stored.t_ns).collect();
+    assert_eq!(sent.len(), 3);
+    for gap in sent.windows(2).map(|w| w[1] - w[0]) {
+        assert!(gap >= 390_000_000, "the client's messages went {gap} ns apart");
+    }
+    // The prompt went to the session elizacp made, not the recorded one.
+    let prompt = request(&frames, Direction::ClientToAgent, "session/prompt");
+    assert_ne!(prompt.json["params"]["sessionId"], "recorded-session");
+    assert_eq!(response_to(&frames, prompt).unwrap().json["result"]["stopReason"], "end_turn");
+}
+
+#[test]
+fn replaying_a_trace_that_does_not_exist_is_bad_input() {
+    let (run, _) = record_elizacp();
+    let out = Command::new(bin())
+        .args(["replay", "--db", run.store.db.to_str().unwrap(), "--trace", "999", "--", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("999"), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(Store::open_existing(&run.store.db).unwrap().list_traces().unwrap().len(), 1, "a trace was recorded");
 }
