@@ -80,18 +80,18 @@ impl Key {
 pub const REPLAY_MAX_LINE_BYTES: usize = 64 << 20;
 
 /// Reads `from` a line at a time into `tx` as [`Incoming`], each line at most
-/// [`REPLAY_MAX_LINE_BYTES`]; ends with [`Incoming::End`].
-fn read_lines(from: impl Read, tx: mpsc::Sender<Incoming>) {
+/// `max` bytes ([`REPLAY_MAX_LINE_BYTES`]); ends with [`Incoming::End`].
+fn read_lines(from: impl Read, max: usize, tx: mpsc::Sender<Incoming>) {
     let mut from = BufReader::with_capacity(64 * 1024, from);
     let mut line = Vec::new();
     loop {
         line.clear();
-        let read = (&mut from).take(REPLAY_MAX_LINE_BYTES as u64 + 1).read_until(b'\n', &mut line);
+        let read = (&mut from).take(max as u64 + 1).read_until(b'\n', &mut line);
         match read {
             Ok(0) | Err(_) => break,
             Ok(_) => {}
         }
-        let event = if line.len() > REPLAY_MAX_LINE_BYTES && !line.ends_with(b"\n") {
+        let event = if line.len() > max && !line.ends_with(b"\n") {
             // Skip the rest of the long line.
             loop {
                 let buf = match from.fill_buf() {
@@ -208,7 +208,7 @@ pub fn run_client(opts: &ClientReplay) -> Result<ClientReport, ReplayError> {
     let (tx, rx) = mpsc::channel();
     std::thread::Builder::new()
         .name("replay-reader".into())
-        .spawn(move || read_lines(from_agent, tx))
+        .spawn(move || read_lines(from_agent, REPLAY_MAX_LINE_BYTES, tx))
         .map_err(ReplayError::Spawn)?;
     let mut engine = Engine::new(&script, Direction::ClientToAgent, opts.timing);
     let outcome = drive_client(&mut engine, &mut to_agent, &rx, opts.step_timeout);
@@ -311,7 +311,7 @@ pub fn run_agent(script: &script::Script) -> Result<engine::Tally, ReplayError> 
     let (tx, rx) = mpsc::channel();
     std::thread::Builder::new()
         .name("replay-reader".into())
-        .spawn(move || read_lines(std::io::stdin(), tx))
+        .spawn(move || read_lines(std::io::stdin(), REPLAY_MAX_LINE_BYTES, tx))
         .map_err(ReplayError::Spawn)?;
     let mut out = std::io::BufWriter::new(std::io::stdout());
     let mut engine = Engine::new(script, Direction::AgentToClient, Timing::Reached);
@@ -324,4 +324,25 @@ pub fn run_agent(script: &script::Script) -> Result<engine::Tally, ReplayError> 
         }
     }
     Ok(engine.tally)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_line_past_the_bound_is_skipped_whole_and_the_next_is_read() {
+        let input = format!("{{\"id\":1}}\n{}\n\n{{\"id\":2}}\nnot json\n{{\"id\":3}}", "x".repeat(100));
+        let (tx, rx) = mpsc::channel();
+        read_lines(input.as_bytes(), 16, tx);
+        let got: Vec<String> = rx
+            .iter()
+            .map(|e| match e {
+                Incoming::Message(v) => v["id"].to_string(),
+                Incoming::Bad => "bad".into(),
+                Incoming::End => "end".into(),
+            })
+            .collect();
+        assert_eq!(got, ["1", "bad", "2", "bad", "3", "end"]);
+    }
 }

@@ -304,3 +304,42 @@ fn replaying_a_trace_that_does_not_exist_is_bad_input() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("999"), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(Store::open_existing(&run.store.db).unwrap().list_traces().unwrap().len(), 1, "a trace was recorded");
 }
+
+#[test]
+fn acpx_against_the_replayed_python_agent_gets_its_permission_request_and_tool_call() {
+    // Recorded: acpx approving the Python agent's edit. Replayed as the
+    // agent to a new acpx run: the request goes out with the recorded id,
+    // acpx answers it, and the turn ends as recorded.
+    let (run, recorded) = record_with_acpx(&["--approve-all"], &[], 0);
+    let agent = command_line(&[
+        bin().to_owned(),
+        "replay".into(),
+        "--db".into(),
+        run.store.db.display().to_string(),
+        "--as-agent".into(),
+        "--trace".into(),
+        run.trace_id.to_string(),
+    ]);
+    let mut cmd = Command::new(acpx());
+    cmd.args(["--approve-all", "--format", "json", "--agent", &agent, "exec", PROMPT])
+        .current_dir(run.store.dir.path());
+    let out = run_within(cmd);
+    assert!(out.status.success(), "acpx: {}", String::from_utf8_lossy(&out.stderr));
+    let printed: Vec<Value> =
+        String::from_utf8(out.stdout).unwrap().lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
+    let of =
+        |msgs: &[Value], pick: &dyn Fn(&Value) -> bool| msgs.iter().filter(|m| pick(m)).cloned().collect::<Vec<_>>();
+    let asked = |m: &Value| m["method"] == PERMISSION;
+    let answer = |m: &Value| m["result"]["outcome"]["optionId"].is_string();
+    let ended = |m: &Value| m["result"]["stopReason"] == "end_turn";
+    assert_eq!(of(&printed, &asked).len(), 1, "{printed:#?}");
+    assert_eq!(of(&printed, &answer), of(&recorded, &answer), "acpx answered otherwise than recorded");
+    assert_eq!(of(&printed, &ended).len(), 1, "the turn did not end: {printed:#?}");
+    let chunks = |msgs: &[Value]| {
+        msgs.iter()
+            .filter(|m| m["params"]["update"]["sessionUpdate"] == "agent_message_chunk")
+            .map(|m| m["params"]["update"]["content"]["text"].clone())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(chunks(&printed), chunks(&recorded));
+}
