@@ -14,7 +14,8 @@
 //! bytes each), a message is parsed only up to [`DIFF_MAX_FRAME_BYTES`]
 //! (a larger one is compared by its bytes), the alignment by
 //! [`ALIGN_MAX_EDITS`](super::align::ALIGN_MAX_EDITS), turns by
-//! [`DIFF_MAX_TURNS`], value differences by [`VALUES_MAX`] per message.
+//! [`DIFF_MAX_TURNS`], value differences by [`VALUES_MAX`] per message,
+//! distinct keys by [`DIFF_MAX_KEYS`].
 
 use super::align::{self, Op};
 use super::names::{self, Names};
@@ -56,8 +57,17 @@ struct Keys {
     keys: Vec<Key>,
 }
 
+/// Distinct keys (direction, kind, method, update kind) numbered at most;
+/// past it a message with a new method counts under one key per direction
+/// and kind, method `…` (a hostile trace may give every message a method of
+/// its own).
+pub const DIFF_MAX_KEYS: usize = 10_000;
+
 impl Keys {
-    fn number(&mut self, key: Key) -> u32 {
+    fn number(&mut self, mut key: Key) -> u32 {
+        if self.keys.len() >= DIFF_MAX_KEYS && !self.numbers.contains_key(&key) {
+            key = Key { method: Some("…".into()), update: None, ..key };
+        }
         if let Some(n) = self.numbers.get(&key) {
             return *n;
         }

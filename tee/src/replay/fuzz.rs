@@ -132,3 +132,18 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn past_the_key_bound_new_methods_count_under_one_key() {
+    use super::diff::DIFF_MAX_KEYS;
+    let method = |i: usize, tag: &str| {
+        (Direction::ClientToAgent, format!("{{\"jsonrpc\":\"2.0\",\"method\":\"{tag}{i}\",\"params\":{{}}}}"))
+    };
+    let n = DIFF_MAX_KEYS + 100;
+    let a: Vec<_> = (0..n).map(|i| method(i, "m")).collect();
+    let b: Vec<_> = (0..n).map(|i| method(i, if i < DIFF_MAX_KEYS { "m" } else { "other" })).collect();
+    let d = diff((&record(&a)).into(), (&record(&b)).into(), &DiffOptions::default()).unwrap();
+    assert_eq!(d.changed_messages, 100, "{:?}", d.messages.first());
+    assert!(d.messages.iter().all(|m| m.method.as_deref() == Some("…")));
+    assert_eq!(d.equal_messages as usize, DIFF_MAX_KEYS);
+}
