@@ -65,3 +65,30 @@ fn comparing_a_trace_that_does_not_exist_says_so() {
     b.wait_for("the error", |b| !b.find_all("#compare-error").is_empty());
     assert!(b.texts("#compare-error").join("").contains("99"), "{:?}", b.texts("#compare-error"));
 }
+
+#[test]
+fn hostile_content_in_a_comparison_is_shown_as_text_never_run() {
+    let store = TempStore::new();
+    let method = r#"<img src=x onerror="window.__pwned=1">"#;
+    import_trace(&store, "plain", &[c2a(0.0, json!({"jsonrpc": "2.0", "method": method, "params": {"v": 1}}))]);
+    import_trace(
+        &store,
+        "<img src=y onerror=window.__pwned=2>",
+        &[c2a(
+            0.0,
+            json!({"jsonrpc": "2.0", "method": method, "params": {"v": "<b onmouseover=\"window.__pwned=3\">x</b>"}}),
+        )],
+    );
+    let server = Server::start(&store.db);
+    let b = Browser::start();
+    b.goto(&format!("{}/compare/1/2", server.url));
+    b.wait_for("the comparison", |b| !b.find_all("#compare-messages tr.change").is_empty());
+    let page = b.texts(".compare-page").join("\n");
+    assert!(page.contains(method) && page.contains("<img src=y onerror=window.__pwned=2>"), "{page}");
+    let injected = b.js(
+        "return document.querySelectorAll('.compare-page img, .compare-page script, .compare-page b').length;",
+        json!([]),
+    );
+    assert_eq!(injected, json!(0), "recorded markup became elements");
+    assert_eq!(b.js("return window.__pwned === undefined;", json!([])), json!(true));
+}
