@@ -345,15 +345,17 @@ impl<'s> Engine<'s> {
         };
         let m: &Recorded = &self.script.messages[i];
         let mut what = format!("the recorded {} (seq {}) waits", m.key.describe(), m.seq);
-        if let Some((key, count)) = &self.after[self.next] {
+        let unanswered = m.reply_to.filter(|req| !self.live_ids.contains_key(req));
+        if let Some(req) = unanswered {
+            let r = &self.script.messages[req];
+            what.push_str(&format!(
+                " for the {} it answers (recorded seq {}), not sent by the peer",
+                r.key.describe(),
+                r.seq
+            ));
+        } else if let Some((key, count)) = &self.after[self.next] {
             let got = self.seen.get(key).copied().unwrap_or(0);
             what.push_str(&format!(" for the peer's {} {} (it sent {got})", nth(*count), key.describe()));
-        }
-        if let Some(req) = m.reply_to {
-            if !self.live_ids.contains_key(&req) {
-                let r = &self.script.messages[req];
-                what.push_str(&format!(" for the peer's {} (recorded seq {}) to answer", r.key.describe(), r.seq));
-            }
         }
         (self.since.elapsed(), what)
     }
