@@ -15,6 +15,7 @@
 //! - `import`: imports of `acp-tee-trace`, the conductor's `.jsons` and sacp-tee logs.
 //! - `session`: the session model (turns, tool calls, permission waits, open requests), derived on read.
 //! - `redact`: masking secrets in frames, on export and optionally when recording.
+//! - `replay`: `acp-tee diff` and `acp-tee replay` (a trace's client or agent against a live peer).
 //! - `cli`: the command line.
 //! - `clock`: wall-clock timestamps; `proc`: process liveness and thread priority.
 //!
@@ -34,6 +35,7 @@ mod proc;
 mod recorder;
 mod redact;
 mod relay;
+mod replay;
 mod server;
 mod session;
 mod store;

@@ -89,6 +89,11 @@ pub async fn stats(id: i64) -> Result<TraceStats, ApiFailure> {
     get(&format!("/api/traces/{id}/stats")).await
 }
 
+/// Trace `b` compared with trace `a` (`acp-tee diff a b`).
+pub async fn diff(a: i64, b: i64) -> Result<acp_tee_shared::diff::TraceDiff, ApiFailure> {
+    get(&format!("/api/diff/{a}/{b}")).await
+}
+
 /// The ACP sessions of a trace and its open requests.
 pub async fn sessions(id: i64) -> Result<TraceSessions, ApiFailure> {
     get(&format!("/api/traces/{id}/sessions")).await

@@ -53,6 +53,12 @@ pub(super) enum Command {
     /// Show a trace's sessions: turns, tool calls, permission waits, usage, open requests
     #[command(long_about = super::show::SHOW_ABOUT)]
     Show(super::show::ShowArgs),
+    /// Compare two traces message by message (exit 1 when they differ)
+    #[command(long_about = super::replay::DIFF_ABOUT)]
+    Diff(super::replay::DiffArgs),
+    /// Replay a trace against a live agent (recorded as a new trace), or as the agent on stdio
+    #[command(long_about = super::replay::REPLAY_ABOUT)]
+    Replay(super::replay::ReplayArgs),
     /// Serve the trace store to a model: a Model Context Protocol server on stdio
     #[command(long_about = MCP_ABOUT)]
     Mcp(McpArgs),

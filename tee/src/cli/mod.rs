@@ -5,6 +5,7 @@ mod args;
 mod import;
 mod list;
 mod progress;
+mod replay;
 mod show;
 
 pub use args::{with_default_subcommand, Cli};
@@ -116,6 +117,8 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Export(a) => export_command(a),
         Command::Import(a) => import::import_command(a),
         Command::Show(a) => show::show_command(a),
+        Command::Diff(a) => replay::diff_command(a),
+        Command::Replay(a) => replay::replay_command(a),
         Command::Mcp(a) => {
             crate::mcp::run(a.store.open_reader()?, !a.no_redact)?;
             Ok(0)

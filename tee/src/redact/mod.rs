@@ -38,7 +38,7 @@ mod scan;
 mod urls;
 mod values;
 
-pub use jsonpath::JsonPath;
+pub use jsonpath::{JsonPath, Seg};
 
 use jsonpath::Paths;
 

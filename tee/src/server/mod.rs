@@ -100,6 +100,7 @@ pub fn app(state: AppState) -> Router {
         .route("/traces/{id}/sessions/{sid}", get(sessions::session))
         .route("/traces/{id}/live", get(routes::live))
         .route("/traces/{id}/export", get(routes::export_trace))
+        .route("/diff/{a}/{b}", get(routes::diff))
         .fallback(api_not_found);
     // `/api` and `/api/` themselves are no route of the nested router.
     let router = Router::new().nest("/api", api).route("/api/", any(api_not_found));

@@ -148,6 +148,25 @@ pub async fn stats(
     Ok(Json(stats))
 }
 
+/// `GET /api/diff/{a}/{b}`: trace `b` compared with trace `a`, as `acp-tee
+/// diff` compares them, from messages masked as the API masks them.
+pub async fn diff(
+    State(st): State<AppState>,
+    ids: Result<Path<(i64, i64)>, PathRejection>,
+) -> Result<Json<acp_tee_shared::diff::TraceDiff>, AppError> {
+    let (a, b) = path(ids)?;
+    let redactor = st.redactor();
+    let report = st
+        .db
+        .run_scan(move |s| {
+            let opts = crate::replay::diff::DiffOptions { ignore: Vec::new(), redactor: Some(redactor) };
+            let side = |trace_id| crate::replay::diff::SideRef { store: s, trace_id };
+            crate::replay::diff::diff(side(a), side(b), &opts)
+        })
+        .await?;
+    Ok(Json(report))
+}
+
 /// Query of the live stream.
 #[derive(Deserialize)]
 pub struct LiveQuery {

@@ -13,6 +13,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../../migrations/0006_kind_counts.sql"),
     include_str!("../../../migrations/0007_method_spans.sql"),
     include_str!("../../../migrations/0008_batch_replies.sql"),
+    include_str!("../../../migrations/0009_replay_source.sql"),
 ];
 
 /// The schema version this build writes.

@@ -20,6 +20,7 @@ pub mod migrations;
 mod queries;
 mod reader;
 mod recording;
+mod replays;
 pub mod search;
 mod spans;
 pub mod stats;

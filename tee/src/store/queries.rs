@@ -185,6 +185,12 @@ impl Store {
         Ok(seqs)
     }
 
+    /// The exact bytes of frame `seq` of trace `trace_id`, if it exists.
+    pub fn frame_raw(&self, trace_id: i64, seq: i64) -> Result<Option<Vec<u8>>, StoreError> {
+        let mut stmt = self.conn.prepare_cached("SELECT raw FROM frames WHERE id = ?1")?;
+        Ok(stmt.query_row(params![super::frame_id(trace_id, seq)], |r| r.get(0)).optional()?)
+    }
+
     /// Calls `each` with every frame of trace `trace_id` in `seq` order (the
     /// frames stored when it starts), reading in steps of at most
     /// `STEP_FRAMES` frames or `STEP_BYTES` bytes: memory stays flat

@@ -7,6 +7,7 @@
 
 #[path = "../common/mod.rs"]
 mod common;
+mod compare;
 mod detail;
 mod filters;
 mod fixtures;

@@ -1,6 +1,7 @@
 //! `/`: every trace in the store, newest first (or sorted by a column), refreshed while the page is open.
 //! Rows are links: a click, or Enter on a focused row, opens the trace; the arrows move between rows.
-//! The sort and the text filter are in the URL (`?sort=frames&order=asc&find=eliza`).
+//! The sort and the text filter are in the URL (`?sort=frames&order=asc&find=eliza`). Ticking two rows
+//! offers a link to compare them (`/compare/{a}/{b}`, the older first).
 
 use crate::api::{self, ApiFailure};
 use crate::components::summary::{duration_ns, exit_text, status_badge, trace_duration, trace_name};
@@ -133,6 +134,19 @@ pub fn TraceList() -> impl IntoView {
         let url = format!("/{}", v.to_query());
         navigate.with_value(|nav| nav(&url, NavigateOptions { replace: true, scroll: false, ..Default::default() }));
     };
+    let picked = RwSignal::new(Vec::<i64>::new());
+    let compare = move || {
+        let p = picked.get();
+        match p.as_slice() {
+            [a, b] => {
+                let (a, b) = ((*a).min(*b), (*a).max(*b));
+                view! { <A href=format!("/compare/{a}/{b}") attr:id="compare-link">{format!("compare {a} with {b}")}</A> }
+                    .into_any()
+            }
+            [_] => view! { <span class="sub">"tick another trace to compare"</span> }.into_any(),
+            _ => ().into_any(),
+        }
+    };
     let shape = Memo::new(move |_| last_good.with(|l| l.as_ref().map(Vec::is_empty)));
     let body = move || match shape.get() {
         None if failure.with(Option::is_some) => ().into_any(),
@@ -148,7 +162,7 @@ pub fn TraceList() -> impl IntoView {
                 let v = view_state.get();
                 last_good.with(|l| shown(l.as_deref().unwrap_or_default(), &v))
             });
-            table(rows, view_state, set_view).into_any()
+            table(rows, view_state, set_view, picked).into_any()
         }
     };
     let failed = move || {
@@ -160,6 +174,7 @@ pub fn TraceList() -> impl IntoView {
                 <h1>"acp-tee"</h1>
                 <span class="sub">"recorded Agent Client Protocol traces"</span>
                 <span class="grow"></span>
+                {compare}
                 <input id="find-trace" type="search" placeholder="find a trace…"
                     prop:value=move || view_state.with(|v| v.find.clone())
                     on:input=move |ev| {
@@ -189,7 +204,21 @@ fn focus_sibling(from: &web_sys::HtmlElement, down: bool) {
 /// Opens a trace (navigates in the app).
 type Opener = StoredValue<Rc<dyn Fn(&str)>, LocalStorage>;
 
-fn row(t: TraceSummary, open: Opener) -> impl IntoView {
+/// Ticks or unticks trace `id` for comparing; at most two stay ticked (the oldest tick goes).
+fn toggle(picked: RwSignal<Vec<i64>>, id: i64) {
+    picked.update(|p| {
+        if let Some(i) = p.iter().position(|x| *x == id) {
+            p.remove(i);
+        } else {
+            p.push(id);
+            if p.len() > 2 {
+                p.remove(0);
+            }
+        }
+    });
+}
+
+fn row(t: TraceSummary, open: Opener, picked: RwSignal<Vec<i64>>) -> impl IntoView {
     let id = t.meta.id;
     let href = format!("/traces/{id}");
     let (exit, reason) = exit_text(&t);
@@ -207,11 +236,12 @@ fn row(t: TraceSummary, open: Opener) -> impl IntoView {
         let href2 = href.clone();
         (
             move |ev: leptos::ev::MouseEvent| {
-                // Clicks on the name's link are the link's; elsewhere on the row they open the trace.
+                // Clicks on the name's link and the compare box are theirs; elsewhere on the row they open
+                // the trace.
                 let on_link = ev
                     .target()
                     .and_then(|t| t.dyn_into::<web_sys::Element>().ok())
-                    .is_some_and(|el| el.closest("a").ok().flatten().is_some());
+                    .is_some_and(|el| el.closest("a, input").ok().flatten().is_some());
                 if !on_link {
                     open.with_value(|o| o(&href));
                 }
@@ -232,7 +262,11 @@ fn row(t: TraceSummary, open: Opener) -> impl IntoView {
     };
     view! {
         <tr class="trace-row" data-trace-id=id tabindex="0" on:click=on_click on:keydown=on_key>
-            <td class="num">{id}</td>
+            <td class="num">
+                <input type="checkbox" class="pick" title="compare" prop:checked=move || picked.with(|p| p.contains(&id))
+                    on:change=move |_| toggle(picked, id) />
+                {id}
+            </td>
             <td class="when">{format::wall_clock(&t.meta.started_at).trim_end_matches(" UTC").to_owned()}</td>
             <td class="name" title=name_title><A href=href>{name}</A></td>
             <td class="cmd" title=command_title><code>{command}</code></td>
@@ -250,6 +284,7 @@ fn table(
     list: Signal<Vec<TraceSummary>>,
     view_state: Memo<ListView>,
     set_view: impl Fn(&dyn Fn(&mut ListView)) + Copy + 'static,
+    picked: RwSignal<Vec<i64>>,
 ) -> impl IntoView {
     let navigate = use_navigate();
     let open: Opener = StoredValue::new_local(Rc::new(move |href: &str| navigate(href, NavigateOptions::default())));
@@ -293,7 +328,7 @@ fn table(
             </colgroup>
             <thead><tr>{heads}</tr></thead>
             <tbody>
-                <For each=move || list.get() key=row_key children=move |t| row(t, open) />
+                <For each=move || list.get() key=row_key children=move |t| row(t, open, picked) />
             </tbody>
         </table>
     }
