@@ -245,8 +245,11 @@ fn the_recorder_holds_none_of_the_clients_stdio() {
         assert!(!client.contains(&target), "the recorder's fd {fd} is the client's {target}");
     }
     // And once acp-tee is killed, the client's stderr ends although the
-    // recorder is still there (here: stopped, as if busy catching up).
+    // recorder is still there (here: stopped, as if busy catching up). The
+    // trace exists first: acp-tee killed before it announced the run
+    // leaves no trace to wait for below (a loaded machine made that race).
     let stderr = read_to_end_on_thread(child.stderr.take().unwrap());
+    store.wait_for_frames(0);
     kill(recorder, libc::SIGSTOP);
     child.kill().unwrap();
     child.wait().unwrap();
