@@ -144,7 +144,7 @@ impl Model {
     /// added to this one; `redact` masks what the model shows of a frame
     /// as the server masks the frames it serves.
     pub fn catch_up(&mut self, reader: &Store, trace_id: i64, redact: Option<&Redactor>) -> Result<(), StoreError> {
-        reader.fold_frames_after(trace_id, self.last_seq, |f| {
+        reader.fold_frames_in_parallel(trace_id, self.last_seq, |f| {
             self.feed(f, redact);
             true
         })

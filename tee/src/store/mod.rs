@@ -13,6 +13,7 @@
 
 pub mod api;
 mod error;
+mod fold;
 mod import;
 mod insert;
 mod maintenance;

@@ -65,7 +65,7 @@ pub struct FrameRef<'a> {
 
 /// The [`FrameRef`] in `row` (`id, seq, t_ns, dir, kind, rpc_id, method,
 /// session_id, reply_to_seq, raw`).
-fn frame_ref<'a>(row: &'a Row<'_>) -> rusqlite::Result<FrameRef<'a>> {
+pub(super) fn frame_ref<'a>(row: &'a Row<'_>) -> rusqlite::Result<FrameRef<'a>> {
     let text = |i: usize| -> rusqlite::Result<Option<&'a str>> {
         row.get_ref(i)?
             .as_str_or_null()
