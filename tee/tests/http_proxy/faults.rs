@@ -173,3 +173,106 @@ fn a_vanished_client_and_a_stopped_proxy_are_noted_and_end_the_trace_with_every_
         assert_paired(&frames, method);
     }
 }
+
+/// An upstream of our own (axum, on 127.0.0.1): `GET /acp` streams `events`
+/// Server-Sent Events of about `size` bytes each, as fast as they are
+/// taken. Returns its URL and how many bytes it has handed out so far.
+fn sse_upstream(events: usize, size: usize) -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    use futures_util::StreamExt;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let produced = std::sync::Arc::new(AtomicUsize::new(0));
+    let (tx, rx) = std::sync::mpsc::channel();
+    let counter = produced.clone();
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        runtime.block_on(async move {
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            tx.send(listener.local_addr().unwrap()).unwrap();
+            let app = axum::Router::new().route(
+                "/acp",
+                axum::routing::get(move || {
+                    let counter = counter.clone();
+                    async move {
+                        let stream = futures_util::stream::iter(0..events).map(move |i| {
+                            let pad = "x".repeat(size);
+                            let event = format!(
+                                "data: {{\"jsonrpc\":\"2.0\",\"method\":\"x/big\",\"params\":{{\"i\":{i},\"pad\":\"{pad}\"}}}}\n\n"
+                            );
+                            counter.fetch_add(event.len(), Ordering::SeqCst);
+                            Ok::<_, std::convert::Infallible>(axum::body::Bytes::from(event))
+                        });
+                        ([("content-type", "text/event-stream")], axum::body::Body::from_stream(stream))
+                    }
+                }),
+            );
+            axum::serve(listener, app).await.unwrap();
+        });
+    });
+    (format!("http://{}/acp", rx.recv().unwrap()), produced)
+}
+
+/// Resident memory of process `pid`, in bytes.
+fn rss(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let kb: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap();
+    kb * 1024
+}
+
+#[test]
+fn a_slow_sse_reader_holds_the_upstream_back_without_the_proxy_buffering_and_then_gets_every_event() {
+    const EVENTS: usize = 256;
+    const SIZE: usize = 256 << 10;
+    let (upstream, produced) = sse_upstream(EVENTS, SIZE);
+    let store = TempStore::new();
+    let mut proxy = Proxy::start(&store.db, &upstream);
+    let addr = proxy.url.trim_start_matches("http://").split('/').next().unwrap().to_owned();
+    let mut reader = TcpStream::connect(addr).unwrap();
+    write!(reader, "GET /acp HTTP/1.1\r\nHost: t\r\nAccept: text/event-stream\r\nAcp-Connection-Id: c1\r\n\r\n")
+        .unwrap();
+    // The reader reads nothing: the upstream must come to a stop, far short
+    // of the whole stream, with the proxy's memory flat.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut last = (0, Instant::now());
+    loop {
+        let now = produced.load(std::sync::atomic::Ordering::SeqCst);
+        if now != last.0 {
+            last = (now, Instant::now());
+        } else if now > 0 && last.1.elapsed() > Duration::from_millis(500) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the upstream never stopped: {now} bytes handed out");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let total = EVENTS * (SIZE + 60);
+    let held_back = produced.load(std::sync::atomic::Ordering::SeqCst);
+    let proxy_rss = rss(proxy.pid());
+    eprintln!("slow reader: upstream stopped after {held_back} of {total} bytes; proxy RSS {proxy_rss} bytes");
+    assert!(held_back < total / 2, "the upstream was not held back: {held_back} of {total} bytes out");
+    assert!(proxy_rss < 64 << 20, "the proxy holds {proxy_rss} bytes");
+    // Now the reader takes it all, in order.
+    reader.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let (mut ends, mut last) = (0, 0u8);
+    let mut buf = vec![0u8; 1 << 20];
+    while ends < EVENTS {
+        let n = reader.read(&mut buf).expect("the stream stalled");
+        assert!(n > 0, "the stream ended early");
+        for &b in &buf[..n] {
+            ends += usize::from(b == b'\n' && last == b'\n');
+            last = b;
+        }
+    }
+    drop(reader);
+    assert!(proxy.stop().success());
+    let trace = store.only_trace();
+    let messages: Vec<_> = store.frames(trace.id).into_iter().filter(|f| f.kind != FrameKind::Stderr).collect();
+    assert_eq!(messages.len(), EVENTS);
+    for (i, f) in messages.iter().enumerate() {
+        let json: Value = serde_json::from_slice(&f.raw).unwrap();
+        assert_eq!(json["params"]["i"], i, "events are recorded one for one, in order");
+        assert_eq!(f.dir, Direction::AgentToClient);
+    }
+}
