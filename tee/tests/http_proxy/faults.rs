@@ -276,3 +276,50 @@ fn a_slow_sse_reader_holds_the_upstream_back_without_the_proxy_buffering_and_the
         assert_eq!(f.dir, Direction::AgentToClient);
     }
 }
+
+#[test]
+fn an_upstream_that_dies_mid_connection_is_noted_on_each_stream_and_later_requests_get_502() {
+    let mut agent = Agent::start();
+    let store = TempStore::new();
+    let mut proxy = Proxy::start(&store.db, &agent.url);
+    let mut held = Command::new(python_acp())
+        .arg(peer_script("py_http_client.py"))
+        .arg(&proxy.url)
+        .arg("--hold")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    assert_eq!(first_line(&mut held, "py_http_client.py --hold"), "held");
+    // The agent's server dies with both event streams open.
+    agent.child.kill().unwrap();
+    agent.child.wait().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let trace_id = loop {
+        let traces = if store.db.exists() { store.open().list_traces().unwrap() } else { Vec::new() };
+        if let Some(t) = traces.first() {
+            let cut = notes(&store, t.id).iter().filter(|n| n.contains("SSE") && n.contains("broke off")).count();
+            if cut == 2 {
+                break t.id;
+            }
+        }
+        assert!(Instant::now() < deadline, "the streams the upstream cut were not noted");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    // The client's DELETE finds no upstream: answered 502, noted.
+    writeln!(held.stdin.take().unwrap()).unwrap();
+    let _ = wait_within(&mut held, Duration::from_secs(30)).expect("the client did not finish");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !notes(&store, trace_id).iter().any(|n| n.contains("failed for DELETE")) {
+        assert!(Instant::now() < deadline, "the failed DELETE was not noted: {:?}", notes(&store, trace_id));
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(proxy.stop().success());
+    let trace = store.only_trace();
+    assert_eq!(trace.end_reason.as_deref(), Some("the proxy was stopped by signal 15"));
+    let frames = exported_frames(&store.db, trace.id);
+    for method in ["initialize", "session/new", "session/prompt"] {
+        assert_paired(&frames, method);
+    }
+}

@@ -51,7 +51,7 @@ fn read_to_end_on_thread_lines(from: impl std::io::Read + Send + 'static) -> std
 
 /// The Python SDK's ASGI server hosting the scripted agent; killed when dropped.
 pub struct Agent {
-    child: Child,
+    pub child: Child,
     /// `http://127.0.0.1:PORT/acp`.
     pub url: String,
 }
