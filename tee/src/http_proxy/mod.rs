@@ -166,13 +166,18 @@ async fn serve(opts: HttpProxyOptions, upstream: Uri) -> anyhow::Result<()> {
     let proxy = Arc::new(Proxy { client, upstream, record, registry: Registry::default() });
     let app = axum::Router::new().route(ACP_PATH, axum::routing::any(exchange::handle)).with_state(proxy.clone());
     // The address is what a test (or a script) reads to know the port.
-    println!(
-        "acp-tee: http-proxy at http://{addr}{ACP_PATH} to {}, recording into {}",
-        opts.upstream,
-        opts.db.display()
-    );
-    use std::io::Write as _;
-    let _ = std::io::stdout().flush();
+    // (A closed stdout is no reason to stop.)
+    {
+        use std::io::Write as _;
+        let mut stdout = std::io::stdout().lock();
+        let _ = writeln!(
+            stdout,
+            "acp-tee: http-proxy at http://{addr}{ACP_PATH} to {}, recording into {}",
+            opts.upstream,
+            opts.db.display()
+        )
+        .and_then(|()| stdout.flush());
+    }
     let stopped = tokio::select! {
         served = axum::serve(listener, app) => served.map(|()| None).map_err(anyhow::Error::from),
         signal = stop_signal() => Ok(Some(signal)),
