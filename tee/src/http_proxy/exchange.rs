@@ -4,7 +4,7 @@
 //! connection's trace); a WebSocket upgrade goes to [`super::ws`].
 
 use super::connection::Connection;
-use super::tap::{Tap, TooLarge};
+use super::tap::{NoRoom, Tap, TooLarge};
 use super::{
     end_to_end, facts, header_text, headers_json, own_answer, Proxy, CONNECTION_ID, MAX_CONNECTIONS, MAX_MESSAGE_BYTES,
     SESSION_ID,
@@ -62,9 +62,13 @@ pub async fn handle(State(proxy): State<Arc<Proxy>>, req: Request) -> Response {
     let request = proxy.upstream_request(&parts, body, false);
     let response = match proxy.client.request(request).await {
         Ok(response) => response,
-        Err(e) if caused_by_too_large(&e) => {
+        Err(e) if caused_by::<TooLarge>(&e) => {
             proxy.unknown_ends(fresh, &ids, &conn, "its first POST was refused as too large");
             return too_large();
+        }
+        Err(e) if caused_by::<NoRoom>(&e) => {
+            proxy.unknown_ends(fresh, &ids, &conn, "its first POST was refused: no room to gather it");
+            return own_answer(StatusCode::SERVICE_UNAVAILABLE, format!("{NoRoom}; try again"));
         }
         Err(e) => {
             let error = format!("the upstream {} failed for {method}: {}", proxy.upstream, error_chain(&e));
@@ -200,12 +204,11 @@ fn too_large() -> Response {
     own_answer(StatusCode::PAYLOAD_TOO_LARGE, format!("acp-tee http-proxy: {TooLarge}; send smaller messages"))
 }
 
-/// True when the upstream request failed because its body was refused as
-/// too large.
-fn caused_by_too_large(e: &(dyn std::error::Error + 'static)) -> bool {
+/// True when the upstream request failed because its body was refused so.
+fn caused_by<E: std::error::Error + 'static>(e: &(dyn std::error::Error + 'static)) -> bool {
     let mut cause = Some(e);
     while let Some(c) = cause {
-        if c.is::<TooLarge>() {
+        if c.is::<E>() {
             return true;
         }
         cause = c.source();

@@ -53,6 +53,12 @@ pub const ACP_PATH: &str = "/acp";
 /// larger WebSocket message closes that WebSocket with 1009.
 pub const MAX_MESSAGE_BYTES: usize = 16 << 20;
 
+/// Bytes of messages all bodies together gather at once, at most (each
+/// body up to [`MAX_MESSAGE_BYTES`] until its message is whole and queued).
+/// A `POST` finding no room is answered 503; an event or answer finding
+/// none is passed on unrecorded and noted.
+pub const GATHER_BYTES: usize = 256 << 20;
+
 /// Bytes of messages per connection waiting to be handed to its recorder
 /// process, at most; past that, forwarding waits.
 pub const RECORD_QUEUE_BYTES: usize = 16 << 20;

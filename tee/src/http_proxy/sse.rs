@@ -13,8 +13,8 @@
 pub enum Event {
     /// Its data: the message text, exactly as the `data:` lines carried it.
     Data(Vec<u8>),
-    /// Its data (or one of its lines) ran past the limit: this many bytes
-    /// of the event were seen, none kept.
+    /// Its data (or one of its lines) ran past the limit, or it was given
+    /// up: this many bytes of the event were seen, none kept.
     Oversized(usize),
 }
 
@@ -59,6 +59,21 @@ impl SseEvents {
             self.end_line(&mut emit);
         }
         self.dispatch(&mut emit);
+    }
+
+    /// Bytes held for the event being read.
+    pub fn held(&self) -> usize {
+        self.line.len() + self.data.len()
+    }
+
+    /// Gives up the event being read (there is no room for it): its bytes
+    /// are let go and it is reported as [`Event::Oversized`].
+    pub fn give_up_event(&mut self) {
+        if self.oversized == 0 {
+            self.oversized = (self.data.len() + self.line.len()).max(1);
+            self.line = Vec::new();
+            self.data = Vec::new();
+        }
     }
 
     fn take_line_part(&mut self, part: &[u8]) {
@@ -176,5 +191,15 @@ mod tests {
         assert!(matches!(out[0], Event::Oversized(_)), "{out:?}");
         assert_eq!(out[1], data("ok"));
         assert_eq!(out.len(), 2);
+        // Given up halfway (no room left for it).
+        let mut sse = SseEvents::new(100);
+        let mut out = Vec::new();
+        sse.push(b"data: {\"a\":", |e| out.push(e));
+        assert_eq!(sse.held(), 11);
+        sse.give_up_event();
+        assert_eq!(sse.held(), 0);
+        sse.push(b"1}\n\ndata: ok\n\n", |e| out.push(e));
+        assert!(matches!(out[0], Event::Oversized(_)), "{out:?}");
+        assert_eq!(out[1], data("ok"));
     }
 }

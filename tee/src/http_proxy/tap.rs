@@ -12,14 +12,18 @@
 
 use super::connection::Connection;
 use super::sse::{Event, SseEvents};
-use super::MAX_MESSAGE_BYTES;
+use super::{GATHER_BYTES, MAX_MESSAGE_BYTES};
 use acp_tee_shared::Direction;
 use axum::body::Bytes;
 use http_body::{Body, Frame, SizeHint};
 use std::collections::VecDeque;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::task::{ready, Context, Poll};
+
+/// Bytes every body is gathering now (see [`GATHER_BYTES`]).
+static GATHERING: AtomicUsize = AtomicUsize::new(0);
 
 /// The error type of the bodies the proxy passes on.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -38,6 +42,12 @@ enum Reading {
 #[derive(Debug, thiserror::Error)]
 #[error("the body is larger than MAX_MESSAGE_BYTES ({MAX_MESSAGE_BYTES} bytes), which acp-tee http-proxy records")]
 pub struct TooLarge;
+
+/// A request body for which the proxy has no room left: all its bodies
+/// together gather at most [`GATHER_BYTES`]; it answers 503.
+#[derive(Debug, thiserror::Error)]
+#[error("acp-tee http-proxy is gathering GATHER_BYTES ({GATHER_BYTES} bytes) of messages already")]
+pub struct NoRoom;
 
 /// A body passed on and recorded (see the module doc).
 pub struct Tap<B> {
@@ -65,6 +75,8 @@ pub struct Tap<B> {
     /// The body is empty by its length (a `202 Accepted`): hyper need not
     /// read it at all.
     empty: bool,
+    /// Bytes this body counts in [`GATHERING`].
+    gathered: usize,
 }
 
 impl<B: Body> Tap<B> {
@@ -88,6 +100,7 @@ impl<B: Body> Tap<B> {
     fn new(inner: B, conn: Arc<Connection>, dir: Direction, facts: Arc<[u8]>, what: String, reading: Reading) -> Self {
         let empty = inner.size_hint().exact() == Some(0);
         Tap {
+            gathered: 0,
             empty,
             inner,
             conn,
@@ -106,29 +119,50 @@ impl<B: Body> Tap<B> {
     }
 
     /// Takes in a chunk: queues the messages it completes and what to hand on.
-    fn take(&mut self, data: Bytes) -> Result<(), TooLarge> {
+    fn take(&mut self, data: Bytes) -> Result<(), Refused> {
         match &mut self.reading {
             Reading::Events(sse) => {
                 let (ready, conn, what) = (&mut self.ready, &self.conn, &self.what);
-                sse.push(&data, |e| match e {
+                let mut emit = |e| match e {
                     Event::Data(raw) => ready.push_back(raw),
                     Event::Oversized(n) => conn.note(format!(
-                        "an event of {n} bytes on {what} passed on unrecorded: more than MAX_MESSAGE_BYTES"
+                        "an event of {n} bytes on {what} passed on unrecorded: more than MAX_MESSAGE_BYTES, \
+                         or no room left in GATHER_BYTES"
                     )),
-                });
+                };
+                sse.push(&data, &mut emit);
+                if !regather(&mut self.gathered, sse.held()) {
+                    sse.give_up_event();
+                    regather(&mut self.gathered, sse.held());
+                }
                 self.out.push_back(Frame::data(data));
             }
             Reading::Whole { acc, over } => {
+                if !*over
+                    && acc.len() + data.len() <= MAX_MESSAGE_BYTES
+                    && !regather(&mut self.gathered, acc.len() + data.len())
+                {
+                    *over = true;
+                    *acc = Vec::new();
+                    regather(&mut self.gathered, 0);
+                    if self.refuse_oversized {
+                        self.conn.note(format!("{} was refused (503): {NoRoom}", self.what));
+                        self.done = true;
+                        return Err(Refused::NoRoom);
+                    }
+                    self.conn.note(format!("{} passed on unrecorded: {NoRoom}", self.what));
+                }
                 if !*over && acc.len() + data.len() > MAX_MESSAGE_BYTES {
                     *over = true;
                     *acc = Vec::new();
+                    regather(&mut self.gathered, 0);
                     if self.refuse_oversized {
                         self.conn.note(format!(
                             "{} was refused (413): more than MAX_MESSAGE_BYTES ({MAX_MESSAGE_BYTES} bytes)",
                             self.what
                         ));
                         self.done = true;
-                        return Err(TooLarge);
+                        return Err(Refused::TooLarge);
                     }
                     self.conn.note(format!(
                         "{} passed on unrecorded: more than MAX_MESSAGE_BYTES ({MAX_MESSAGE_BYTES} bytes)",
@@ -164,6 +198,9 @@ impl<B: Body> Tap<B> {
                 }
             }
         }
+        // What is ready is about to be queued, where the connection's
+        // queue bounds it.
+        regather(&mut self.gathered, 0);
         if let Some(last) = self.held.take() {
             self.out.push_back(Frame::data(last));
         }
@@ -198,7 +235,10 @@ where
             }
             match ready!(Pin::new(&mut this.inner).poll_frame(cx)) {
                 Some(Ok(frame)) => match frame.into_data() {
-                    Ok(data) => this.take(data).map_err(BoxError::from)?,
+                    Ok(data) => this.take(data).map_err(|refused| match refused {
+                        Refused::TooLarge => BoxError::from(TooLarge),
+                        Refused::NoRoom => BoxError::from(NoRoom),
+                    })?,
                     Err(trailers) => {
                         this.finish();
                         this.out.push_back(trailers);
@@ -229,6 +269,7 @@ where
 
 impl<B> Drop for Tap<B> {
     fn drop(&mut self) {
+        regather(&mut self.gathered, 0);
         if self.done || (self.empty && self.messages == 0) {
             return;
         }
@@ -239,4 +280,26 @@ impl<B> Drop for Tap<B> {
         };
         self.conn.note(format!("{who} {} after {} messages", self.what, self.messages));
     }
+}
+
+/// Why a request body was refused.
+enum Refused {
+    TooLarge,
+    NoRoom,
+}
+
+/// Makes a body's count in [`GATHERING`] `now` bytes, if there is room
+/// (always, to count less); false, and the count unchanged, when not.
+fn regather(gathered: &mut usize, now: usize) -> bool {
+    if now > *gathered {
+        let more = now - *gathered;
+        if GATHERING.fetch_add(more, Ordering::SeqCst) + more > GATHER_BYTES {
+            GATHERING.fetch_sub(more, Ordering::SeqCst);
+            return false;
+        }
+    } else {
+        GATHERING.fetch_sub(*gathered - now, Ordering::SeqCst);
+    }
+    *gathered = now;
+    true
 }
