@@ -11,6 +11,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 mod faults;
+mod viewer;
 
 use acp_tee_shared::{Direction, FrameKind, TraceMeta};
 use common::*;
