@@ -224,6 +224,10 @@ pub(super) struct HttpProxyArgs {
     /// A name for the traces (default: http-proxy)
     #[arg(long)]
     pub(super) name: Option<String>,
+    /// End the trace of a connection with no stream open and no request in
+    /// flight for this many seconds (its client went away without DELETE)
+    #[arg(long, value_name = "SECS", default_value_t = 600)]
+    pub(super) idle: u64,
     #[command(flatten)]
     pub(super) redact: RecordRedact,
 }

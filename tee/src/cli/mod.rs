@@ -83,6 +83,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
                 db: a.store.path()?,
                 name: a.name.unwrap_or_else(|| "http-proxy".to_owned()),
                 redact,
+                idle: std::time::Duration::from_secs(a.idle.max(1)),
             })
         }
         Command::Serve(a) => {

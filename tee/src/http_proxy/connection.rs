@@ -115,6 +115,8 @@ pub struct Connection {
     end_reason: Mutex<Option<(String, bool)>>,
     /// Notes dropped because the queue was full when they were written.
     notes_dropped: AtomicU64,
+    /// When something of the connection last crossed (ns since `t0`).
+    last_ns: AtomicU64,
 }
 
 impl Connection {
@@ -135,6 +137,7 @@ impl Connection {
             budget: budget.clone(),
             end_reason: Mutex::new(None),
             notes_dropped: AtomicU64::new(0),
+            last_ns: AtomicU64::new(0),
         });
         let start = TraceStart {
             name: Some(to.name.clone()),
@@ -148,15 +151,28 @@ impl Connection {
             .name("http-recording".into())
             .spawn(move || record(&db, redact.as_deref(), t0, &start, &rx, &budget));
         match spawned {
-            Ok(handle) => THREADS.lock().unwrap_or_else(|e| e.into_inner()).push(handle),
+            Ok(handle) => {
+                let mut threads = THREADS.lock().unwrap_or_else(|e| e.into_inner());
+                threads.retain(|t| !t.is_finished());
+                threads.push(handle);
+            }
             Err(e) => tracing::warn!("cannot start a recording thread ({e}); this connection is not recorded"),
         }
         Some(conn)
     }
 
-    /// Nanoseconds since the connection's trace started.
+    /// Nanoseconds since the connection's trace started; marks the
+    /// connection active now.
     fn now_ns(&self) -> u64 {
-        self.t0.elapsed().as_nanos() as u64
+        let now = self.t0.elapsed().as_nanos() as u64;
+        self.last_ns.store(now, Ordering::Relaxed);
+        now
+    }
+
+    /// How long nothing of the connection crossed the proxy.
+    fn idle_for(&self) -> std::time::Duration {
+        let now = self.t0.elapsed().as_nanos() as u64;
+        std::time::Duration::from_nanos(now.saturating_sub(self.last_ns.load(Ordering::Relaxed)))
     }
 
     /// Queues `raw` going `dir` with its transport `facts` once the queue
@@ -316,6 +332,20 @@ impl Registry {
         if let Some(conn) = self.lock().remove(id) {
             conn.fail_because(reason);
         }
+    }
+
+    /// Forgets the connections with no exchange under way (no stream open,
+    /// no request in flight) and nothing crossed for `idle`: their clients
+    /// went away without `DELETE`.
+    pub fn forget_idle(&self, idle: std::time::Duration) {
+        self.lock().retain(|_, conn| {
+            let keep = Arc::strong_count(conn) > 1 || conn.idle_for() < idle;
+            if !keep {
+                conn.note(format!("no exchange for {} s: the client went away without DELETE", idle.as_secs()));
+                conn.end_because(format!("the connection was idle for {} s with no stream open", idle.as_secs()));
+            }
+            keep
+        });
     }
 
     /// Forgets every connection: the proxy stops.

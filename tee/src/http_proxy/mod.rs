@@ -96,6 +96,9 @@ pub struct HttpProxyOptions {
     pub name: String,
     /// Mask secrets in what is stored (default rules plus these).
     pub redact: Option<Vec<String>>,
+    /// A connection with no exchange under way and nothing crossing for
+    /// this long is forgotten (its trace ends).
+    pub idle: Duration,
 }
 
 /// The upstream client: HTTP/1.1, plain or TLS with the system's roots.
@@ -187,6 +190,7 @@ async fn serve(opts: HttpProxyOptions, upstream: Uri) -> anyhow::Result<()> {
     let stopped = tokio::select! {
         served = axum::serve(listener, app) => served.map(|()| None).map_err(anyhow::Error::from),
         signal = stop_signal() => Ok(Some(signal)),
+        () = forget_idle(&proxy, opts.idle) => unreachable!("forgetting idle connections never ends"),
     };
     STOPPING.store(true, Ordering::Relaxed);
     let reason = match stopped {
@@ -195,6 +199,16 @@ async fn serve(opts: HttpProxyOptions, upstream: Uri) -> anyhow::Result<()> {
     };
     proxy.registry.forget_all(&reason);
     stopped.map(|_| ())
+}
+
+/// Forgets idle connections (see [`Registry::forget_idle`]), looking a few
+/// times per `idle`.
+async fn forget_idle(proxy: &Proxy, idle: Duration) {
+    let mut every = tokio::time::interval((idle / 4).clamp(Duration::from_millis(100), Duration::from_secs(30)));
+    loop {
+        every.tick().await;
+        proxy.registry.forget_idle(idle);
+    }
 }
 
 /// The first of SIGINT, SIGTERM and SIGHUP.

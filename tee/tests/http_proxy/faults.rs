@@ -323,3 +323,33 @@ fn an_upstream_that_dies_mid_connection_is_noted_on_each_stream_and_later_reques
         assert_paired(&frames, method);
     }
 }
+
+#[test]
+fn a_connection_left_without_delete_ends_after_idle_seconds() {
+    let agent = Agent::start();
+    let store = TempStore::new();
+    let proxy = Proxy::start_with(&store.db, &agent.url, &["--idle", "1"]);
+    let mut held = Command::new(python_acp())
+        .arg(peer_script("py_http_client.py"))
+        .arg(&proxy.url)
+        .arg("--hold")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    assert_eq!(first_line(&mut held, "py_http_client.py --hold"), "held");
+    held.kill().unwrap();
+    held.wait().unwrap();
+    // The proxy runs on; the trace ends by itself.
+    let trace = store.only_trace();
+    assert_eq!(trace.end_reason.as_deref(), Some("the connection was idle for 1 s with no stream open"));
+    assert_eq!(trace.exit_code, Some(0));
+    let notes = notes(&store, trace.id);
+    assert!(notes.iter().any(|n| n.contains("the client went away without DELETE")), "{notes:?}");
+    let frames = exported_frames(&store.db, trace.id);
+    for method in ["initialize", "session/new", "session/prompt"] {
+        assert_paired(&frames, method);
+    }
+    drop(proxy);
+}

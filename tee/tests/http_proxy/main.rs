@@ -88,9 +88,15 @@ pub struct Proxy {
 
 impl Proxy {
     pub fn start(db: &std::path::Path, upstream: &str) -> Proxy {
+        Self::start_with(db, upstream, &[])
+    }
+
+    /// With `extra` arguments.
+    pub fn start_with(db: &std::path::Path, upstream: &str, extra: &[&str]) -> Proxy {
         let mut child = Command::new(bin())
             .args(["http-proxy", "--listen", "127.0.0.1:0", "--upstream", upstream, "--db"])
             .arg(db)
+            .args(extra)
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
