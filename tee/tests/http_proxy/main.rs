@@ -11,6 +11,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 mod faults;
+mod tls;
 mod viewer;
 
 use acp_tee_shared::{Direction, FrameKind, TraceMeta};
@@ -59,9 +60,15 @@ pub struct Agent {
 
 impl Agent {
     pub fn start() -> Agent {
+        Self::start_with(&[])
+    }
+
+    /// With `extra` arguments (`--tls CERT KEY`).
+    pub fn start_with(extra: &[&str]) -> Agent {
         let mut child = Command::new(python_acp())
             .arg(peer_script("py_http_agent.py"))
             .args(["--port", "0"])
+            .args(extra)
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
@@ -93,10 +100,16 @@ impl Proxy {
 
     /// With `extra` arguments.
     pub fn start_with(db: &std::path::Path, upstream: &str, extra: &[&str]) -> Proxy {
+        Self::start_env(db, upstream, extra, &[])
+    }
+
+    /// With `extra` arguments and `env` set.
+    pub fn start_env(db: &std::path::Path, upstream: &str, extra: &[&str], env: &[(&str, &std::path::Path)]) -> Proxy {
         let mut child = Command::new(bin())
             .args(["http-proxy", "--listen", "127.0.0.1:0", "--upstream", upstream, "--db"])
             .arg(db)
             .args(extra)
+            .envs(env.iter().copied())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
