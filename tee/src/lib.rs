@@ -7,6 +7,7 @@
 //! - `frame`: splitting byte streams into frames, classifying and pairing them ([`Framer`]; pure).
 //! - `relay`: wrap mode; spawns the agent and moves bytes, handing copies off.
 //! - `chain`: proxy mode under the ACP conductor; routes `proxy/successor` envelopes.
+//! - `http_proxy`: `acp-tee http-proxy`, ACP over HTTP and WebSocket passed on and recorded.
 //! - `handoff`: the pipe protocol from the relay to the recorder process.
 //! - `recorder`: the recorder process; frames what it is handed and stores it.
 //! - `server`: `acp-tee serve`, the viewer's axum server and JSON API ([`app`]).
@@ -27,6 +28,7 @@ mod clock;
 mod export;
 mod frame;
 mod handoff;
+mod http_proxy;
 mod import;
 mod mcp;
 mod model;
@@ -42,6 +44,7 @@ mod store;
 
 pub use cli::main;
 pub use frame::Framer;
+pub use http_proxy::{MAX_CONNECTIONS as HTTP_MAX_CONNECTIONS, MAX_MESSAGE_BYTES as HTTP_MAX_MESSAGE_BYTES};
 pub use import::MAX_LINE_BYTES;
 pub use mcp::{MAX_ANSWER_BYTES as MCP_MAX_ANSWER_BYTES, MAX_REQUEST_BYTES as MCP_MAX_REQUEST_BYTES};
 pub use model::{BatchMessage, Mode, NewFrame, TraceEnd, TraceStart, CUT_OFF, PREVIEW_STORED_FROM, RELAY_KILLED};

@@ -32,6 +32,8 @@ pub enum Mode {
     Proxy,
     /// `acp-tee import`: read from a file another tool wrote.
     Import,
+    /// `acp-tee http-proxy`: one ACP connection over HTTP or WebSocket.
+    Http,
 }
 
 impl Mode {
@@ -41,6 +43,7 @@ impl Mode {
             Mode::Wrap => "wrap",
             Mode::Proxy => "proxy",
             Mode::Import => "import",
+            Mode::Http => "http",
         }
     }
 
@@ -57,16 +60,16 @@ impl fmt::Display for Mode {
     }
 }
 
-/// A mode name that is not `wrap`, `proxy` or `import`.
+/// A mode name that is not `wrap`, `proxy`, `import` or `http`.
 #[derive(Debug, thiserror::Error)]
-#[error("unknown mode {0:?}: expected wrap, proxy or import")]
+#[error("unknown mode {0:?}: expected wrap, proxy, import or http")]
 pub struct UnknownMode(String);
 
 impl FromStr for Mode {
     type Err = UnknownMode;
 
     fn from_str(s: &str) -> Result<Mode, UnknownMode> {
-        [Mode::Wrap, Mode::Proxy, Mode::Import]
+        [Mode::Wrap, Mode::Proxy, Mode::Import, Mode::Http]
             .into_iter()
             .find(|m| m.as_str() == s)
             .ok_or_else(|| UnknownMode(s.into()))
@@ -162,7 +165,9 @@ mod tests {
 
     #[test]
     fn modes_read_and_write_the_names_stored_before_the_enum() {
-        for (mode, text) in [(Mode::Wrap, "wrap"), (Mode::Proxy, "proxy"), (Mode::Import, "import")] {
+        for (mode, text) in
+            [(Mode::Wrap, "wrap"), (Mode::Proxy, "proxy"), (Mode::Import, "import"), (Mode::Http, "http")]
+        {
             assert_eq!(mode.to_string(), text);
             assert_eq!(Mode::parse(text), Some(mode));
             assert_eq!(serde_json::to_string(&mode).unwrap(), format!("\"{text}\""));

@@ -39,6 +39,9 @@ pub(super) enum Command {
     /// Run as a proxy component under the ACP conductor, recording the hop
     #[command(long_about = PROXY_ABOUT)]
     Proxy(ProxyArgs),
+    /// Proxy ACP over HTTP and WebSocket to an upstream agent, recording each connection
+    #[command(name = "http-proxy", long_about = HTTP_PROXY_ABOUT)]
+    HttpProxy(HttpProxyArgs),
     /// Serve the trace viewer (browser app and JSON API) over HTTP
     #[command(long_about = SERVE_ABOUT)]
     Serve(ServeArgs),
@@ -196,6 +199,19 @@ pub(super) struct ProxyArgs {
     pub(super) otlp: OtlpArgs,
 }
 
+const HTTP_PROXY_ABOUT: &str = "\
+Proxy ACP over HTTP and WebSocket to an upstream agent, recording each connection.
+
+Clients talk to http://LISTEN/acp as they would to the upstream endpoint:
+POST (initialize, then messages answered 202 Accepted), GET (the Server-Sent
+Events streams of the connection and of each session), DELETE and the
+WebSocket upgrade all go on to --upstream, headers and bodies untouched but
+for the hop-by-hop headers, events and messages streamed as they come. Each
+ACP connection (an Acp-Connection-Id, or a WebSocket) is recorded as a trace
+of its own, its frames keeping their transport facts (HTTP status, connection
+and session ids, which stream). The address is printed on stdout once the
+proxy listens. SIGINT, SIGTERM or SIGHUP stop it; the traces end then.";
+
 const SERVE_ABOUT: &str = "\
 Serve the trace viewer (browser app and JSON API) over HTTP.
 
@@ -204,6 +220,27 @@ timings, updating live while acp-tee records. The API under /api is read-only.
 Listening beyond loopback (--bind 0.0.0.0) requires a token: pass --token or
 one is generated; the printed URL carries it. Frames are served with secrets
 masked as exports mask them; --no-redact serves them as stored.";
+
+#[derive(Debug, Args)]
+pub(super) struct HttpProxyArgs {
+    #[command(flatten)]
+    pub(super) store: StoreArg,
+    /// Address to listen on (port 0: any free port)
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8765")]
+    pub(super) listen: std::net::SocketAddr,
+    /// The upstream ACP endpoint (http://HOST:PORT/acp; https, ws and wss too)
+    #[arg(long, value_name = "URL")]
+    pub(super) upstream: String,
+    /// A name for the traces (default: http-proxy)
+    #[arg(long)]
+    pub(super) name: Option<String>,
+    /// End the trace of a connection with no stream open and no request in
+    /// flight for this many seconds (its client went away without DELETE)
+    #[arg(long, value_name = "SECS", default_value_t = 600)]
+    pub(super) idle: u64,
+    #[command(flatten)]
+    pub(super) redact: RecordRedact,
+}
 
 #[derive(Debug, Args)]
 pub(super) struct ServeArgs {

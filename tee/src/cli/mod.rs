@@ -79,6 +79,17 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             let otlp = live_otlp(&a.otlp)?;
             Ok(crate::chain::run(&crate::chain::ProxyOptions { name, db: a.store.path()?, redact, otlp }))
         }
+        Command::HttpProxy(a) => {
+            let redact = a.redact.rules()?;
+            crate::http_proxy::run(crate::http_proxy::HttpProxyOptions {
+                listen: a.listen,
+                upstream: a.upstream,
+                db: a.store.path()?,
+                name: a.name.unwrap_or_else(|| "http-proxy".to_owned()),
+                redact,
+                idle: std::time::Duration::from_secs(a.idle.max(1)),
+            })
+        }
         Command::Serve(a) => {
             let db = a.store.path()?;
             maintain_before_reading(&db)?;

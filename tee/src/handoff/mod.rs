@@ -199,6 +199,33 @@ mod tests {
     }
 
     #[test]
+    fn messages_stamped_by_their_caller_keep_their_stamps_but_never_a_future_one() {
+        let (r, w) = std::io::pipe().unwrap();
+        let writer = HandoffWriter::new(w, Instant::now());
+        assert!(writer.frame_at(Direction::ClientToAgent, 5, b"{}", Some(b"{\"via\":\"post\"}")));
+        assert!(writer.chunk_at(Direction::AgentStderr, 6, b"note\n"));
+        assert!(writer.frame_at(Direction::AgentToClient, u64::MAX, b"[]", None));
+        writer.close();
+        assert!(!writer.frame_at(Direction::ClientToAgent, 7, b"late", None));
+        let mut reader = HandoffReader::new(r);
+        match reader.read_message().unwrap() {
+            Some(Message::Frame { t_ns: 5, raw, envelope: Some(env), .. }) => {
+                assert_eq!((raw.as_slice(), env.as_slice()), (&b"{}"[..], &b"{\"via\":\"post\"}"[..]))
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(
+            reader.read_message().unwrap(),
+            Some(Message::Chunk { t_ns: 6, dir: Direction::AgentStderr, .. })
+        ));
+        match reader.read_message().unwrap() {
+            Some(Message::Frame { t_ns, .. }) => assert!(t_ns < 60_000_000_000, "a stamp from the future: {t_ns}"),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(reader.read_message().unwrap(), None);
+    }
+
+    #[test]
     fn a_dead_recorder_is_replaced_and_told_what_it_continues() {
         let (first, w1) = std::io::pipe().unwrap();
         let writer = HandoffWriter::new(w1, Instant::now());

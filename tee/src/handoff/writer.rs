@@ -236,6 +236,37 @@ impl HandoffWriter {
         self.send_owned(TAG_FRAME, dir_code(dir), &payload)
     }
 
+    /// Like [`HandoffWriter::frame`], stamped `t_ns` (when the message
+    /// crossed, taken by a caller that queued it; never later than now)
+    /// rather than now. The caller keeps its stamps in the order it hands
+    /// messages off (`http-proxy` takes them under one lock per connection).
+    #[must_use = "a message not handed off must not be forwarded"]
+    pub fn frame_at(&self, dir: Direction, t_ns: u64, raw: &[u8], envelope: Option<&[u8]>) -> bool {
+        let envelope = envelope.unwrap_or_default();
+        let mut payload = Vec::with_capacity(4 + raw.len() + envelope.len());
+        payload.extend_from_slice(&(raw.len() as u32).to_le_bytes());
+        payload.extend_from_slice(raw);
+        payload.extend_from_slice(envelope);
+        self.send_at(TAG_FRAME, dir_code(dir), Some(t_ns), &payload)
+    }
+
+    /// Hands off `data` read going `dir` at `t_ns` (as [`HandoffWriter::frame_at`]
+    /// stamps), copied: `http-proxy` writes its notes on the stderr lane so.
+    #[must_use = "a chunk not handed off must not be forwarded"]
+    pub fn chunk_at(&self, dir: Direction, t_ns: u64, data: &[u8]) -> bool {
+        let mut inner = self.lock();
+        if inner.closed {
+            return false;
+        }
+        let mut msg = Vec::with_capacity(HEADER_LEN + data.len());
+        msg.extend_from_slice(&encode_header(TAG_CHUNK, dir_code(dir), t_ns.min(self.now_ns()), data.len()));
+        msg.extend_from_slice(data);
+        if inner.write(&msg, &self.data) == Sent::Yes {
+            inner.handed[dir_code(dir) as usize] += data.len() as u64;
+        }
+        true
+    }
+
     /// Tells the recorder that the stream going `dir` ended.
     pub fn eof(&self, dir: Direction) {
         self.send_owned(TAG_EOF, dir_code(dir), &[]);
@@ -281,12 +312,18 @@ impl HandoffWriter {
 
     /// Sends one message; false (and nothing sent) once the writer is closed.
     fn send_owned(&self, tag: u8, dir: u8, payload: &[u8]) -> bool {
+        self.send_at(tag, dir, None, payload)
+    }
+
+    /// Sends one message stamped `t_ns` (at most now), or now.
+    fn send_at(&self, tag: u8, dir: u8, t_ns: Option<u64>, payload: &[u8]) -> bool {
         let mut inner = self.lock();
         if inner.closed {
             inner.lost_chunks += 1;
             return false;
         }
-        let t_ns = self.now_ns();
+        let now = self.now_ns();
+        let t_ns = t_ns.map_or(now, |t| t.min(now));
         let mut msg = Vec::with_capacity(HEADER_LEN + payload.len());
         msg.extend_from_slice(&encode_header(tag, dir, t_ns, payload.len()));
         msg.extend_from_slice(payload);

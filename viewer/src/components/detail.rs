@@ -252,9 +252,15 @@ fn payload_views(d: &FrameDetail, words: &[String]) -> impl IntoView {
         },
     };
     let envelope = d.envelope.clone().map(|e| {
+        // `acp-tee http-proxy` keeps a message's transport facts there.
+        let title = if e.starts_with("{\"") && e.contains("\"transport\":") {
+            "Transport (HTTP or WebSocket)"
+        } else {
+            "Envelope (successor side of the hop)"
+        };
         view! {
             <section>
-                <h3>"Envelope (successor side of the hop)"</h3>
+                <h3>{title}</h3>
                 <pre class="envelope">{e}</pre>
             </section>
         }

@@ -1,0 +1,331 @@
+//! `acp-tee http-proxy`: a reverse proxy for ACP's Streamable HTTP and
+//! WebSocket transport, recording every connection.
+//!
+//! The proxy serves one endpoint, [`ACP_PATH`], and passes each request on
+//! to the upstream URL: `POST` (a message; the `initialize` answer carries
+//! `Acp-Connection-Id`, later posts are answered `202 Accepted`), `GET` (a
+//! Server-Sent Events stream, per connection or per `Acp-Session-Id`),
+//! `DELETE` (the connection ends), and the WebSocket upgrade (text frames,
+//! one message each). Headers go on as they came but for the hop-by-hop
+//! ones (and `Host`, which names the upstream); bodies stream both ways.
+//!
+//! Each ACP connection is one trace ([`connection::Connection`]): its own
+//! recorder process, the same framer, pairing and store as stdio. A
+//! message is queued for recording before it is passed on ([`tap::Tap`],
+//! [`ws`]), and each frame keeps its transport facts as its envelope (a
+//! JSON object: `transport`, `via`, `status`, `connectionId`, `sessionId`,
+//! `httpHeaders`). What happens to the connection itself (streams opened
+//! and ended, errors, refusals) is noted on the trace's stderr lane, each
+//! line starting `http-proxy: `.
+//!
+//! Architecture Invariant: the proxy never reorders, merges or alters what
+//! it passes on; nothing waits on the store on a forwarding task (the
+//! queue, bounded by [`RECORD_QUEUE_BYTES`], holds a message back when
+//! full, never drops it), and no message held in memory exceeds
+//! [`MAX_MESSAGE_BYTES`].
+
+mod connection;
+mod exchange;
+mod sse;
+mod tap;
+mod ws;
+
+use anyhow::Context as _;
+use axum::body::Body;
+use axum::http::{header, HeaderMap, HeaderName, HeaderValue, Uri};
+use connection::{RecordTo, Registry};
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::TokioExecutor;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The one endpoint the proxy serves.
+pub const ACP_PATH: &str = "/acp";
+
+/// The largest message (a `POST` body, an SSE event's data, a WebSocket
+/// message, an answer's body) the proxy records. A larger `POST` body is
+/// refused with 413 (nothing of it recorded, the upstream gets a cut body
+/// or none); a larger event or answer is passed on unrecorded and noted; a
+/// larger WebSocket message closes that WebSocket with 1009.
+pub const MAX_MESSAGE_BYTES: usize = 16 << 20;
+
+/// Bytes of messages all bodies together gather at once, at most (each
+/// body up to [`MAX_MESSAGE_BYTES`] until its message is whole and queued).
+/// A `POST` finding no room is answered 503; an event or answer finding
+/// none is passed on unrecorded and noted.
+pub const GATHER_BYTES: usize = 256 << 20;
+
+/// Bytes of messages per connection waiting to be handed to its recorder
+/// process, at most; past that, forwarding waits.
+pub const RECORD_QUEUE_BYTES: usize = 16 << 20;
+
+/// Connections recorded at once, at most (each has a recorder process);
+/// past that, new ones are answered 503.
+pub const MAX_CONNECTIONS: usize = 64;
+
+/// How long connecting to the upstream may take.
+pub const UPSTREAM_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How long the proxy, once stopped, waits at most for its connections'
+/// queues to reach their recorders.
+pub const STOP_WAIT: Duration = Duration::from_secs(5);
+
+/// The `Acp-Connection-Id` header.
+pub const CONNECTION_ID: HeaderName = HeaderName::from_static("acp-connection-id");
+
+/// The `Acp-Session-Id` header.
+pub const SESSION_ID: HeaderName = HeaderName::from_static("acp-session-id");
+
+/// Set once the proxy is stopping (what ends then is noted so).
+static STOPPING: AtomicBool = AtomicBool::new(false);
+
+/// What `acp-tee http-proxy` was asked to do.
+#[derive(Debug, Clone)]
+pub struct HttpProxyOptions {
+    /// Where to listen.
+    pub listen: SocketAddr,
+    /// The upstream ACP endpoint (`http://`, `https://`, `ws://` or `wss://`).
+    pub upstream: String,
+    /// The store to record into.
+    pub db: PathBuf,
+    /// The traces' name.
+    pub name: String,
+    /// Mask secrets in what is stored (default rules plus these).
+    pub redact: Option<Vec<String>>,
+    /// A connection with no exchange under way and nothing crossing for
+    /// this long is forgotten (its trace ends).
+    pub idle: Duration,
+}
+
+/// The upstream client: HTTP/1.1, plain or TLS with the system's roots.
+type Upstream = Client<hyper_rustls::HttpsConnector<HttpConnector>, Body>;
+
+/// What the handlers share.
+struct Proxy {
+    client: Upstream,
+    /// The upstream endpoint, `http` or `https`.
+    upstream: Uri,
+    record: RecordTo,
+    registry: Registry,
+}
+
+/// Runs the proxy until SIGINT, SIGTERM or SIGHUP; returns the exit code.
+pub fn run(opts: HttpProxyOptions) -> anyhow::Result<i32> {
+    let upstream = upstream_uri(&opts.upstream)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let served = runtime.block_on(serve(opts, upstream));
+    STOPPING.store(true, Ordering::Relaxed);
+    // The tasks still passing bodies on are dropped here; their
+    // connections' traces end once their queues are handed on.
+    runtime.shutdown_timeout(Duration::from_millis(100));
+    connection::wait_for_recordings(STOP_WAIT);
+    served.map(|()| 0)
+}
+
+/// The upstream URL as an `http`/`https` URI (`ws`/`wss` mean the same).
+fn upstream_uri(text: &str) -> anyhow::Result<Uri> {
+    let uri: Uri =
+        text.parse().with_context(|| format!("--upstream {text:?} is not a URL; pass http://HOST:PORT/acp"))?;
+    let scheme = match uri.scheme_str() {
+        Some("http" | "ws") => "http",
+        Some("https" | "wss") => "https",
+        _ => anyhow::bail!("--upstream {text:?} must start with http://, https://, ws:// or wss://"),
+    };
+    let authority = uri.authority().with_context(|| format!("--upstream {text:?} names no host"))?;
+    let path = uri.path_and_query().map_or("/", |p| p.as_str());
+    Ok(Uri::builder().scheme(scheme).authority(authority.as_str()).path_and_query(path).build()?)
+}
+
+/// Builds the upstream client.
+fn client(https: bool) -> anyhow::Result<Upstream> {
+    let mut http = HttpConnector::new();
+    http.enforce_http(false);
+    http.set_nodelay(true);
+    http.set_connect_timeout(Some(UPSTREAM_CONNECT_TIMEOUT));
+    let tls = match hyper_rustls::HttpsConnectorBuilder::new().with_native_roots() {
+        Ok(builder) => builder,
+        Err(e) if https => {
+            anyhow::bail!(
+                "cannot read the system's root certificates for an https upstream ({e}); install ca-certificates"
+            )
+        }
+        // A plain upstream needs no roots.
+        Err(_) => hyper_rustls::HttpsConnectorBuilder::new().with_tls_config(
+            rustls::ClientConfig::builder()
+                .with_root_certificates(rustls::RootCertStore::empty())
+                .with_no_client_auth(),
+        ),
+    };
+    let connector = tls.https_or_http().enable_http1().wrap_connector(http);
+    Ok(Client::builder(TokioExecutor::new()).build(connector))
+}
+
+async fn serve(opts: HttpProxyOptions, upstream: Uri) -> anyhow::Result<()> {
+    let client = client(upstream.scheme_str() == Some("https"))?;
+    let listener = tokio::net::TcpListener::bind(opts.listen)
+        .await
+        .with_context(|| format!("cannot listen on {}; pass another --listen", opts.listen))?;
+    let addr = listener.local_addr()?;
+    let record =
+        RecordTo { db: opts.db.clone(), name: opts.name, upstream: opts.upstream.clone(), redact: opts.redact };
+    let proxy = Arc::new(Proxy { client, upstream, record, registry: Registry::default() });
+    let app = axum::Router::new().route(ACP_PATH, axum::routing::any(exchange::handle)).with_state(proxy.clone());
+    // The address is what a test (or a script) reads to know the port.
+    // (A closed stdout is no reason to stop.)
+    {
+        use std::io::Write as _;
+        let mut stdout = std::io::stdout().lock();
+        let _ = writeln!(
+            stdout,
+            "acp-tee: http-proxy at http://{addr}{ACP_PATH} to {}, recording into {}",
+            opts.upstream,
+            opts.db.display()
+        )
+        .and_then(|()| stdout.flush());
+    }
+    let stopped = tokio::select! {
+        served = axum::serve(listener, app) => served.map(|()| None).map_err(anyhow::Error::from),
+        signal = stop_signal() => Ok(Some(signal)),
+        () = forget_idle(&proxy, opts.idle) => unreachable!("forgetting idle connections never ends"),
+    };
+    STOPPING.store(true, Ordering::Relaxed);
+    let reason = match stopped {
+        Ok(Some(signal)) => format!("the proxy was stopped by signal {signal}"),
+        _ => "the proxy stopped".to_owned(),
+    };
+    proxy.registry.forget_all(&reason);
+    stopped.map(|_| ())
+}
+
+/// Forgets idle connections (see [`Registry::forget_idle`]), looking a few
+/// times per `idle`.
+async fn forget_idle(proxy: &Proxy, idle: Duration) {
+    let mut every = tokio::time::interval((idle / 4).clamp(Duration::from_millis(100), Duration::from_secs(30)));
+    loop {
+        every.tick().await;
+        proxy.registry.forget_idle(idle);
+    }
+}
+
+/// The first of SIGINT, SIGTERM and SIGHUP.
+async fn stop_signal() -> i32 {
+    use tokio::signal::unix::{signal, SignalKind};
+    let (Ok(mut int), Ok(mut term), Ok(mut hup)) =
+        (signal(SignalKind::interrupt()), signal(SignalKind::terminate()), signal(SignalKind::hangup()))
+    else {
+        return std::future::pending().await;
+    };
+    tokio::select! {
+        _ = int.recv() => libc::SIGINT,
+        _ = term.recv() => libc::SIGTERM,
+        _ = hup.recv() => libc::SIGHUP,
+    }
+}
+
+/// Headers that belong to one hop and are not passed on (RFC 9110 7.6.1),
+/// besides those the `Connection` header names.
+const HOP_BY_HOP: [HeaderName; 8] = [
+    header::CONNECTION,
+    HeaderName::from_static("keep-alive"),
+    HeaderName::from_static("proxy-connection"),
+    header::TE,
+    header::TRAILER,
+    header::TRANSFER_ENCODING,
+    header::UPGRADE,
+    header::HOST,
+];
+
+/// `headers` without the hop-by-hop ones; with `upgrade`, `Connection` and
+/// `Upgrade` stay (a WebSocket handshake is passed on as one), and
+/// `Sec-WebSocket-Extensions` goes (the proxy reads the frames, and
+/// compressed ones it could not).
+fn end_to_end(headers: &HeaderMap, upgrade: bool) -> HeaderMap {
+    let named: Vec<HeaderName> = headers
+        .get_all(header::CONNECTION)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .filter_map(|name| HeaderName::try_from(name.trim()).ok())
+        .collect();
+    let mut out = HeaderMap::with_capacity(headers.len());
+    for (name, value) in headers {
+        let keep_for_upgrade = upgrade && (name == header::CONNECTION || name == header::UPGRADE);
+        let hop =
+            HOP_BY_HOP.contains(name) || named.contains(name) || (upgrade && name == header::SEC_WEBSOCKET_EXTENSIONS);
+        if keep_for_upgrade || !hop {
+            out.append(name.clone(), value.clone());
+        }
+    }
+    out
+}
+
+/// The value of header `name`, when it is text.
+fn header_text(headers: &HeaderMap, name: &HeaderName) -> Option<String> {
+    headers.get(name).and_then(|v| v.to_str().ok()).map(str::to_owned)
+}
+
+/// The headers as a JSON object for the transport facts (a repeated header
+/// is an array). Values named like secrets (`Authorization`, `Cookie`,
+/// `Set-Cookie`, `*-Key`, `*-Token`) are masked in exports and by `serve`,
+/// as the default redaction masks every member named so.
+fn headers_json(headers: &HeaderMap) -> serde_json::Value {
+    let mut map = serde_json::Map::new();
+    for name in headers.keys() {
+        let values: Vec<serde_json::Value> =
+            headers.get_all(name).iter().map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned().into()).collect();
+        let value = if values.len() == 1 { values.into_iter().next().unwrap_or_default() } else { values.into() };
+        map.insert(name.as_str().to_owned(), value);
+    }
+    map.into()
+}
+
+/// The transport facts as the bytes stored in a frame's envelope.
+fn facts(value: serde_json::Value) -> Arc<[u8]> {
+    serde_json::to_vec(&value).unwrap_or_default().into()
+}
+
+/// A JSON error answer of the proxy's own (the upstream was not asked, or
+/// failed).
+fn own_answer(status: axum::http::StatusCode, error: String) -> axum::response::Response {
+    let mut response = axum::response::Response::new(Body::from(serde_json::json!({ "error": error }).to_string()));
+    *response.status_mut() = status;
+    response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hop_by_hop_headers_stay_behind_and_the_rest_goes_on() {
+        let mut h = HeaderMap::new();
+        h.insert(header::CONNECTION, HeaderValue::from_static("keep-alive, x-hop"));
+        h.insert("x-hop", HeaderValue::from_static("1"));
+        h.insert(header::HOST, HeaderValue::from_static("proxy:1"));
+        h.insert(header::AUTHORIZATION, HeaderValue::from_static("Bearer t"));
+        h.insert(header::UPGRADE, HeaderValue::from_static("websocket"));
+        h.insert(header::SEC_WEBSOCKET_EXTENSIONS, HeaderValue::from_static("permessage-deflate"));
+        h.append(header::COOKIE, HeaderValue::from_static("a=1"));
+        h.append(header::COOKIE, HeaderValue::from_static("b=2"));
+        let plain = end_to_end(&h, false);
+        let names: Vec<&str> = plain.keys().map(HeaderName::as_str).collect();
+        assert_eq!(names, ["authorization", "sec-websocket-extensions", "cookie"]);
+        assert_eq!(plain.get_all(header::COOKIE).iter().count(), 2);
+        let upgrade = end_to_end(&h, true);
+        let names: Vec<&str> = upgrade.keys().map(HeaderName::as_str).collect();
+        assert_eq!(names, ["connection", "authorization", "upgrade", "cookie"]);
+    }
+
+    #[test]
+    fn upstream_urls_are_http_or_https() {
+        assert_eq!(upstream_uri("ws://127.0.0.1:9/acp").unwrap().to_string(), "http://127.0.0.1:9/acp");
+        assert_eq!(upstream_uri("wss://h/acp?x=1").unwrap().to_string(), "https://h/acp?x=1");
+        assert!(upstream_uri("ftp://h/").unwrap_err().to_string().contains("must start with http://"));
+        assert!(upstream_uri("not a url").is_err());
+    }
+}

@@ -1,0 +1,305 @@
+//! A body passed through the proxy, recorded on its way.
+//!
+//! [`Tap`] wraps a request or response body and hands every chunk on as it
+//! came. It records the messages the body carries: a whole JSON body (a
+//! `POST`'s message, the `initialize` answer) as one message, recorded
+//! before its last chunk goes on (each chunk is held back until the next
+//! one, or the end, has arrived); a Server-Sent Events body one message per
+//! event, recorded before the chunk that completes the event goes on, and
+//! no chunk held back. So the peer cannot have a message, nor answer it,
+//! before it is queued for recording, and the recorded order is the order
+//! the messages crossed the proxy.
+
+use super::connection::Connection;
+use super::sse::{Event, SseEvents};
+use super::{GATHER_BYTES, MAX_MESSAGE_BYTES};
+use acp_tee_shared::Direction;
+use axum::body::Bytes;
+use http_body::{Body, Frame, SizeHint};
+use std::collections::VecDeque;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::task::{ready, Context, Poll};
+
+/// Bytes every body is gathering now (see [`GATHER_BYTES`]).
+static GATHERING: AtomicUsize = AtomicUsize::new(0);
+
+/// The error type of the bodies the proxy passes on.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// How a body carries its messages.
+enum Reading {
+    /// The body is one message (or nothing): kept until its end, up to
+    /// [`MAX_MESSAGE_BYTES`]; `over` once it ran past that.
+    Whole { acc: Vec<u8>, over: bool },
+    /// Server-Sent Events: one message per event.
+    Events(SseEvents),
+}
+
+/// A request body larger than [`MAX_MESSAGE_BYTES`]: the proxy stops
+/// sending it upstream and answers 413.
+#[derive(Debug, thiserror::Error)]
+#[error("the body is larger than MAX_MESSAGE_BYTES ({MAX_MESSAGE_BYTES} bytes), which acp-tee http-proxy records")]
+pub struct TooLarge;
+
+/// A request body for which the proxy has no room left: all its bodies
+/// together gather at most [`GATHER_BYTES`]; it answers 503.
+#[derive(Debug, thiserror::Error)]
+#[error("acp-tee http-proxy is gathering GATHER_BYTES ({GATHER_BYTES} bytes) of messages already")]
+pub struct NoRoom;
+
+/// A body passed on and recorded (see the module doc).
+pub struct Tap<B> {
+    inner: B,
+    conn: Arc<Connection>,
+    dir: Direction,
+    facts: Arc<[u8]>,
+    reading: Reading,
+    /// What the body is, for the notes (`the session stream`, ...).
+    what: String,
+    /// An oversized request body fails (the proxy answers 413) rather than
+    /// going on unrecorded.
+    refuse_oversized: bool,
+    /// The last chunk, held back until the next frame of the body arrived.
+    held: Option<Bytes>,
+    /// Messages to queue for recording before `out` goes on.
+    ready: VecDeque<Vec<u8>>,
+    /// Frames to hand on.
+    out: VecDeque<Frame<Bytes>>,
+    /// The body ended (or failed) and what it was is noted.
+    done: bool,
+    /// The event stream ended: say so once its last messages are queued.
+    end_note: bool,
+    messages: u64,
+    /// The body is empty by its length (a `202 Accepted`): hyper need not
+    /// read it at all.
+    empty: bool,
+    /// Bytes this body counts in [`GATHERING`].
+    gathered: usize,
+}
+
+impl<B: Body> Tap<B> {
+    /// A body carrying one message (or none), going `dir`.
+    pub fn whole(inner: B, conn: Arc<Connection>, dir: Direction, facts: Arc<[u8]>, what: String) -> Self {
+        Self::new(inner, conn, dir, facts, what, Reading::Whole { acc: Vec::new(), over: false })
+    }
+
+    /// A Server-Sent Events body going `dir`.
+    pub fn events(inner: B, conn: Arc<Connection>, dir: Direction, facts: Arc<[u8]>, what: String) -> Self {
+        Self::new(inner, conn, dir, facts, what, Reading::Events(SseEvents::new(MAX_MESSAGE_BYTES)))
+    }
+
+    /// Fails, rather than passes on unrecorded, a body larger than
+    /// [`MAX_MESSAGE_BYTES`].
+    pub fn refusing_oversized(mut self) -> Self {
+        self.refuse_oversized = true;
+        self
+    }
+
+    fn new(inner: B, conn: Arc<Connection>, dir: Direction, facts: Arc<[u8]>, what: String, reading: Reading) -> Self {
+        let empty = inner.size_hint().exact() == Some(0);
+        Tap {
+            gathered: 0,
+            empty,
+            inner,
+            conn,
+            dir,
+            facts,
+            reading,
+            what,
+            refuse_oversized: false,
+            held: None,
+            ready: VecDeque::new(),
+            out: VecDeque::new(),
+            done: false,
+            end_note: false,
+            messages: 0,
+        }
+    }
+
+    /// Takes in a chunk: queues the messages it completes and what to hand on.
+    fn take(&mut self, data: Bytes) -> Result<(), Refused> {
+        match &mut self.reading {
+            Reading::Events(sse) => {
+                let (ready, conn, what) = (&mut self.ready, &self.conn, &self.what);
+                let mut emit = |e| match e {
+                    Event::Data(raw) => ready.push_back(raw),
+                    Event::Oversized(n) => conn.note(format!(
+                        "an event of {n} bytes on {what} passed on unrecorded: more than MAX_MESSAGE_BYTES, \
+                         or no room left in GATHER_BYTES"
+                    )),
+                };
+                sse.push(&data, &mut emit);
+                if !regather(&mut self.gathered, sse.held()) {
+                    sse.give_up_event();
+                    regather(&mut self.gathered, sse.held());
+                }
+                self.out.push_back(Frame::data(data));
+            }
+            Reading::Whole { acc, over } => {
+                if !*over
+                    && acc.len() + data.len() <= MAX_MESSAGE_BYTES
+                    && !regather(&mut self.gathered, acc.len() + data.len())
+                {
+                    *over = true;
+                    *acc = Vec::new();
+                    regather(&mut self.gathered, 0);
+                    if self.refuse_oversized {
+                        self.conn.note(format!("{} was refused (503): {NoRoom}", self.what));
+                        self.done = true;
+                        return Err(Refused::NoRoom);
+                    }
+                    self.conn.note(format!("{} passed on unrecorded: {NoRoom}", self.what));
+                }
+                if !*over && acc.len() + data.len() > MAX_MESSAGE_BYTES {
+                    *over = true;
+                    *acc = Vec::new();
+                    regather(&mut self.gathered, 0);
+                    if self.refuse_oversized {
+                        self.conn.note(format!(
+                            "{} was refused (413): more than MAX_MESSAGE_BYTES ({MAX_MESSAGE_BYTES} bytes)",
+                            self.what
+                        ));
+                        self.done = true;
+                        return Err(Refused::TooLarge);
+                    }
+                    self.conn.note(format!(
+                        "{} passed on unrecorded: more than MAX_MESSAGE_BYTES ({MAX_MESSAGE_BYTES} bytes)",
+                        self.what
+                    ));
+                }
+                if !*over {
+                    acc.extend_from_slice(&data);
+                }
+                if let Some(prev) = self.held.replace(data) {
+                    self.out.push_back(Frame::data(prev));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The body ended: the last message is queued, then the held chunk goes.
+    fn finish(&mut self) {
+        match &mut self.reading {
+            Reading::Events(sse) => {
+                let (ready, conn, what) = (&mut self.ready, &self.conn, &self.what);
+                sse.finish(|e| match e {
+                    Event::Data(raw) => ready.push_back(raw),
+                    Event::Oversized(n) => conn.note(format!(
+                        "an event of {n} bytes on {what} passed on unrecorded: more than MAX_MESSAGE_BYTES"
+                    )),
+                });
+            }
+            Reading::Whole { acc, over } => {
+                if !*over && !acc.is_empty() {
+                    self.ready.push_back(std::mem::take(acc));
+                }
+            }
+        }
+        // What is ready is about to be queued, where the connection's
+        // queue bounds it.
+        regather(&mut self.gathered, 0);
+        if let Some(last) = self.held.take() {
+            self.out.push_back(Frame::data(last));
+        }
+        self.done = true;
+    }
+}
+
+impl<B> Body for Tap<B>
+where
+    B: Body<Data = Bytes> + Unpin,
+    B::Error: Into<BoxError>,
+{
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        let this = &mut *self;
+        loop {
+            while let Some(raw) = this.ready.front() {
+                ready!(this.conn.poll_record(cx, this.dir, raw, &this.facts));
+                this.ready.pop_front();
+                this.messages += 1;
+            }
+            if std::mem::take(&mut this.end_note) {
+                this.conn.note(format!("{} ended after {} messages", this.what, this.messages));
+            }
+            if let Some(frame) = this.out.pop_front() {
+                return Poll::Ready(Some(Ok(frame)));
+            }
+            if this.done {
+                return Poll::Ready(None);
+            }
+            match ready!(Pin::new(&mut this.inner).poll_frame(cx)) {
+                Some(Ok(frame)) => match frame.into_data() {
+                    Ok(data) => this.take(data).map_err(|refused| match refused {
+                        Refused::TooLarge => BoxError::from(TooLarge),
+                        Refused::NoRoom => BoxError::from(NoRoom),
+                    })?,
+                    Err(trailers) => {
+                        this.finish();
+                        this.out.push_back(trailers);
+                    }
+                },
+                Some(Err(e)) => {
+                    let e: BoxError = e.into();
+                    this.conn.note(format!("{} broke off after {} messages: {e}", this.what, this.messages));
+                    this.done = true;
+                    return Poll::Ready(Some(Err(e)));
+                }
+                None => {
+                    this.end_note = matches!(this.reading, Reading::Events(_));
+                    this.finish();
+                }
+            }
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.done && self.out.is_empty() && self.ready.is_empty()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+impl<B> Drop for Tap<B> {
+    fn drop(&mut self) {
+        regather(&mut self.gathered, 0);
+        if self.done || (self.empty && self.messages == 0) {
+            return;
+        }
+        let who = match self.dir {
+            _ if super::STOPPING.load(std::sync::atomic::Ordering::Relaxed) => "the proxy stopped during",
+            Direction::ClientToAgent => "the upstream stopped reading",
+            _ => "the client went away during",
+        };
+        self.conn.note(format!("{who} {} after {} messages", self.what, self.messages));
+    }
+}
+
+/// Why a request body was refused.
+enum Refused {
+    TooLarge,
+    NoRoom,
+}
+
+/// Makes a body's count in [`GATHERING`] `now` bytes, if there is room
+/// (always, to count less); false, and the count unchanged, when not.
+fn regather(gathered: &mut usize, now: usize) -> bool {
+    if now > *gathered {
+        let more = now - *gathered;
+        if GATHERING.fetch_add(more, Ordering::SeqCst) + more > GATHER_BYTES {
+            GATHERING.fetch_sub(more, Ordering::SeqCst);
+            return false;
+        }
+    } else {
+        GATHERING.fetch_sub(*gathered - now, Ordering::SeqCst);
+    }
+    *gathered = now;
+    true
+}

@@ -1,0 +1,147 @@
+//! A WebSocket on the ACP endpoint: one ACP connection, one trace.
+//!
+//! The upgrade request goes upstream as it came (but for
+//! `Sec-WebSocket-Extensions`: no compression is negotiated, so the proxy
+//! reads the frames), the upstream's `101` comes back with its headers
+//! (`Acp-Connection-Id`, `Set-Cookie`, ...), and both upgraded connections
+//! are read as WebSockets. Each text message is recorded, then sent on,
+//! one for one and in order, each way on a task of its own; pings are
+//! answered by each side's WebSocket itself; a binary message goes on
+//! unrecorded (ACP sends none) and is noted; a close is passed on, and
+//! ends the trace once both ways are closed.
+
+use super::connection::Connection;
+use super::{end_to_end, facts, header_text, own_answer, Proxy, CONNECTION_ID, MAX_MESSAGE_BYTES};
+use acp_tee_shared::Direction;
+use axum::body::Body;
+use axum::extract::Request;
+use axum::http::StatusCode;
+use axum::response::Response;
+use futures_util::{Sink, SinkExt, Stream, StreamExt};
+use hyper_util::rt::TokioIo;
+use std::sync::Arc;
+use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+use tokio_tungstenite::tungstenite::protocol::{CloseFrame, Role, WebSocketConfig};
+use tokio_tungstenite::tungstenite::{Error as WsError, Message};
+use tokio_tungstenite::WebSocketStream;
+
+/// Passes a WebSocket upgrade on and, once both sides are upgraded,
+/// relays and records its messages.
+pub async fn relay(proxy: Arc<Proxy>, mut req: Request) -> Response {
+    let Some((conn, _)) = proxy.connection_for(None) else {
+        return super::exchange::too_many();
+    };
+    let client_side = hyper::upgrade::on(&mut req);
+    let (parts, _) = req.into_parts();
+    let request = proxy.upstream_request(&parts, Body::empty(), true);
+    let mut response = match proxy.client.request(request).await {
+        Ok(response) => response,
+        Err(e) => {
+            let error = format!("the upstream {} failed for a WebSocket upgrade: {e}", proxy.upstream);
+            conn.note(&error);
+            conn.fail_because(&error);
+            return own_answer(StatusCode::BAD_GATEWAY, format!("acp-tee http-proxy: {error}"));
+        }
+    };
+    let status = response.status();
+    if status != StatusCode::SWITCHING_PROTOCOLS {
+        let reason = format!("the upstream refused the WebSocket upgrade ({status})");
+        conn.note(&reason);
+        conn.fail_because(reason);
+        let (mut head, body) = response.into_parts();
+        head.headers = end_to_end(&head.headers, false);
+        return Response::from_parts(head, Body::new(body));
+    }
+    let id = header_text(response.headers(), &CONNECTION_ID);
+    conn.note(format!("WebSocket opened ({status}), connection {}", id.as_deref().unwrap_or("without an id")));
+    let upstream_side = hyper::upgrade::on(&mut response);
+    tokio::spawn(async move {
+        match tokio::try_join!(client_side, upstream_side) {
+            Ok((client, upstream)) => pump(conn, id, client, upstream).await,
+            Err(e) => {
+                let reason = format!("the WebSocket upgrade did not complete: {e}");
+                conn.note(&reason);
+                conn.fail_because(reason);
+            }
+        }
+    });
+    let (mut head, _) = response.into_parts();
+    head.headers = end_to_end(&head.headers, true);
+    Response::from_parts(head, Body::empty())
+}
+
+/// Relays both ways until both are closed.
+async fn pump(
+    conn: Arc<Connection>,
+    id: Option<String>,
+    client: hyper::upgrade::Upgraded,
+    upstream: hyper::upgrade::Upgraded,
+) {
+    let config =
+        WebSocketConfig::default().max_message_size(Some(MAX_MESSAGE_BYTES)).max_frame_size(Some(MAX_MESSAGE_BYTES));
+    let client = WebSocketStream::from_raw_socket(TokioIo::new(client), Role::Server, Some(config)).await;
+    let upstream = WebSocketStream::from_raw_socket(TokioIo::new(upstream), Role::Client, Some(config)).await;
+    let facts = facts(serde_json::json!({"transport": "websocket", "via": "websocket", "connectionId": id}));
+    let (to_client, from_client) = client.split();
+    let (to_upstream, from_upstream) = upstream.split();
+    let up = one_way(&conn, Direction::ClientToAgent, &facts, from_client, to_upstream);
+    let down = one_way(&conn, Direction::AgentToClient, &facts, from_upstream, to_client);
+    tokio::join!(up, down);
+}
+
+/// Records and sends on what `from` reads until it is closed; then closes `to`.
+async fn one_way<R, W>(conn: &Connection, dir: Direction, facts: &Arc<[u8]>, mut from: R, mut to: W)
+where
+    R: Stream<Item = Result<Message, WsError>> + Unpin,
+    W: Sink<Message, Error = WsError> + Unpin,
+{
+    let side = match dir {
+        Direction::ClientToAgent => "client",
+        _ => "upstream",
+    };
+    let close = loop {
+        let message = match from.next().await {
+            Some(Ok(message)) => message,
+            Some(Err(WsError::Capacity(e))) => {
+                let reason =
+                    format!("the {side} sent a WebSocket message past MAX_MESSAGE_BYTES ({e}); closed with 1009");
+                break Some((CloseCode::Size, reason));
+            }
+            Some(Err(WsError::ConnectionClosed | WsError::AlreadyClosed)) | None => {
+                break Some((CloseCode::Away, format!("the {side}'s WebSocket ended without a close")));
+            }
+            Some(Err(e)) => break Some((CloseCode::Error, format!("the {side}'s WebSocket broke off: {e}"))),
+        };
+        match message {
+            Message::Text(text) => {
+                conn.record(dir, text.as_bytes(), facts).await;
+                if to.send(Message::Text(text)).await.is_err() {
+                    break None;
+                }
+            }
+            Message::Binary(data) => {
+                conn.note(format!("a binary message of {} bytes from the {side} passed on unrecorded", data.len()));
+                if to.send(Message::Binary(data)).await.is_err() {
+                    break None;
+                }
+            }
+            // Each side's WebSocket answers pings itself.
+            Message::Ping(_) | Message::Pong(_) | Message::Frame(_) => {}
+            Message::Close(frame) => {
+                let said =
+                    frame.as_ref().map_or("no code".to_owned(), |f| format!("{} {}", u16::from(f.code), f.reason));
+                let reason = format!("the {side} closed the WebSocket ({said})");
+                conn.note(&reason);
+                conn.end_because(reason);
+                let _ = to.send(Message::Close(frame)).await;
+                break None;
+            }
+        }
+    };
+    if let Some((code, reason)) = close {
+        conn.note(&reason);
+        conn.fail_because(&reason);
+        let _ = to.send(Message::Close(Some(CloseFrame { code, reason: "acp-tee http-proxy".into() }))).await;
+    }
+    let _ = to.close().await;
+}
