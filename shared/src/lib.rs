@@ -9,11 +9,13 @@
 //!   `docs/trace-format.md`).
 //!
 //! - [`api`]: the payloads of the HTTP API the viewer reads.
+//! - [`check`]: the findings of `acp-tee check` and its API route.
 //!
 //! This crate does no I/O and depends on serde only, so it builds for
 //! `wasm32-unknown-unknown`.
 
 pub mod api;
+pub mod check;
 pub mod session;
 
 use serde::{Deserialize, Serialize};

@@ -2,6 +2,7 @@
 //! `args.rs`).
 
 mod args;
+mod check;
 mod import;
 mod list;
 mod progress;
@@ -113,6 +114,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Export(a) => export_command(a),
         Command::Import(a) => import::import_command(a),
         Command::Show(a) => show::show_command(a),
+        Command::Check(a) => check::check_command(a),
         Command::Mcp(a) => {
             crate::mcp::run(a.store.open_reader()?, !a.no_redact)?;
             Ok(0)
