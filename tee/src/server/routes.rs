@@ -33,7 +33,15 @@ pub(super) fn query<T>(q: Result<Query<T>, QueryRejection>) -> Result<T, AppErro
 /// `GET /api/traces`
 pub async fn list_traces(State(st): State<AppState>) -> Result<Json<Vec<TraceSummary>>, AppError> {
     let r = st.redactor();
-    let traces = st.db.run(|s| s.trace_summaries()).await?;
+    let checks = st.checks.clone();
+    let traces = st
+        .db
+        .run(move |s| {
+            let mut traces = s.trace_summaries()?;
+            checks.fill_counts(s, &mut traces)?;
+            Ok(traces)
+        })
+        .await?;
     Ok(Json(traces.into_iter().map(|t| mask::trace(&r, t)).collect()))
 }
 

@@ -9,6 +9,7 @@ mod common;
 #[path = "../sessions/record.rs"]
 mod record;
 
+mod api;
 mod clean;
 mod cli;
 mod rules;
