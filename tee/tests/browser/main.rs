@@ -9,6 +9,7 @@
 mod common;
 mod detail;
 mod filters;
+mod findings;
 mod fixtures;
 mod layout;
 mod session;
