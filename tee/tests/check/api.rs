@@ -49,7 +49,8 @@ fn the_api_serves_findings_and_the_list_counts_them() {
     let clean_report: TraceFindings = served.get(&format!("/api/traces/{clean}/findings"));
     assert_eq!(clean_report.findings, Vec::new());
     let traces: Vec<TraceSummary> = served.get("/api/traces");
-    let counts = |id: i64| traces.iter().find(|t| t.meta.id == id).and_then(|t| t.findings).map(|c| (c.errors, c.warnings));
+    let counts =
+        |id: i64| traces.iter().find(|t| t.meta.id == id).and_then(|t| t.findings).map(|c| (c.errors, c.warnings));
     assert_eq!(counts(broken), Some((2, 1)));
     assert_eq!(counts(clean), Some((0, 0)));
     let missing = ureq::get(&format!("{}/api/traces/999/findings", served.url)).call();
