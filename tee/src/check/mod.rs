@@ -143,6 +143,8 @@ pub struct Checker {
     protocol_version: Option<i64>,
     sessions: HashMap<Box<str>, Session>,
     sessions_full: bool,
+    /// `session/new` and `session/fork` requests awaiting their answers.
+    opening: u32,
     unknown_sessions_told: HashSet<Box<str>>,
     limits_told: bool,
 }
@@ -167,6 +169,7 @@ impl Checker {
             protocol_version: None,
             sessions: HashMap::new(),
             sessions_full: false,
+            opening: 0,
             unknown_sessions_told: HashSet::new(),
             limits_told: false,
         }
@@ -321,7 +324,10 @@ impl Checker {
         let session = self.session_of(seq, from_client, method, params);
         let what = match method {
             _ if is_initialize => What::Initialize,
-            "session/new" | "session/fork" => What::Open,
+            "session/new" | "session/fork" => {
+                self.opening += 1;
+                What::Open
+            }
             "session/load" => match session {
                 Some(sid) => {
                     let updates = self.session(&sid).map_or(0, |s| s.updates);
@@ -483,6 +489,7 @@ impl Checker {
                 }
             }
             What::Open => {
+                self.opening = self.opening.saturating_sub(1);
                 if let Some(sid) = wire::read::<wire::SessionResult>(ok).and_then(|r| r.session_id) {
                     self.session_entry(&sid);
                 }
@@ -566,20 +573,29 @@ impl Checker {
                 self.session_entry(&sid);
             }
             "session/delete" | "session/fork" | "session/list" => {}
-            _ if !self.sessions.contains_key(&sid) && !self.sessions_full => {
-                if self.unknown_sessions_told.len() < MAX_SESSIONS && self.unknown_sessions_told.insert(sid.clone()) {
-                    let message = format!(
-                        "{} sent {} for the session {}, which no session/new, load, resume or fork made",
-                        who(from_client),
-                        quote(method),
-                        quote(&sid)
-                    );
-                    self.find(Rule::UnknownSession, vec![seq], message);
-                }
+            _ if self.sessions.contains_key(&sid) || self.sessions_full => {}
+            // An agent may speak of the session it is making before it
+            // answers session/new with its id.
+            _ if !from_client && self.opening > 0 => {
+                self.session_entry(&sid);
             }
-            _ => {}
+            _ => self.unknown_session(seq, from_client, method, &sid),
         }
         Some(sid)
+    }
+
+    /// `session.unknown`, once per id.
+    fn unknown_session(&mut self, seq: i64, from_client: bool, method: &str, sid: &str) {
+        if self.unknown_sessions_told.len() >= MAX_SESSIONS || !self.unknown_sessions_told.insert(sid.into()) {
+            return;
+        }
+        let message = format!(
+            "{} sent {} for the session {}, which no session/new, load, resume or fork made",
+            who(from_client),
+            quote(method),
+            quote(sid)
+        );
+        self.find(Rule::UnknownSession, vec![seq], message);
     }
 
     /// The session `sid`, followed from now on (`None` past [`MAX_SESSIONS`]).

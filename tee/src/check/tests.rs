@@ -78,3 +78,17 @@ fn requests_in_flight_are_bounded() {
     assert!(report.findings.len() <= MAX_FINDINGS);
     assert_eq!(report.left_out + report.findings.len() as u64, report.counts.total());
 }
+
+#[test]
+fn an_agent_may_name_the_session_it_makes_before_answering() {
+    let report = check(&[
+        CLEAN[0],
+        CLEAN[1],
+        CLEAN[2],
+        r#"<{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"available_commands_update","availableCommands":[]}}}"#,
+        CLEAN[3],
+        r#"<{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s2","update":{"sessionUpdate":"available_commands_update","availableCommands":[]}}}"#,
+    ]);
+    let codes: Vec<(&str, Vec<i64>)> = report.findings.iter().map(|f| (f.code.as_str(), f.seqs.clone())).collect();
+    assert_eq!(codes, [("session.unknown", vec![6])], "once session/new is answered, other ids are unknown");
+}

@@ -39,8 +39,11 @@ const PING_2: &str = r#"{"jsonrpc":"2.0","id":2,"method":"_x/ping"}"#;
 const EMPTY_RESULT_2: &str = r#"{"jsonrpc":"2.0","id":2,"result":{}}"#;
 const END_TURN_2: &str = r#"{"jsonrpc":"2.0","id":2,"result":{"stopReason":"end_turn"}}"#;
 
-/// Each rule's trace, the code it must give and the frames it must name.
-fn cases() -> Vec<(&'static str, Vec<(bool, String)>, &'static [i64])> {
+/// A rule's broken trace: the code it must give, its lines, the frames the finding must name.
+type Case = (&'static str, Vec<(bool, String)>, &'static [i64]);
+
+/// Each rule's trace.
+fn cases() -> Vec<Case> {
     let long = format!(r#"{{"jsonrpc":"2.0","method":"_x/note","params":{{"pad":"{}"}}}}"#, "x".repeat(400));
     vec![
         ("transport.not-json", after_prelude(&[a("Loading ~/.bashrc ...")]), &[5]),
