@@ -285,7 +285,7 @@ impl Checker {
     /// A message that is not a JSON object with distinct members.
     fn unreadable(&mut self, seq: i64, from_client: bool, text: &[u8], e: &serde_json::Error) {
         if serde_json::from_slice::<IgnoredAny>(text).is_err() {
-            let place = if from_client { "its stdin" } else { "its stdout" };
+            let place = if from_client { "the agent's stdin" } else { "its stdout" };
             let peer = if from_client { "the agent" } else { "the client" };
             let message = format!(
                 "{} wrote a line that is not JSON to {place}, which {peer} cannot read: {}",
@@ -331,14 +331,14 @@ impl Checker {
             "session/load" => match session {
                 Some(sid) => {
                     let updates = self.session(&sid).map_or(0, |s| s.updates);
-                    What::Load(sid, updates)
+                    What::Load(sid.into(), updates)
                 }
                 None => What::Other,
             },
             "session/prompt" if !self.v2() => match session {
                 Some(sid) => {
                     self.prompt(seq, &sid);
-                    What::Prompt(sid)
+                    What::Prompt(sid.into())
                 }
                 None => What::Other,
             },
@@ -562,18 +562,24 @@ impl Checker {
 
     /// The session a message names, judged: a `sessionId` no session/new,
     /// load, resume or fork made is `session.unknown` (once per id).
-    fn session_of(&mut self, seq: i64, from_client: bool, method: &str, params: Option<&RawValue>) -> Option<Box<str>> {
+    fn session_of<'p>(
+        &mut self,
+        seq: i64,
+        from_client: bool,
+        method: &str,
+        params: Option<&'p RawValue>,
+    ) -> Option<Cow<'p, str>> {
         if method.starts_with('_') || method.starts_with("mcp/") || method.starts_with("proxy/") {
             return None;
         }
-        let sid: Box<str> = wire::read::<wire::SessionRef>(params)?.session_id?.into();
+        let sid = wire::read::<wire::SessionRef>(params)?.session_id?;
         match method {
             // They name a stored session, not one of this connection.
             "session/load" | "session/resume" => {
                 self.session_entry(&sid);
             }
             "session/delete" | "session/fork" | "session/list" => {}
-            _ if self.sessions.contains_key(&sid) || self.sessions_full => {}
+            _ if self.sessions.contains_key(&*sid) || self.sessions_full => {}
             // An agent may speak of the session it is making before it
             // answers session/new with its id.
             _ if !from_client && self.opening > 0 => {
