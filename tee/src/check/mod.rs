@@ -120,7 +120,8 @@ struct Session {
     prompt: Option<i64>,
     /// The `session/cancel` sent for it.
     cancel: Option<i64>,
-    /// `session/update`s the agent sent for it.
+    /// `session/update`s the agent sent for it outside a prompt's turn
+    /// (what a `session/load` replays).
     updates: u64,
 }
 
@@ -385,7 +386,9 @@ impl Checker {
             }
             "session/update" if !from_client => {
                 if let Some(s) = session.as_deref().and_then(|sid| self.session(sid)) {
-                    s.updates += 1;
+                    if s.prompt.is_none() {
+                        s.updates += 1;
+                    }
                 }
             }
             "$/cancel_request" => {

@@ -92,3 +92,18 @@ fn an_agent_may_name_the_session_it_makes_before_answering() {
     let codes: Vec<(&str, Vec<i64>)> = report.findings.iter().map(|f| (f.code.as_str(), f.seqs.clone())).collect();
     assert_eq!(codes, [("session.unknown", vec![6])], "once session/new is answered, other ids are unknown");
 }
+
+#[test]
+fn a_prompt_turns_updates_are_no_replay_of_a_load() {
+    let mut lines = CLEAN[..4].to_vec();
+    lines.extend([
+        r#">{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"s1","prompt":[]}}"#,
+        r#">{"jsonrpc":"2.0","id":3,"method":"session/load","params":{"sessionId":"s1","cwd":"/tmp","mcpServers":[]}}"#,
+        r#"<{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"of the turn"}}}}"#,
+        r#"<{"jsonrpc":"2.0","id":3,"result":{}}"#,
+        r#"<{"jsonrpc":"2.0","id":2,"result":{"stopReason":"end_turn"}}"#,
+    ]);
+    let report = check(&lines);
+    let codes: Vec<(&str, Vec<i64>)> = report.findings.iter().map(|f| (f.code.as_str(), f.seqs.clone())).collect();
+    assert_eq!(codes, [("session.load-without-replay", vec![6, 8])]);
+}
