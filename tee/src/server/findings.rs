@@ -4,10 +4,11 @@
 //! The server keeps the checkers of the last [`CHECKERS_KEPT`] traces asked
 //! about and feeds them only the frames stored since, so asking again about
 //! a live trace costs its new frames (a check cut off by the query time
-//! limit goes on from where it stopped). The trace list checks ended traces
-//! of at most [`LIST_CHECK_FRAMES`] frames, at most [`LIST_CHECK_BUDGET`]
-//! frames per listing, and remembers the counts of [`COUNTS_KEPT`] traces;
-//! a trace not checked yet is listed without a count.
+//! limit goes on from where it stopped). The counts the trace list shows
+//! come from those checks and from a background thread that checks ended
+//! traces one at a time at low priority (`check_in_background`); the
+//! counts of [`COUNTS_KEPT`] traces are remembered, and a trace not checked
+//! yet is listed without a count.
 
 use super::error::AppError;
 use super::routes::path;
@@ -26,11 +27,9 @@ use std::sync::{Arc, Mutex};
 /// Traces whose checkers the server keeps between requests.
 pub const CHECKERS_KEPT: usize = 4;
 
-/// Traces with at most this many frames are checked for the trace list.
-pub const LIST_CHECK_FRAMES: i64 = 20_000;
-
-/// Frames one listing checks at most (traces beyond wait for the next).
-pub const LIST_CHECK_BUDGET: i64 = 100_000;
+/// The background checks' pause after a trace, and when none is left.
+const BACKGROUND_PAUSE_BUSY: std::time::Duration = std::time::Duration::from_millis(50);
+const BACKGROUND_PAUSE_IDLE: std::time::Duration = std::time::Duration::from_millis(500);
 
 /// Traces whose finding counts the server remembers.
 pub const COUNTS_KEPT: usize = 10_000;
@@ -83,33 +82,47 @@ impl Checks {
         self.counts.lock().unwrap_or_else(|e| e.into_inner()).insert(id, (frames, counts));
     }
 
-    /// Fills in the counts of `traces`: those known, and those of small
-    /// ended traces checked now, within [`LIST_CHECK_BUDGET`]. A check cut
-    /// off (the query time limit) leaves the rest without counts: the list
-    /// itself never fails for them.
-    pub(super) fn fill_counts(&self, store: &Store, traces: &mut [TraceSummary]) {
-        let mut budget = LIST_CHECK_BUDGET;
+    /// Fills in the counts of `traces` known: the list itself never checks
+    /// (a trace of a million frames takes seconds).
+    pub(super) fn fill_counts(&self, traces: &mut [TraceSummary]) {
+        let mut counts = self.counts.lock().unwrap_or_else(|e| e.into_inner());
         for t in traces.iter_mut().filter(|t| !t.live) {
-            let known = self.counts.lock().unwrap_or_else(|e| e.into_inner()).get(&t.meta.id).copied();
-            t.findings = match known {
-                Some((frames, counts)) if frames == t.meta.frame_count => Some(counts),
-                _ if t.meta.frame_count <= LIST_CHECK_FRAMES && t.meta.frame_count <= budget => {
-                    budget -= t.meta.frame_count;
-                    match crate::check::check_trace(store, t.meta.id, CheckOptions::default()) {
-                        Ok(report) => {
-                            self.remember(t.meta.id, t.meta.frame_count, report.counts);
-                            Some(report.counts)
-                        }
-                        Err(e) => {
-                            tracing::debug!("the trace list's checks stopped: {e}");
-                            budget = 0;
-                            None
-                        }
-                    }
-                }
+            t.findings = match counts.get(&t.meta.id) {
+                Some(&(frames, c)) if frames == t.meta.frame_count => Some(c),
                 _ => None,
             };
         }
+    }
+
+    /// Starts a thread that checks, at low priority and one at a time, the
+    /// ended traces among the newest [`COUNTS_KEPT`] whose counts are not
+    /// known, so the trace list can show them. It stops once `alive` can no
+    /// longer be upgraded (the server state is gone).
+    pub(super) fn check_in_background(&self, path: &std::path::Path, alive: std::sync::Weak<()>) {
+        let (checks, path) = (self.clone(), path.to_owned());
+        let _ = std::thread::Builder::new().name("checks".into()).spawn(move || {
+            crate::proc::lower_priority();
+            let Ok(reader) = crate::store::Reader::open(&path) else { return };
+            while alive.upgrade().is_some() {
+                let checked = checks.check_one(&reader).unwrap_or_else(|e| {
+                    tracing::debug!("background checks of {}: {e}", path.display());
+                    false
+                });
+                std::thread::sleep(if checked { BACKGROUND_PAUSE_BUSY } else { BACKGROUND_PAUSE_IDLE });
+            }
+        });
+    }
+
+    /// Checks the newest ended trace whose counts are not known; false when
+    /// there is none.
+    fn check_one(&self, store: &Store) -> Result<bool, StoreError> {
+        let mut traces = store.trace_summaries()?;
+        traces.truncate(COUNTS_KEPT);
+        self.fill_counts(&mut traces);
+        let Some(t) = traces.iter().find(|t| !t.live && t.findings.is_none()) else { return Ok(false) };
+        let report = crate::check::check_trace(store, t.meta.id, CheckOptions::default())?;
+        self.remember(t.meta.id, t.meta.frame_count, report.counts);
+        Ok(true)
     }
 }
 

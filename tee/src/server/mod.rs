@@ -65,6 +65,8 @@ impl AppState {
         let changes = live::watch_store(db_path);
         let alive = std::sync::Arc::new(());
         live::maintain_behind_recorders(db_path, std::sync::Arc::downgrade(&alive));
+        let checks = findings::Checks::default();
+        checks.check_in_background(db_path, std::sync::Arc::downgrade(&alive));
         let dist = dist.filter(|d| d.join("index.html").is_file());
         AppState {
             db,
@@ -73,7 +75,7 @@ impl AppState {
             dist,
             redact: true,
             sessions: sessions::Models::default(),
-            checks: findings::Checks::default(),
+            checks,
             _alive: alive,
         }
     }

@@ -35,6 +35,11 @@ fn the_api_serves_findings_and_the_list_counts_them() {
             (false, r#"{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1}}"#.to_owned()),
         ],
     );
+    let unasked = import(
+        &store,
+        "unasked.log",
+        &[(true, r#"{"jsonrpc":"2.0","id":0,"method":"session/new","params":{"cwd":"/","mcpServers":[]}}"#.to_owned())],
+    );
     let served = Served::start(&store.db, &[]);
     let report: TraceFindings = served.get(&format!("/api/traces/{broken}/findings"));
     let found: Vec<(&str, Vec<i64>)> = report.findings.iter().map(|f| (f.code.as_str(), f.seqs.clone())).collect();
@@ -53,6 +58,18 @@ fn the_api_serves_findings_and_the_list_counts_them() {
         |id: i64| traces.iter().find(|t| t.meta.id == id).and_then(|t| t.findings).map(|c| (c.errors, c.warnings));
     assert_eq!(counts(broken), Some((2, 1)));
     assert_eq!(counts(clean), Some((0, 0)));
+    // A trace nobody asked about is checked in the background for the list.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let traces: Vec<TraceSummary> = served.get("/api/traces");
+        let t = traces.iter().find(|t| t.meta.id == unasked).unwrap();
+        if let Some(c) = t.findings {
+            assert_eq!((c.errors, c.warnings), (1, 1), "before-initialize, unanswered");
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "the background checks never counted trace {unasked}");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
     let missing = ureq::get(&format!("{}/api/traces/999/findings", served.url)).call();
     assert!(matches!(missing, Err(ureq::Error::Status(404, _))), "{missing:?}");
 }
