@@ -8,11 +8,12 @@
 //! - [`relay`]: the relays compared and their common topology; [`throughput`]
 //!   and [`rtt`] drive them; [`relays_section`] reports sections 1–3.
 //! - [`tracegen`]: the answering agent and the large traces; [`server`],
-//!   [`webdriver`], [`viewer`] and [`export`] measure on them;
-//!   [`trace_section`] reports sections 4–6.
+//!   [`webdriver`], [`viewer`], [`export`] and [`check`] measure on them;
+//!   [`trace_section`] reports sections 4–7.
 //! - [`procs`]: `wait4`, `VmHWM` sampling; [`stats`]: medians, percentiles;
 //!   [`report`]: tables and the machine description.
 
+mod check;
 mod export;
 mod procs;
 mod relay;
@@ -31,7 +32,7 @@ use report::Report;
 use std::path::PathBuf;
 
 /// The sections, in the order they run.
-const SECTIONS: [&str; 6] = ["throughput", "rtt", "ingest", "server", "viewer", "export"];
+const SECTIONS: [&str; 7] = ["throughput", "rtt", "ingest", "server", "viewer", "export", "check"];
 
 /// What to run, and where.
 #[derive(Debug, Clone)]
@@ -70,7 +71,7 @@ in one run and writes a Markdown report. A lost message or frame fails the run (
   --strict         also exit 1 when a target does not hold";
 
 fn usage() -> &'static str {
-    "usage: acp-tee-bench [--quick] [--only throughput,rtt,ingest,server,viewer,export] [--reps N] \
+    "usage: acp-tee-bench [--quick] [--only throughput,rtt,ingest,server,viewer,export,check] [--reps N] \
      [--out FILE] [--acp-tee PATH] [--dist DIR] [--work DIR] [--strict]"
 }
 
@@ -183,13 +184,14 @@ fn run_sections(cfg: &Config, report: &mut Report) -> Result<()> {
         let r = relays_section::ingest(cfg, report, acp);
         attempt(report, "ingest", r);
     }
-    if on("server") || on("viewer") || on("export") {
+    if on("server") || on("viewer") || on("export") || on("check") {
         match trace_section::generate(cfg, report) {
             Ok(traces) => {
                 for (name, run) in [
                     ("server", trace_section::server as fn(&Config, &mut Report, &trace_section::Traces) -> Result<()>),
                     ("viewer", trace_section::viewer),
                     ("export", trace_section::export),
+                    ("check", trace_section::check),
                 ] {
                     if on(name) {
                         let r = run(cfg, report, &traces);

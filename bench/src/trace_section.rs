@@ -346,3 +346,42 @@ pub fn export(cfg: &Config, report: &mut Report, t: &Traces) -> Result<()> {
 fn handler_cell(s: &viewer::Scroll) -> String {
     s.handler_ms.as_ref().map_or("—".to_owned(), |h| format!("{} / {}", f(h.p50, 1), f(h.p95, 1)))
 }
+
+/// At least this many frames per second checked on the large trace (#16).
+const CHECK_FRAMES_PER_S: f64 = 200_000.0;
+
+/// `acp-tee check` of both traces: frames per second and memory.
+pub fn check(cfg: &Config, report: &mut Report, t: &Traces) -> Result<()> {
+    report.say("## 7. Protocol checks\n");
+    report.say(
+        "`acp-tee check --db big.db --trace ID --format json`: every frame read from the store, its JSON-RPC shape, \
+         its params or result deserialized into the official ACP schema types and the sequence rules applied; wall \
+         time and peak `VmHWM` (sampled every 5 ms) of the check process. The run fails unless every frame was read.\n",
+    );
+    let mut rows = Vec::new();
+    let mut big_rate = 0.0;
+    for g in [&t.big, &t.small] {
+        let c = crate::check::run(&cfg.acp_tee, &t.db, g.trace_id, g.frames)
+            .with_context(|| format!("check of trace {}", g.trace_id))?;
+        let rate = g.frames as f64 / c.took.as_secs_f64();
+        if g.frames == t.big.frames {
+            big_rate = rate;
+        }
+        rows.push(vec![
+            n(g.frames),
+            f(c.took.as_secs_f64(), 2),
+            n(rate as u64),
+            f(mib(c.max_rss), 1),
+            format!("{} / {} / {}", c.counts.0, c.counts.1, c.counts.2),
+        ]);
+    }
+    report.table(&["frames", "seconds", "frames/s", "peak RSS MiB", "errors / warnings / infos"], &rows);
+    let v = report.verdict("check at 200,000 frames/s", big_rate >= CHECK_FRAMES_PER_S);
+    report.say(&format!(
+        "Target: at least {} frames/s on the {}-frame trace: {} frames/s: {v}\n",
+        n(CHECK_FRAMES_PER_S as u64),
+        n(t.big.frames),
+        n(big_rate as u64)
+    ));
+    Ok(())
+}

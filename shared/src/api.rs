@@ -45,6 +45,10 @@ pub struct TraceSummary {
     /// For imported traces: where they came from (`jsons file /x/t.jsons`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub imported_from: Option<String>,
+    /// What the protocol checks found, by severity, once the server has
+    /// checked the trace (`/api/traces/{id}/findings`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub findings: Option<crate::check::FindingCounts>,
 }
 
 /// Filters and paging of `/api/traces/{id}/frames`. Every field is optional.

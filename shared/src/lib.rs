@@ -10,11 +10,13 @@
 //!
 //! - [`api`]: the payloads of the HTTP API the viewer reads.
 //! - [`diff`]: two traces compared (`acp-tee diff`, the compare view).
+//! - [`check`]: the findings of `acp-tee check` and its API route.
 //!
 //! This crate does no I/O and depends on serde only, so it builds for
 //! `wasm32-unknown-unknown`.
 
 pub mod api;
+pub mod check;
 pub mod diff;
 pub mod session;
 

@@ -14,6 +14,7 @@
 //! - `store`: the SQLite trace store ([`Store`]; its roles [`Recording`], `Import` and [`Reader`], and maintenance).
 //! - `export`: exports: `acp-tee-trace` JSON and NDJSON, the conductor's `.jsons`, Perfetto.
 //! - `import`: imports of `acp-tee-trace`, the conductor's `.jsons` and sacp-tee logs.
+//! - `check`: protocol checks over a stored trace (`acp-tee check`, the findings route).
 //! - `session`: the session model (turns, tool calls, permission waits, open requests), derived on read.
 //! - `redact`: masking secrets in frames, on export and optionally when recording.
 //! - `replay`: `acp-tee diff` and `acp-tee replay` (a trace's client or agent against a live peer).
@@ -23,6 +24,7 @@
 //! See ARCHITECTURE.md for the invariants each module keeps.
 
 mod chain;
+mod check;
 mod cli;
 mod clock;
 mod export;

@@ -3,6 +3,7 @@
 //! Nothing here draws; the live stream hands decoded payloads to the closures it is given.
 
 use acp_tee_shared::api::{ApiError, FrameDetail, FramePage, FrameQuery, FrameSummary, TraceStats, TraceSummary};
+use acp_tee_shared::check::TraceFindings;
 use acp_tee_shared::session::{SessionDetail, TraceSessions, TurnQuery};
 use gloo_net::http::Request;
 use serde::de::DeserializeOwned;
@@ -97,6 +98,11 @@ pub async fn diff(a: i64, b: i64) -> Result<acp_tee_shared::diff::TraceDiff, Api
 /// The ACP sessions of a trace and its open requests.
 pub async fn sessions(id: i64) -> Result<TraceSessions, ApiFailure> {
     get(&format!("/api/traces/{id}/sessions")).await
+}
+
+/// What the protocol checks found in a trace.
+pub async fn findings(id: i64) -> Result<TraceFindings, ApiFailure> {
+    get(&format!("/api/traces/{id}/findings")).await
 }
 
 /// One session of a trace with the page of its turns from `offset` on (at most `limit`).

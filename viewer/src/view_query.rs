@@ -9,6 +9,7 @@
 //! [`ViewQuery::rejected`], so the page can say it is ignored rather than drop it silently.
 
 use acp_tee_shared::api::{FrameQuery, FrameSummary};
+use acp_tee_shared::check::Severity;
 use acp_tee_shared::{Direction, FrameKind};
 use leptos::prelude::*;
 use leptos_router::hooks::{use_location, use_navigate};
@@ -96,6 +97,8 @@ pub enum Tab {
     Timing,
     /// The ACP sessions: turns as a conversation, tool calls, waits, open requests.
     Session,
+    /// What the protocol checks found (`/api/traces/{id}/findings`).
+    Findings,
 }
 
 /// A query value the view cannot use, kept so the page can say so.
@@ -131,12 +134,16 @@ pub struct ViewQuery {
     /// The turn the Session tab shows, numbered from 1 as it is shown: its page, scrolled to it (the
     /// first page when `None`).
     pub turn: Option<u64>,
+    /// The Findings tab shows only this code.
+    pub finding_code: Option<String>,
+    /// The Findings tab shows only findings this severe or worse.
+    pub finding_severity: Option<Severity>,
     /// Values present in the URL that the view ignores, in key order.
     pub rejected: Vec<Rejected>,
 }
 
 /// Query keys a trace view reads, in the order it writes them.
-pub const KEYS: [&str; 15] = [
+pub const KEYS: [&str; 17] = [
     "dir",
     "kind",
     "method",
@@ -152,6 +159,8 @@ pub const KEYS: [&str; 15] = [
     "timing_method",
     "sid",
     "turn",
+    "finding_code",
+    "finding_severity",
 ];
 
 fn text(value: &str) -> Option<String> {
@@ -216,13 +225,19 @@ impl ViewQuery {
                     "" | "diagram" => Tab::Diagram,
                     "timing" => Tab::Timing,
                     "session" => Tab::Session,
-                    _ => return Err("diagram, timing or session"),
+                    "findings" => Tab::Findings,
+                    _ => return Err("diagram, timing, session or findings"),
                 }
             }
             "frame" if empty => {}
             "frame" => self.frame = Some(value.trim().parse().ok().filter(|s: &i64| *s > 0).ok_or("a frame number")?),
             "timing_method" => self.timing_method = text(value),
             "sid" => self.sid = text(value),
+            "finding_code" => self.finding_code = text(value).map(|s| s.trim().to_owned()),
+            "finding_severity" if empty => {}
+            "finding_severity" => {
+                self.finding_severity = Some(value.trim().parse().map_err(|_| "info, warning or error")?)
+            }
             "turn" if empty => {}
             "turn" => {
                 self.turn = Some(value.trim().parse().ok().filter(|t: &u64| *t > 0).ok_or("a turn number, 1 or more")?)
@@ -261,11 +276,14 @@ impl ViewQuery {
                     Tab::Diagram => None,
                     Tab::Timing => Some("timing".to_owned()),
                     Tab::Session => Some("session".to_owned()),
+                    Tab::Findings => Some("findings".to_owned()),
                 },
                 "frame" => self.frame.map(|s| s.to_string()),
                 "timing_method" => self.timing_method.clone(),
                 "sid" => self.sid.clone(),
                 "turn" => self.turn.map(|t| t.to_string()),
+                "finding_code" => self.finding_code.clone(),
+                "finding_severity" => self.finding_severity.map(|s| s.as_str().to_owned()),
                 _ => None,
             };
             if let Some(v) = value {

@@ -65,6 +65,9 @@ pub(super) enum Command {
     /// Serve the trace store to a model: a Model Context Protocol server on stdio
     #[command(long_about = MCP_ABOUT)]
     Mcp(McpArgs),
+    /// Check a trace against the ACP spec and schema; exit 1 on errors (for CI)
+    #[command(long_about = super::check::CHECK_ABOUT)]
+    Check(super::check::CheckArgs),
     /// The recorder process wrap mode starts; not for people
     #[command(name = "__recorder", hide = true)]
     Recorder(RecorderArgs),

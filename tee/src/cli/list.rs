@@ -118,7 +118,7 @@ mod tests {
             error_count: 1,
             missing_frames: missing,
         };
-        TraceSummary { live: id == 3, finishing: false, meta, last_t_ns: 0, imported_from: None }
+        TraceSummary { live: id == 3, finishing: false, meta, last_t_ns: 0, imported_from: None, findings: None }
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! `args.rs`).
 
 mod args;
+mod check;
 mod import;
 mod list;
 mod progress;
@@ -130,6 +131,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Show(a) => show::show_command(a),
         Command::Diff(a) => replay::diff_command(a),
         Command::Replay(a) => replay::replay_command(a),
+        Command::Check(a) => check::check_command(a),
         Command::Mcp(a) => {
             crate::mcp::run(a.store.open_reader()?, !a.no_redact)?;
             Ok(0)

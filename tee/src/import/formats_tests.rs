@@ -69,19 +69,20 @@ fn a_zed_copy_with_stderr_entries_becomes_paired_messages_at_time_zero() {
     let f = frames(&store, 1);
     assert_eq!(raw(&f[1]), "agent: starting up, \"quoted\"\n");
     assert_eq!(raw(&f[7]), "\n");
-    // Whitespace between tokens is gone, inside strings it stays.
+    // Whitespace between tokens is gone, inside strings it stays; members
+    // keep the order Zed wrote them in.
     assert_eq!(
         raw(&f[3]),
-        "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"session/prompt\",\"params\":{\"prompt\":[{\"text\":\"a  b\\n c\",\"type\":\"text\"}],\"sessionId\":\"s 1\"}}\n"
+        "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"session/prompt\",\"params\":{\"sessionId\":\"s 1\",\"prompt\":[{\"type\":\"text\",\"text\":\"a  b\\n c\"}]}}\n"
     );
     assert_eq!(raw(&f[4]), "{\"jsonrpc\":\"2.0\",\"method\":\"session/update\",\"params\":{\"sessionId\":\"s 1\",\"update\":{\"sessionUpdate\":\"agent_message_chunk\"}}}\n");
     assert_eq!(
         raw(&f[6]),
-        "{\"jsonrpc\":\"2.0\",\"id\":\"r-1\",\"result\":{\"code\":5,\"line\":2,\"message\":\"a result shaped almost like an error\"}}\n"
+        "{\"jsonrpc\":\"2.0\",\"id\":\"r-1\",\"result\":{\"code\":5,\"message\":\"a result shaped almost like an error\",\"line\":2}}\n"
     );
     assert_eq!(
         raw(&f[8]),
-        "{\"jsonrpc\":\"2.0\",\"id\":1,\"error\":{\"code\":-32603,\"data\":{\"why\":\"boom\"},\"message\":\"Internal error\"}}\n"
+        "{\"jsonrpc\":\"2.0\",\"id\":1,\"error\":{\"code\":-32603,\"message\":\"Internal error\",\"data\":{\"why\":\"boom\"}}}\n"
     );
     assert_eq!(raw(&f[9]), "{\"jsonrpc\":\"2.0\",\"id\":7,\"result\":null}\n");
     let t = store.trace(1).unwrap();

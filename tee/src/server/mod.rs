@@ -18,6 +18,7 @@ mod assets;
 mod auth;
 mod db;
 mod error;
+mod findings;
 mod live;
 pub(crate) mod mask;
 mod routes;
@@ -50,6 +51,8 @@ pub struct AppState {
     redact: bool,
     /// Session models kept between requests.
     sessions: sessions::Models,
+    /// Protocol checkers and finding counts kept between requests.
+    checks: findings::Checks,
     /// Background threads of this state run while this lives.
     _alive: std::sync::Arc<()>,
 }
@@ -62,8 +65,19 @@ impl AppState {
         let changes = live::watch_store(db_path);
         let alive = std::sync::Arc::new(());
         live::maintain_behind_recorders(db_path, std::sync::Arc::downgrade(&alive));
+        let checks = findings::Checks::default();
+        checks.check_in_background(db_path, std::sync::Arc::downgrade(&alive));
         let dist = dist.filter(|d| d.join("index.html").is_file());
-        AppState { db, token, changes, dist, redact: true, sessions: sessions::Models::default(), _alive: alive }
+        AppState {
+            db,
+            token,
+            changes,
+            dist,
+            redact: true,
+            sessions: sessions::Models::default(),
+            checks,
+            _alive: alive,
+        }
     }
 
     /// The same state serving frames as they were stored, unmasked
@@ -98,6 +112,7 @@ pub fn app(state: AppState) -> Router {
         .route("/traces/{id}/stats", get(routes::stats))
         .route("/traces/{id}/sessions", get(sessions::sessions))
         .route("/traces/{id}/sessions/{sid}", get(sessions::session))
+        .route("/traces/{id}/findings", get(findings::findings))
         .route("/traces/{id}/live", get(routes::live))
         .route("/traces/{id}/export", get(routes::export_trace))
         .route("/diff/{a}/{b}", get(routes::diff))

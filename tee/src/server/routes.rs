@@ -33,7 +33,8 @@ pub(super) fn query<T>(q: Result<Query<T>, QueryRejection>) -> Result<T, AppErro
 /// `GET /api/traces`
 pub async fn list_traces(State(st): State<AppState>) -> Result<Json<Vec<TraceSummary>>, AppError> {
     let r = st.redactor();
-    let traces = st.db.run(|s| s.trace_summaries()).await?;
+    let mut traces = st.db.run(|s| s.trace_summaries()).await?;
+    st.checks.fill_counts(&mut traces);
     Ok(Json(traces.into_iter().map(|t| mask::trace(&r, t)).collect()))
 }
 

@@ -10,6 +10,7 @@ mod common;
 mod compare;
 mod detail;
 mod filters;
+mod findings;
 mod fixtures;
 mod layout;
 mod session;

@@ -4,6 +4,7 @@
 //! - [`diagram`]: the sequence diagram (lanes, windowed rows, busy spans, follow).
 //! - [`detail`] and [`json`]: the selected frame.
 //! - [`filters`]: the filter bar.
+//! - [`findings`]: the Findings tab: what the protocol checks found, filtered, linked to frames.
 //! - [`timing`]: per-method table, histogram, slowest requests.
 //! - [`session`]: the Session tab: open requests, sessions, turns as a conversation, tool calls, waterfall.
 //! - [`header`]: title, counts, live badge, tabs, axis, follow, export.
@@ -13,6 +14,7 @@
 pub mod detail;
 pub mod diagram;
 pub mod filters;
+pub mod findings;
 pub mod header;
 pub mod highlight;
 pub mod json;

@@ -23,7 +23,7 @@ use wasm_bindgen::JsCast;
 const REFRESH: Duration = Duration::from_secs(3);
 
 /// A sortable column: its query value, heading, and whether it starts descending.
-const COLUMNS: [(&str, &str, bool); 10] = [
+const COLUMNS: [(&str, &str, bool); 11] = [
     ("id", "id", true),
     ("started", "started (UTC)", true),
     ("name", "name", false),
@@ -32,6 +32,7 @@ const COLUMNS: [(&str, &str, bool); 10] = [
     ("duration", "duration", true),
     ("frames", "frames", true),
     ("errors", "errors", true),
+    ("findings", "findings", true),
     ("status", "status", false),
     ("exit", "exit", false),
 ];
@@ -78,6 +79,7 @@ fn compare(a: &TraceSummary, b: &TraceSummary, column: &str) -> Ordering {
         "duration" => duration_ns(a).cmp(&duration_ns(b)),
         "frames" => ma.frame_count.cmp(&mb.frame_count),
         "errors" => ma.error_count.cmp(&mb.error_count),
+        "findings" => finding_key(a).cmp(&finding_key(b)),
         "status" => (a.live, a.finishing).cmp(&(b.live, b.finishing)),
         "exit" => exit_text(a).0.cmp(&exit_text(b).0),
         _ => Ordering::Equal,
@@ -274,10 +276,29 @@ fn row(t: TraceSummary, open: Opener, picked: RwSignal<Vec<i64>>) -> impl IntoVi
             <td class="num">{trace_duration(&t)}</td>
             <td class="num">{format::count(t.meta.frame_count)}</td>
             <td class="num" class:err=t.meta.error_count != 0>{format::count(t.meta.error_count)}</td>
+            {findings_cell(&t)}
             <td title=reason.clone()>{status_badge(&t)}</td>
             <td class="exit" title=reason>{exit}</td>
         </tr>
     }
+}
+
+/// How findings sort: by errors, then warnings; traces not checked yet first.
+fn finding_key(t: &TraceSummary) -> Option<(u64, u64)> {
+    t.findings.map(|c| (c.errors, c.warnings))
+}
+
+/// The findings column: errors and warnings the protocol checks found (blank until the server checked).
+fn findings_cell(t: &TraceSummary) -> impl IntoView {
+    let (text, title, err) = match t.findings {
+        None => (String::new(), "not checked yet: open the trace's Findings tab".to_owned(), false),
+        Some(c) => (
+            format!("{} / {}", format::count(c.errors as i64), format::count(c.warnings as i64)),
+            format!("{} errors, {} warnings, {} infos (acp-tee check)", c.errors, c.warnings, c.infos),
+            c.errors > 0,
+        ),
+    };
+    view! { <td class="num findings" class:err=err title=title>{text}</td> }
 }
 
 fn table(
@@ -323,7 +344,7 @@ fn table(
         <table id="traces">
             <colgroup>
                 <col class="col-id" /><col class="col-started" /><col class="col-name" /><col class="col-command" />
-                <col class="col-mode" /><col class="col-duration" /><col class="col-frames" /><col class="col-errors" />
+                <col class="col-mode" /><col class="col-duration" /><col class="col-frames" /><col class="col-errors" /><col class="col-findings" />
                 <col class="col-status" /><col class="col-exit" />
             </colgroup>
             <thead><tr>{heads}</tr></thead>

@@ -7,6 +7,7 @@ use crate::api::{self, ApiFailure};
 use crate::components::detail::Detail;
 use crate::components::diagram::Diagram;
 use crate::components::filters::FilterBar;
+use crate::components::findings::FindingsTab;
 use crate::components::header::TraceHeader;
 use crate::components::keys::trace_keys;
 use crate::components::session::SessionTab;
@@ -79,6 +80,9 @@ fn TraceScreen(trace: TraceSummary) -> impl IntoView {
             </div>
             <Show when=move || tab.get() == Tab::Session>
                 <div class="tab-session"><SessionTab /></div>
+            </Show>
+            <Show when=move || tab.get() == Tab::Findings>
+                <div class="tab-findings"><FindingsTab /></div>
             </Show>
         </div>
     }

@@ -46,6 +46,7 @@ pub fn start(st: TraceState) {
         locating: StoredValue::new(None),
     };
     spawn_local(load_stats(ld));
+    st.findings.load(st.id);
     reset_on_filter_change(ld);
     fetch_pages_in_view(ld);
     follow_live_stream(ld);

@@ -6,8 +6,10 @@
 //! - [`busy`]: the callee's busy spans of the rows in view.
 //! - [`loader`]: the effects that fetch: the trace's stats, pages in view, the live stream, jumps.
 //! - [`sessions`]: the Session tab's sessions and page of turns, refreshed as a live trace grows.
+//! - [`findings`]: the protocol checks' findings, fetched once per trace view (and on demand).
 
 pub mod busy;
+pub mod findings;
 pub mod layout;
 pub mod loader;
 pub mod sessions;
@@ -90,6 +92,8 @@ pub struct TraceState {
     pub measure: RwSignal<Option<Measure>>,
     /// What the Session tab shows.
     pub sessions: SessionData,
+    /// What the protocol checks found: the Findings tab and the diagram's markers.
+    pub findings: findings::FindingsData,
 }
 
 impl TraceState {
@@ -133,6 +137,7 @@ impl TraceState {
             hidden: RwSignal::new(None),
             measure: RwSignal::new(None),
             sessions: SessionData::new(query),
+            findings: findings::FindingsData::new(),
         }
     }
 

@@ -39,6 +39,7 @@ fn summary_of_trace(row: &Row<'_>) -> rusqlite::Result<TraceSummary> {
         finishing,
         last_t_ns: row.get::<_, Option<i64>>(15)?.unwrap_or(0),
         imported_from: row.get(14)?,
+        findings: None,
     })
 }
 

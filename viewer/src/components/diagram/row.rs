@@ -94,6 +94,11 @@ pub fn FrameRow(
             })}
             <span class="t">{format::offset_ns(frame.t_ns)}</span>
             <span class="seq">{format!("#{seq}")}</span>
+            {move || st.findings.marker(seq).map(|m| {
+                view! {
+                    <span class=format!("finding-mark sev-{}", m.severity) title=m.text.join("\n")>"!"</span>
+                }
+            })}
             {arrow(&frame, &colour, geo)}
             {labels(&frame, &colour, geo, &words)}
         </div>

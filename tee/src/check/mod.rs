@@ -1,0 +1,828 @@
+//! Protocol checks: what in a trace breaks JSON-RPC or the ACP spec, found
+//! by reading its frames after the fact (`acp-tee check`, the API's
+//! `/api/traces/{id}/findings`), never while recording.
+//!
+//! [`Checker`] is a fold over a trace's frames in seq order. Each message is
+//! read once: its JSON-RPC shape (`wire.rs`), its params, result or error
+//! against the official ACP schema for its method and direction
+//! (`schema.rs`), and the sequence rules: requests and their answers,
+//! `initialize`, sessions, turns, cancellation, capabilities, permissions.
+//! Each [`Rule`] (`rules.rs`) has a stable code, a severity and one sentence
+//! per finding, naming the frames involved.
+//!
+//! Memory is bounded whatever the trace holds: at most [`MAX_IN_FLIGHT`]
+//! requests awaiting answers are followed, [`ANSWERED_REMEMBERED`] answered
+//! ids remembered (to tell a second answer from an unknown one),
+//! [`MAX_SESSIONS`] sessions followed and [`MAX_FINDINGS`] findings listed;
+//! past a bound the checker says so once (`check.limit`) and counts.
+
+mod rules;
+mod schema;
+mod wire;
+
+#[cfg(test)]
+mod fuzz;
+#[cfg(test)]
+mod tests;
+
+pub use rules::Rule;
+
+use crate::frame::id_key;
+use crate::store::{FrameRef, Store, StoreError};
+use acp_tee_shared::check::{CodeCount, Finding, FindingCounts, TraceFindings};
+use acp_tee_shared::{Direction, FrameKind};
+use hashlink::LruCache;
+use serde::de::IgnoredAny;
+use serde_json::value::RawValue;
+use std::borrow::Cow;
+use std::collections::{HashMap, HashSet};
+use wire::Envelope;
+
+/// Requests awaiting an answer the checker follows at most; past this, new
+/// requests are not followed (and answers to them not judged).
+pub const MAX_IN_FLIGHT: usize = 100_000;
+
+/// Answered requests remembered, the latest, to tell a second answer from
+/// an answer to an id never asked.
+pub const ANSWERED_REMEMBERED: usize = 10_000;
+
+/// Sessions followed at most; past this, `session.unknown` is not judged.
+pub const MAX_SESSIONS: usize = 10_000;
+
+/// Findings listed at most; the rest are counted.
+pub const MAX_FINDINGS: usize = 10_000;
+
+/// The default of `--max-line-bytes`: a frame longer than this is
+/// `transport.line-too-large`.
+pub const DEFAULT_MAX_LINE_BYTES: usize = 10 * 1024 * 1024;
+
+/// Options kept per permission request, and characters kept of each.
+const OPTIONS_MAX: usize = 64;
+
+/// Characters of a peer's text (a method, an id) quoted in a finding.
+const QUOTE_MAX_CHARS: usize = 80;
+
+/// What the checker is told beyond the frames.
+#[derive(Clone, Copy, Debug)]
+pub struct CheckOptions {
+    /// Frames longer than this many bytes are `transport.line-too-large`.
+    pub max_line_bytes: usize,
+}
+
+impl Default for CheckOptions {
+    fn default() -> Self {
+        CheckOptions { max_line_bytes: DEFAULT_MAX_LINE_BYTES }
+    }
+}
+
+/// Checks trace `trace_id` of `store`, every frame stored.
+pub fn check_trace(store: &Store, trace_id: i64, opts: CheckOptions) -> Result<TraceFindings, StoreError> {
+    let mut checker = Checker::new(opts);
+    checker.catch_up(store, trace_id)?;
+    Ok(checker.report(trace_id))
+}
+
+/// A request's id and who sent it: ids are scoped per direction.
+type Key = (bool, Box<str>);
+
+/// What a request awaiting its answer is, as far as the rules care.
+#[derive(Debug)]
+enum What {
+    Other,
+    Initialize,
+    /// `session/new` or `session/fork`: the result names a new session.
+    Open,
+    /// `session/load` of a session, with its count of updates then.
+    Load(Box<str>, u64),
+    /// `session/prompt` on a session.
+    Prompt(Box<str>),
+    /// The option ids offered (`None`: too many to keep).
+    Permission(Option<Vec<Box<str>>>),
+}
+
+/// A request no answer has come for yet.
+#[derive(Debug)]
+struct Request {
+    seq: i64,
+    from_client: bool,
+    method: Box<str>,
+    /// The id as written, cut.
+    id: Box<str>,
+    /// A `$/cancel_request` naming it.
+    cancel_request: Option<i64>,
+    what: What,
+}
+
+/// What the rules follow of a session.
+#[derive(Debug, Default)]
+struct Session {
+    /// The `session/prompt` in flight.
+    prompt: Option<i64>,
+    /// The `session/cancel` sent for it.
+    cancel: Option<i64>,
+    /// `session/update`s the agent sent for it outside a prompt's turn
+    /// (what a `session/load` replays).
+    updates: u64,
+}
+
+/// The fold: feed frames in seq order, then ask for [`Checker::report`].
+pub struct Checker {
+    opts: CheckOptions,
+    frames: u64,
+    last_seq: i64,
+    findings: Vec<Finding>,
+    counts: [u64; Rule::ALL.len()],
+    left_out: u64,
+    in_flight: HashMap<Key, Request>,
+    answered: LruCache<Key, (i64, i64)>,
+    /// Requests not followed past [`MAX_IN_FLIGHT`].
+    unfollowed: u64,
+    initialize: Option<i64>,
+    before_initialize_told: bool,
+    client_caps: Option<(i64, wire::ClientCapabilities)>,
+    load_session: Option<(i64, bool)>,
+    protocol_version: Option<i64>,
+    sessions: HashMap<Box<str>, Session>,
+    sessions_full: bool,
+    /// `session/new` and `session/fork` requests awaiting their answers.
+    opening: u32,
+    unknown_sessions_told: HashSet<Box<str>>,
+    limits_told: bool,
+}
+
+impl Checker {
+    /// A checker for one trace.
+    pub fn new(opts: CheckOptions) -> Self {
+        Checker {
+            opts,
+            frames: 0,
+            last_seq: 0,
+            findings: Vec::new(),
+            counts: [0; Rule::ALL.len()],
+            left_out: 0,
+            in_flight: HashMap::new(),
+            answered: LruCache::new(ANSWERED_REMEMBERED),
+            unfollowed: 0,
+            initialize: None,
+            before_initialize_told: false,
+            client_caps: None,
+            load_session: None,
+            protocol_version: None,
+            sessions: HashMap::new(),
+            sessions_full: false,
+            opening: 0,
+            unknown_sessions_told: HashSet::new(),
+            limits_told: false,
+        }
+    }
+
+    /// Checks trace `trace_id`'s frames after the last one fed.
+    pub fn catch_up(&mut self, store: &Store, trace_id: i64) -> Result<(), StoreError> {
+        store.fold_frames_after(trace_id, self.last_seq, |f| {
+            self.feed(f);
+            true
+        })
+    }
+
+    /// Checks one frame (frames come in seq order).
+    pub fn feed(&mut self, f: &FrameRef<'_>) {
+        self.frames += 1;
+        self.last_seq = self.last_seq.max(f.seq);
+        if f.dir == Direction::AgentStderr || f.kind == FrameKind::Stderr {
+            return;
+        }
+        let from_client = f.dir == Direction::ClientToAgent;
+        if f.raw.len() > self.opts.max_line_bytes {
+            let message = format!(
+                "{} sent a line of {} bytes, more than the limit of {} (--max-line-bytes)",
+                who(from_client),
+                f.raw.len(),
+                self.opts.max_line_bytes
+            );
+            self.find(Rule::LineTooLarge, vec![f.seq], message);
+        }
+        let text = f.raw.trim_ascii();
+        if text.is_empty() {
+            return;
+        }
+        if text[0] == b'[' {
+            if let Ok(elements) = serde_json::from_slice::<Vec<&RawValue>>(text) {
+                if elements.is_empty() {
+                    self.find(Rule::NotAMessage, vec![f.seq], format!("{} sent an empty batch", who(from_client)));
+                }
+                for e in elements {
+                    self.message(f.seq, from_client, e.get().as_bytes());
+                }
+                return;
+            }
+        }
+        self.message(f.seq, from_client, text);
+    }
+
+    /// Checks one message (a frame, or an element of a batch).
+    fn message(&mut self, seq: i64, from_client: bool, text: &[u8]) {
+        let envelope = match text.first() {
+            Some(b'{') => serde_json::from_slice::<Envelope>(text),
+            _ => Err(serde::de::Error::custom("not an object")),
+        };
+        let env = match envelope {
+            Ok(env) => env,
+            Err(e) => return self.unreadable(seq, from_client, text, &e),
+        };
+        match env.jsonrpc.map(RawValue::get) {
+            Some("\"2.0\"") => {}
+            None => self.find(
+                Rule::JsonrpcVersion,
+                vec![seq],
+                format!("{} sent a message without the `jsonrpc` member JSON-RPC 2.0 requires", who(from_client)),
+            ),
+            Some(other) => self.find(
+                Rule::JsonrpcVersion,
+                vec![seq],
+                format!("{} sent a message whose `jsonrpc` is {}, not \"2.0\"", who(from_client), quote(other)),
+            ),
+        }
+        let method = match env.method.map(|m| serde_json::from_str::<Cow<str>>(m.get())) {
+            None => None,
+            Some(Ok(m)) => Some(m),
+            Some(Err(_)) => {
+                let message = format!("{} sent a message whose `method` is not a string", who(from_client));
+                return self.find(Rule::NotAMessage, vec![seq], message);
+            }
+        };
+        let mut id_ok = true;
+        if let Some(id) = env.id {
+            let response_to_unreadable = method.is_none() && env.error.is_some() && id.get() == "null";
+            if !is_string_or_integer(id.get()) && !response_to_unreadable {
+                id_ok = false;
+                let message =
+                    format!("{} used the id {}, not a string or an integer", who(from_client), quote(id.get()));
+                self.find(Rule::IdType, vec![seq], message);
+            }
+        }
+        match (method, env.id) {
+            // A request whose id is no id cannot be answered: not followed.
+            (Some(m), Some(id)) => self.request(seq, from_client, &m, id_ok.then_some(id), env.params),
+            (Some(m), None) => self.notification(seq, from_client, &m, env.params),
+            (None, Some(id)) if env.result.is_some() || env.error.is_some() => {
+                if env.result.is_some() && env.error.is_some() {
+                    let message = format!("{} sent a response with both `result` and `error`", who(from_client));
+                    self.find(Rule::ResultAndError, vec![seq], message);
+                }
+                self.response(seq, from_client, id, env.result, env.error);
+            }
+            (None, None) if env.result.is_some() || env.error.is_some() => {
+                let message = format!("{} sent a response without an `id`", who(from_client));
+                self.find(Rule::NotAMessage, vec![seq], message);
+            }
+            _ => {
+                let message =
+                    format!("{} sent an object with neither a `method` nor a `result` or `error`", who(from_client));
+                self.find(Rule::NotAMessage, vec![seq], message);
+            }
+        }
+    }
+
+    /// A message that is not a JSON object with distinct members.
+    fn unreadable(&mut self, seq: i64, from_client: bool, text: &[u8], e: &serde_json::Error) {
+        if serde_json::from_slice::<IgnoredAny>(text).is_err() {
+            let place = if from_client { "the agent's stdin" } else { "its stdout" };
+            let peer = if from_client { "the agent" } else { "the client" };
+            let message = format!(
+                "{} wrote a line that is not JSON to {place}, which {peer} cannot read: {}",
+                who(from_client),
+                quote(&String::from_utf8_lossy(text))
+            );
+            return self.find(Rule::NotJson, vec![seq], message);
+        }
+        let what = match text.first() {
+            Some(b'{') => format!("an object JSON-RPC cannot read ({})", schema_said(e)),
+            Some(b'[') => "an array that is not a batch of messages".to_owned(),
+            _ => "a JSON value that is not an object".to_owned(),
+        };
+        self.find(Rule::NotAMessage, vec![seq], format!("{} sent {what}", who(from_client)));
+    }
+
+    /// A request; `id` is `None` when it is no JSON-RPC id.
+    fn request(&mut self, seq: i64, from_client: bool, method: &str, id: Option<&RawValue>, params: Option<&RawValue>) {
+        let is_initialize = matches!(method, "initialize" | "proxy/initialize" | "_proxy/initialize");
+        if is_initialize {
+            if let Some(first) = self.initialize {
+                let message = format!("{} sent a second initialize (the first was frame {first})", who(from_client));
+                self.find(Rule::SecondInitialize, vec![first, seq], message);
+            } else {
+                self.initialize = Some(seq);
+                let caps = wire::read::<wire::InitializeParams>(params).unwrap_or_default();
+                self.client_caps = Some((seq, caps.client_capabilities.unwrap_or_default()));
+            }
+        } else if self.initialize.is_none() && !self.before_initialize_told {
+            self.before_initialize_told = true;
+            let message = format!("{} sent {} before initialize", who(from_client), quote(method));
+            self.find(Rule::BeforeInitialize, vec![seq], message);
+        }
+        self.schema_request(seq, from_client, method, params);
+        self.capability(seq, from_client, method);
+        let session = self.session_of(seq, from_client, method, params);
+        let what = match method {
+            _ if is_initialize => What::Initialize,
+            "session/new" | "session/fork" => {
+                self.opening += 1;
+                What::Open
+            }
+            "session/load" => match session {
+                Some(sid) => {
+                    let updates = self.session(&sid).map_or(0, |s| s.updates);
+                    What::Load(sid.into(), updates)
+                }
+                None => What::Other,
+            },
+            "session/prompt" if !self.v2() => match session {
+                Some(sid) => {
+                    self.prompt(seq, &sid);
+                    What::Prompt(sid.into())
+                }
+                None => What::Other,
+            },
+            "session/request_permission" => What::Permission(offered(params)),
+            _ => What::Other,
+        };
+        let Some(id) = id else { return };
+        let key = (from_client, id_key(id.get()).into_owned().into_boxed_str());
+        if let Some(earlier) = self.in_flight.get(&key) {
+            let message = format!(
+                "{} reused the id {} of its request in frame {}, which is still unanswered",
+                who(from_client),
+                quote(id.get()),
+                earlier.seq
+            );
+            let earlier = earlier.seq;
+            self.find(Rule::DuplicateId, vec![earlier, seq], message);
+        } else if self.in_flight.len() >= MAX_IN_FLIGHT {
+            self.unfollowed += 1;
+            self.limit(seq, &format!("more than {MAX_IN_FLIGHT} requests were awaiting answers"));
+            return;
+        }
+        let request = Request {
+            seq,
+            from_client,
+            method: cut(method).into(),
+            id: cut(id.get()).into(),
+            cancel_request: None,
+            what,
+        };
+        self.in_flight.insert(key, request);
+    }
+
+    fn notification(&mut self, seq: i64, from_client: bool, method: &str, params: Option<&RawValue>) {
+        self.schema_notification(seq, from_client, method, params);
+        let session = self.session_of(seq, from_client, method, params);
+        match method {
+            "session/cancel" if from_client => {
+                if let Some(s) = session.as_deref().and_then(|sid| self.session(sid)) {
+                    if s.prompt.is_some() {
+                        s.cancel = Some(seq);
+                    }
+                }
+            }
+            "session/update" if !from_client => {
+                if let Some(s) = session.as_deref().and_then(|sid| self.session(sid)) {
+                    if s.prompt.is_none() {
+                        s.updates += 1;
+                    }
+                }
+            }
+            "$/cancel_request" => {
+                if let Some(p) = wire::read::<wire::CancelRequestParams>(params) {
+                    let key = (from_client, id_key(p.request_id.get()).into_owned().into_boxed_str());
+                    if let Some(r) = self.in_flight.get_mut(&key) {
+                        r.cancel_request.get_or_insert(seq);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn response(
+        &mut self,
+        seq: i64,
+        from_client: bool,
+        id: &RawValue,
+        result: Option<&RawValue>,
+        error: Option<&RawValue>,
+    ) {
+        let key = (!from_client, id_key(id.get()).into_owned().into_boxed_str());
+        let Some(request) = self.in_flight.remove(&key) else {
+            if let Some(&(asked, answered)) = self.answered.get(&key) {
+                let message = format!(
+                    "{} answered the request of frame {asked} a second time (the first answer was frame {answered})",
+                    who(from_client)
+                );
+                self.find(Rule::AnsweredTwice, vec![asked, answered, seq], message);
+            } else if self.unfollowed == 0 && id.get() != "null" {
+                let message = format!(
+                    "{} answered the id {}, which {} never asked",
+                    who(from_client),
+                    quote(id.get()),
+                    who(!from_client)
+                );
+                self.find(Rule::UnknownResponse, vec![seq], message);
+            }
+            return;
+        };
+        self.answered.insert(key, (request.seq, seq));
+        let both = result.is_some() && error.is_some();
+        if let Some(e) = error {
+            if !both {
+                if let Err(problem) = schema::error(e) {
+                    self.schema_problem(
+                        Rule::SchemaError,
+                        vec![request.seq, seq],
+                        from_client,
+                        "error",
+                        &request.method,
+                        problem,
+                    );
+                }
+            }
+            let code = wire::read::<wire::ErrorCode>(Some(e)).map(|e| e.code);
+            if let (Some(cancel), true) = (request.cancel_request, code != Some(-32800)) {
+                let code = code.map_or("no code".to_owned(), |c| format!("error {c}"));
+                let message = format!(
+                    "the request of frame {} was cancelled with $/cancel_request (frame {cancel}) and answered with \
+                     {code}, where the spec asks for error -32800 or its result",
+                    request.seq
+                );
+                self.find(Rule::CancelRequestAnswer, vec![request.seq, cancel, seq], message);
+            }
+        }
+        if let (Some(r), false) = (result, both) {
+            if !self.v2() {
+                if let Err(problem) = schema::result(!from_client, &request.method, r) {
+                    self.schema_problem(
+                        Rule::SchemaResult,
+                        vec![request.seq, seq],
+                        from_client,
+                        "result",
+                        &request.method,
+                        problem,
+                    );
+                }
+            }
+        }
+        let ok = result.filter(|_| error.is_none());
+        self.answered_what(seq, request, ok);
+    }
+
+    /// The rules that depend on what the answered request was.
+    fn answered_what(&mut self, seq: i64, request: Request, ok: Option<&RawValue>) {
+        match request.what {
+            What::Initialize => {
+                if let Some(init) = wire::read::<wire::InitializeResult>(ok) {
+                    let load = init.agent_capabilities.and_then(|c| c.load_session).unwrap_or(false);
+                    self.load_session = Some((seq, load));
+                    self.protocol_version = init.protocol_version;
+                    if let Some(v) = init.protocol_version.filter(|v| *v != 1) {
+                        let message = format!(
+                            "the agent answered initialize with protocol version {v}; only version 1 is checked \
+                             against the schema"
+                        );
+                        self.find(Rule::VersionUnchecked, vec![seq], message);
+                    }
+                }
+            }
+            What::Open => {
+                self.opening = self.opening.saturating_sub(1);
+                if let Some(sid) = wire::read::<wire::SessionResult>(ok).and_then(|r| r.session_id) {
+                    self.session_entry(&sid);
+                }
+            }
+            What::Load(sid, updates) => {
+                let replayed = self.session(&sid).map_or(0, |s| s.updates).saturating_sub(updates);
+                if ok.is_some() && replayed == 0 {
+                    let message = format!(
+                        "the agent answered session/load of {} without replaying the conversation (no session/update \
+                         since frame {})",
+                        quote(&sid),
+                        request.seq
+                    );
+                    self.find(Rule::LoadWithoutReplay, vec![request.seq, seq], message);
+                }
+            }
+            What::Prompt(sid) => {
+                let Some(s) = self.session(&sid) else { return };
+                if s.prompt != Some(request.seq) {
+                    return;
+                }
+                s.prompt = None;
+                let Some(cancel) = s.cancel.take() else { return };
+                let reason = wire::read::<wire::PromptResult>(ok).and_then(|r| r.stop_reason);
+                if reason.as_deref() != Some("cancelled") {
+                    let ended = match (&reason, ok) {
+                        (Some(r), _) => format!("stop reason {}", quote(r)),
+                        (None, Some(_)) => "no stop reason".to_owned(),
+                        (None, None) => "an error".to_owned(),
+                    };
+                    let message = format!(
+                        "the client cancelled the turn of frame {} with session/cancel (frame {cancel}), but it \
+                         ended with {ended}, not `cancelled`",
+                        request.seq
+                    );
+                    self.find(Rule::CancelNotHonoured, vec![request.seq, cancel, seq], message);
+                }
+            }
+            What::Permission(Some(options)) => {
+                let Some(result) = wire::read::<wire::PermissionResult>(ok) else { return };
+                let Some(chosen) = result.outcome.option_id.filter(|_| result.outcome.outcome == "selected") else {
+                    return;
+                };
+                if !options.iter().any(|o| **o == *cut(&chosen)) {
+                    let message = format!(
+                        "the client selected the option {}, which the permission request of frame {} did not offer",
+                        quote(&chosen),
+                        request.seq
+                    );
+                    self.find(Rule::PermissionUnknownOption, vec![request.seq, seq], message);
+                }
+            }
+            What::Permission(None) | What::Other => {}
+        }
+    }
+
+    /// A `session/prompt` on `sid` starts: judged against the one in flight.
+    fn prompt(&mut self, seq: i64, sid: &str) {
+        let Some(s) = self.session_entry(sid) else { return };
+        let earlier = s.prompt.replace(seq);
+        s.cancel = None;
+        if let Some(earlier) = earlier {
+            let message = format!(
+                "the client sent a second session/prompt on session {} while the one of frame {earlier} was in flight",
+                quote(sid)
+            );
+            self.find(Rule::PromptInFlight, vec![earlier, seq], message);
+        }
+    }
+
+    /// The session a message names, judged: a `sessionId` no session/new,
+    /// load, resume or fork made is `session.unknown` (once per id).
+    fn session_of<'p>(
+        &mut self,
+        seq: i64,
+        from_client: bool,
+        method: &str,
+        params: Option<&'p RawValue>,
+    ) -> Option<Cow<'p, str>> {
+        if method.starts_with('_') || method.starts_with("mcp/") || method.starts_with("proxy/") {
+            return None;
+        }
+        let sid = wire::read::<wire::SessionRef>(params)?.session_id?;
+        match method {
+            // They name a stored session, not one of this connection.
+            "session/load" | "session/resume" => {
+                self.session_entry(&sid);
+            }
+            "session/delete" | "session/fork" | "session/list" => {}
+            _ if self.sessions.contains_key(&*sid) || self.sessions_full => {}
+            // An agent may speak of the session it is making before it
+            // answers session/new with its id.
+            _ if !from_client && self.opening > 0 => {
+                self.session_entry(&sid);
+            }
+            _ => self.unknown_session(seq, from_client, method, &sid),
+        }
+        Some(sid)
+    }
+
+    /// `session.unknown`, once per id.
+    fn unknown_session(&mut self, seq: i64, from_client: bool, method: &str, sid: &str) {
+        if self.unknown_sessions_told.len() >= MAX_SESSIONS || !self.unknown_sessions_told.insert(sid.into()) {
+            return;
+        }
+        let message = format!(
+            "{} sent {} for the session {}, which no session/new, load, resume or fork made",
+            who(from_client),
+            quote(method),
+            quote(sid)
+        );
+        self.find(Rule::UnknownSession, vec![seq], message);
+    }
+
+    /// The session `sid`, followed from now on (`None` past [`MAX_SESSIONS`]).
+    fn session_entry(&mut self, sid: &str) -> Option<&mut Session> {
+        if !self.sessions.contains_key(sid) {
+            if self.sessions.len() >= MAX_SESSIONS {
+                if !self.sessions_full {
+                    self.sessions_full = true;
+                    self.limit(0, &format!("more than {MAX_SESSIONS} sessions were opened"));
+                }
+                return None;
+            }
+            self.sessions.insert(sid.into(), Session::default());
+        }
+        self.sessions.get_mut(sid)
+    }
+
+    fn session(&mut self, sid: &str) -> Option<&mut Session> {
+        self.sessions.get_mut(sid)
+    }
+
+    /// `capability.not-advertised`: a method the other peer did not say it
+    /// supports in initialize.
+    fn capability(&mut self, seq: i64, from_client: bool, method: &str) {
+        let (init, needed) = if from_client {
+            let Some((init, load)) = self.load_session else { return };
+            match method {
+                "session/load" if !load => (init, "agentCapabilities.loadSession"),
+                _ => return,
+            }
+        } else {
+            let Some((init, caps)) = self.client_caps else { return };
+            let fs = caps.fs.unwrap_or_default();
+            match method {
+                "fs/read_text_file" if fs.read_text_file != Some(true) => (init, "clientCapabilities.fs.readTextFile"),
+                "fs/write_text_file" if fs.write_text_file != Some(true) => {
+                    (init, "clientCapabilities.fs.writeTextFile")
+                }
+                m if m.starts_with("terminal/") && caps.terminal != Some(true) => (init, "clientCapabilities.terminal"),
+                _ => return,
+            }
+        };
+        let message = format!(
+            "{} called {}, but {} did not advertise {needed} in initialize (frame {init})",
+            who(from_client),
+            quote(method),
+            who(!from_client)
+        );
+        self.find(Rule::CapabilityNotAdvertised, vec![init, seq], message);
+    }
+
+    fn schema_request(&mut self, seq: i64, from_client: bool, method: &str, params: Option<&RawValue>) {
+        if self.v2() {
+            return;
+        }
+        if let Err(problem) = schema::request(from_client, method, params) {
+            self.schema_problem(Rule::SchemaParams, vec![seq], from_client, "params", method, problem);
+        }
+    }
+
+    fn schema_notification(&mut self, seq: i64, from_client: bool, method: &str, params: Option<&RawValue>) {
+        if self.v2() {
+            return;
+        }
+        if let Err(problem) = schema::notification(from_client, method, params) {
+            self.schema_problem(Rule::SchemaParams, vec![seq], from_client, "params", method, problem);
+        }
+    }
+
+    fn schema_problem(
+        &mut self,
+        rule: Rule,
+        seqs: Vec<i64>,
+        from_client: bool,
+        part: &str,
+        method: &str,
+        problem: schema::Problem,
+    ) {
+        let (rule, message) = match problem {
+            schema::Problem::Unknown => (
+                Rule::UnknownMethod,
+                format!("{} sent {}, a method the ACP schema does not have", who(from_client), quote(method)),
+            ),
+            schema::Problem::WrongDirection => (
+                Rule::UnknownMethod,
+                format!("{} sent {}, a method only {} may send", who(from_client), quote(method), who(!from_client)),
+            ),
+            schema::Problem::Invalid(said) => (
+                rule,
+                format!("the {part} of {} from {} do not fit the schema: {said}", quote(method), who(from_client)),
+            ),
+        };
+        self.find(rule, seqs, message);
+    }
+
+    /// The trace negotiated v2, whose prompt answers only acknowledge and
+    /// whose schema is a draft: schema and turn rules are left out.
+    fn v2(&self) -> bool {
+        self.protocol_version == Some(2)
+    }
+
+    /// Says once that a bound was reached.
+    fn limit(&mut self, seq: i64, what: &str) {
+        if self.limits_told {
+            return;
+        }
+        self.limits_told = true;
+        let message = format!("{what}: the checker stopped following more, and judges less from here on");
+        let seqs = if seq > 0 { vec![seq] } else { Vec::new() };
+        self.find(Rule::CheckLimit, seqs, message);
+    }
+
+    fn find(&mut self, rule: Rule, seqs: Vec<i64>, message: String) {
+        self.counts[rule.index()] += 1;
+        if self.findings.len() >= MAX_FINDINGS {
+            self.left_out += 1;
+            return;
+        }
+        self.findings.push(Finding { code: rule.code().to_owned(), severity: rule.severity(), seqs, message });
+    }
+
+    /// The findings so far, with every request still unanswered: the
+    /// checker goes on with the frames that follow (a live trace).
+    pub fn report(&self, trace_id: i64) -> TraceFindings {
+        let mut open: Vec<&Request> = self.in_flight.values().collect();
+        open.sort_by_key(|r| r.seq);
+        let mut findings = self.findings.clone();
+        let mut counts_by_rule = self.counts;
+        let mut left_out = self.left_out;
+        for r in open {
+            counts_by_rule[Rule::Unanswered.index()] += 1;
+            if findings.len() >= MAX_FINDINGS {
+                left_out += 1;
+                continue;
+            }
+            let message = format!(
+                "{} sent {} (id {}), which {} never answered by the end of the trace",
+                who(r.from_client),
+                quote(&r.method),
+                r.id,
+                who(!r.from_client)
+            );
+            let rule = Rule::Unanswered;
+            findings.push(Finding {
+                code: rule.code().to_owned(),
+                severity: rule.severity(),
+                seqs: vec![r.seq],
+                message,
+            });
+        }
+        findings.sort_by_key(|f| f.seq().unwrap_or(0));
+        let mut counts = FindingCounts::default();
+        let mut by_code = Vec::new();
+        for (rule, &count) in Rule::ALL.iter().zip(&counts_by_rule) {
+            if count > 0 {
+                by_code.push(CodeCount { code: rule.code().to_owned(), severity: rule.severity(), count });
+            }
+            match rule.severity() {
+                acp_tee_shared::check::Severity::Error => counts.errors += count,
+                acp_tee_shared::check::Severity::Warning => counts.warnings += count,
+                acp_tee_shared::check::Severity::Info => counts.infos += count,
+            }
+        }
+        TraceFindings {
+            trace_id,
+            frames: self.frames,
+            protocol_version: self.protocol_version,
+            counts,
+            by_code,
+            findings,
+            left_out,
+            live: false,
+        }
+    }
+}
+
+/// The peer that sent a message, as a finding names it.
+fn who(from_client: bool) -> &'static str {
+    if from_client {
+        "the client"
+    } else {
+        "the agent"
+    }
+}
+
+/// JSON-RPC ids: strings, or numbers without a fractional part.
+fn is_string_or_integer(id: &str) -> bool {
+    match id.as_bytes().first() {
+        Some(b'"') => true,
+        Some(b'-' | b'0'..=b'9') => !id.contains(['.', 'e', 'E']),
+        _ => false,
+    }
+}
+
+/// The option ids a permission request offers (`None` past [`OPTIONS_MAX`]).
+fn offered(params: Option<&RawValue>) -> Option<Vec<Box<str>>> {
+    let p = wire::read::<wire::PermissionParams>(params).unwrap_or_default();
+    if p.options.len() > OPTIONS_MAX {
+        return None;
+    }
+    Some(p.options.iter().map(|o| cut(&o.option_id).into()).collect())
+}
+
+/// A peer's text cut to [`QUOTE_MAX_CHARS`].
+fn cut(s: &str) -> Cow<'_, str> {
+    match s.char_indices().nth(QUOTE_MAX_CHARS) {
+        Some((i, _)) => Cow::Owned(format!("{}…", &s[..i])),
+        None => Cow::Borrowed(s),
+    }
+}
+
+/// A peer's text as a finding quotes it: cut, in backquotes.
+fn quote(s: &str) -> String {
+    format!("`{}`", cut(s))
+}
+
+/// What serde said of an object it could not read as a message.
+fn schema_said(e: &serde_json::Error) -> String {
+    let text = e.to_string();
+    text.split(" at line ").next().unwrap_or(&text).to_owned()
+}

@@ -1,0 +1,109 @@
+//! The checker on conversations written line by line.
+
+use super::*;
+
+/// Checks `lines`: `>` marks what the client sent, `<` what the agent sent.
+fn check(lines: &[&str]) -> TraceFindings {
+    let mut checker = Checker::new(CheckOptions::default());
+    for (i, line) in lines.iter().enumerate() {
+        let (dir, raw) = match line.split_at(1) {
+            (">", rest) => (Direction::ClientToAgent, rest),
+            (_, rest) => (Direction::AgentToClient, rest),
+        };
+        checker.feed(&FrameRef {
+            seq: i as i64 + 1,
+            t_ns: 0,
+            dir,
+            kind: FrameKind::Invalid,
+            rpc_id: None,
+            method: None,
+            session_id: None,
+            reply_to_seq: None,
+            raw: raw.as_bytes(),
+        });
+    }
+    checker.report(1)
+}
+
+const CLEAN: [&str; 8] = [
+    r#">{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{"fs":{"readTextFile":true}}}}"#,
+    r#"<{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1,"agentCapabilities":{"loadSession":true}}}"#,
+    r#">{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/tmp","mcpServers":[]}}"#,
+    r#"<{"jsonrpc":"2.0","id":1,"result":{"sessionId":"s1"}}"#,
+    r#">{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"s1","prompt":[{"type":"text","text":"hi"}]}}"#,
+    r#"<{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"hello"}}}}"#,
+    r#"<{"jsonrpc":"2.0","id":"r1","method":"fs/read_text_file","params":{"sessionId":"s1","path":"/tmp/a"}}"#,
+    r#">{"jsonrpc":"2.0","id":"r1","result":{"content":"x"}}"#,
+];
+
+#[test]
+fn a_clean_conversation_has_no_findings() {
+    let mut lines = CLEAN.to_vec();
+    lines.push(r#"<{"jsonrpc":"2.0","id":2,"result":{"stopReason":"end_turn"}}"#);
+    let report = check(&lines);
+    assert_eq!(report.findings, Vec::new());
+    assert_eq!(report.frames, 9);
+    assert_eq!(report.protocol_version, Some(1));
+}
+
+#[test]
+fn an_open_prompt_is_unanswered_at_the_end() {
+    let report = check(&CLEAN);
+    let codes: Vec<(&str, Vec<i64>)> = report.findings.iter().map(|f| (f.code.as_str(), f.seqs.clone())).collect();
+    assert_eq!(codes, [("rpc.unanswered", vec![5])]);
+    assert_eq!(report.counts.warnings, 1);
+}
+
+#[test]
+fn requests_in_flight_are_bounded() {
+    let mut checker = Checker::new(CheckOptions::default());
+    let lines: Vec<String> =
+        (0..MAX_IN_FLIGHT as i64 + 10).map(|i| format!(r#"{{"jsonrpc":"2.0","id":{i},"method":"_x/y"}}"#)).collect();
+    for (i, raw) in lines.iter().enumerate() {
+        checker.feed(&FrameRef {
+            seq: i as i64 + 1,
+            t_ns: 0,
+            dir: Direction::ClientToAgent,
+            kind: FrameKind::Request,
+            rpc_id: None,
+            method: None,
+            session_id: None,
+            reply_to_seq: None,
+            raw: raw.as_bytes(),
+        });
+    }
+    assert_eq!(checker.in_flight.len(), MAX_IN_FLIGHT);
+    let report = checker.report(1);
+    assert_eq!(report.counts.infos, 1, "one check.limit");
+    assert!(report.findings.len() <= MAX_FINDINGS);
+    assert_eq!(report.left_out + report.findings.len() as u64, report.counts.total());
+}
+
+#[test]
+fn an_agent_may_name_the_session_it_makes_before_answering() {
+    let report = check(&[
+        CLEAN[0],
+        CLEAN[1],
+        CLEAN[2],
+        r#"<{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"available_commands_update","availableCommands":[]}}}"#,
+        CLEAN[3],
+        r#"<{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s2","update":{"sessionUpdate":"available_commands_update","availableCommands":[]}}}"#,
+    ]);
+    let codes: Vec<(&str, Vec<i64>)> = report.findings.iter().map(|f| (f.code.as_str(), f.seqs.clone())).collect();
+    assert_eq!(codes, [("session.unknown", vec![6])], "once session/new is answered, other ids are unknown");
+}
+
+#[test]
+fn a_prompt_turns_updates_are_no_replay_of_a_load() {
+    let mut lines = CLEAN[..4].to_vec();
+    lines.extend([
+        r#">{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"s1","prompt":[]}}"#,
+        r#">{"jsonrpc":"2.0","id":3,"method":"session/load","params":{"sessionId":"s1","cwd":"/tmp","mcpServers":[]}}"#,
+        r#"<{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"of the turn"}}}}"#,
+        r#"<{"jsonrpc":"2.0","id":3,"result":{}}"#,
+        r#"<{"jsonrpc":"2.0","id":2,"result":{"stopReason":"end_turn"}}"#,
+    ]);
+    let report = check(&lines);
+    let codes: Vec<(&str, Vec<i64>)> = report.findings.iter().map(|f| (f.code.as_str(), f.seqs.clone())).collect();
+    assert_eq!(codes, [("session.load-without-replay", vec![6, 8])]);
+}

@@ -1,0 +1,177 @@
+//! `acp-tee check`: the protocol checks (`crate::check`) over a stored trace
+//! or a trace file, printed for people or as JSON, with an exit status for CI.
+
+use super::args::StoreArg;
+use super::list::printable;
+use crate::check::{check_trace, CheckOptions, DEFAULT_MAX_LINE_BYTES};
+use crate::export::{self, TraceSelection};
+use crate::import::{ImportFormat, ImportOptions};
+use crate::store::Store;
+use acp_tee_shared::check::{Severity, TraceFindings};
+use clap::{Args, ValueEnum};
+use std::io::Write;
+use std::path::PathBuf;
+
+pub const CHECK_ABOUT: &str = "\
+Check a trace against the ACP spec: JSON-RPC shape, every message against the
+official ACP schema (agent-client-protocol-schema) for its method and
+direction, requests and their answers, initialize, sessions, turns,
+cancellation, capabilities and permission outcomes. Each finding has a stable
+code (README: \"Protocol checks\"), a severity and the frames involved.
+
+Checks a stored trace (--trace, default the latest) or FILE, any file
+`acp-tee import` reads (an acp-tee export, the conductor's .jsons, a sacp-tee
+log, ...), read into a temporary store that is removed afterwards.
+
+Exit status: 0 when no finding is an error, 1 when one is, 2 when the input
+cannot be read (no such trace, a file that is no trace).";
+
+/// How findings are printed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CheckFormat {
+    /// One line per finding, a summary per trace
+    Text,
+    /// One JSON document: {"traces": [findings of each trace]}
+    Json,
+}
+
+/// The least severity printed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum MinSeverity {
+    /// Everything
+    Info,
+    /// Warnings and errors
+    Warning,
+    /// Errors only
+    Error,
+}
+
+impl MinSeverity {
+    fn severity(self) -> Severity {
+        match self {
+            MinSeverity::Info => Severity::Info,
+            MinSeverity::Warning => Severity::Warning,
+            MinSeverity::Error => Severity::Error,
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    #[command(flatten)]
+    store: StoreArg,
+    /// Which stored trace: an id from `acp-tee list`, `latest` or `all` (default: latest)
+    #[arg(long, value_name = "ID|latest|all", conflicts_with = "file")]
+    trace: Option<TraceSelection>,
+    /// Output format
+    #[arg(long, value_enum, default_value = "text")]
+    format: CheckFormat,
+    /// Print only findings of this severity or worse (the exit status still counts every error)
+    #[arg(long, value_enum, default_value = "info", value_name = "S")]
+    min_severity: MinSeverity,
+    /// Frames longer than this many bytes are transport.line-too-large
+    #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_MAX_LINE_BYTES)]
+    max_line_bytes: usize,
+    /// Check this trace file instead of a stored trace (any format `acp-tee import` reads)
+    #[arg(value_name = "FILE")]
+    file: Option<PathBuf>,
+}
+
+/// Runs `acp-tee check`: 0 clean, 1 errors found, 2 bad input.
+pub fn check_command(a: CheckArgs) -> anyhow::Result<i32> {
+    let opts = CheckOptions { max_line_bytes: a.max_line_bytes };
+    let reports = match checked(&a, opts) {
+        Ok(reports) => reports,
+        Err(e) => {
+            eprintln!("acp-tee: error: {}", super::error_text(&e));
+            return Ok(2);
+        }
+    };
+    let min = a.min_severity.severity();
+    let mut out = std::io::stdout().lock();
+    match a.format {
+        CheckFormat::Json => {
+            let traces: Vec<TraceFindings> = reports.iter().map(|r| shown(r, min)).collect();
+            serde_json::to_writer(&mut out, &serde_json::json!({ "traces": traces }))?;
+            writeln!(out)?;
+        }
+        CheckFormat::Text => {
+            for (name, report) in names(&a, &reports).iter().zip(&reports) {
+                out.write_all(render(name, &shown(report, min)).as_bytes())?;
+            }
+        }
+    }
+    Ok(if reports.iter().any(|r| r.counts.errors > 0) { 1 } else { 0 })
+}
+
+/// The findings of each trace asked for.
+fn checked(a: &CheckArgs, opts: CheckOptions) -> anyhow::Result<Vec<TraceFindings>> {
+    let Some(file) = &a.file else {
+        let store = a.store.open_reader()?;
+        let mut reports = Vec::new();
+        for trace in export::selected_traces(&store, a.trace.unwrap_or(TraceSelection::Latest))? {
+            let mut report = check_trace(&store, trace.id, opts)?;
+            report.live = store.trace_summary(trace.id)?.live;
+            reports.push(report);
+        }
+        return Ok(reports);
+    };
+    let dir = tempfile::tempdir()?;
+    let mut store = Store::create_or_open(&dir.path().join("check.db"))?;
+    store.maintain(0)?;
+    let import = ImportOptions {
+        format: ImportFormat::Auto,
+        name: None,
+        skip_bad: false,
+        progress: indicatif::ProgressBar::hidden(),
+    };
+    let summary = crate::import::import(&mut store, file, &import)?;
+    let mut reports = Vec::new();
+    for id in summary.trace_ids {
+        reports.push(check_trace(&store, id, opts)?);
+    }
+    Ok(reports)
+}
+
+/// What each report is called in the text output.
+fn names(a: &CheckArgs, reports: &[TraceFindings]) -> Vec<String> {
+    reports
+        .iter()
+        .map(|r| match &a.file {
+            Some(f) if reports.len() == 1 => printable(&f.display().to_string()).into_owned(),
+            Some(f) => format!("{} (trace {} of it)", printable(&f.display().to_string()), r.trace_id),
+            None => format!("trace {}", r.trace_id),
+        })
+        .collect()
+}
+
+/// `report` with only the findings of severity `min` or worse listed.
+fn shown(report: &TraceFindings, min: Severity) -> TraceFindings {
+    let mut report = report.clone();
+    report.findings.retain(|f| f.severity >= min);
+    report.by_code.retain(|c| c.severity >= min);
+    report
+}
+
+/// A report as text: a line per finding, then a summary line.
+fn render(name: &str, r: &TraceFindings) -> String {
+    let mut text = String::new();
+    for f in &r.findings {
+        let frames = f.seqs.iter().map(i64::to_string).collect::<Vec<_>>().join(",");
+        let at = if frames.is_empty() { String::new() } else { format!(" frame {frames}") };
+        text.push_str(&format!("{name}:{at}: {} {}: {}\n", f.severity, f.code, printable(&f.message)));
+    }
+    let plural = |n: u64, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+    text.push_str(&format!(
+        "{name}: {}, {}, {} in {} frames{}\n",
+        plural(r.counts.errors, "error", "errors"),
+        plural(r.counts.warnings, "warning", "warnings"),
+        plural(r.counts.infos, "info", "infos"),
+        r.frames,
+        if r.live { " (still being recorded: requests may yet be answered)" } else { "" }
+    ));
+    if r.left_out > 0 {
+        text.push_str(&format!("{name}: {} more findings are counted but not listed\n", r.left_out));
+    }
+    text
+}
