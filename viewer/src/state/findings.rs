@@ -1,6 +1,6 @@
-//! The protocol checks' findings of the trace (`/api/traces/{id}/findings`): fetched when the trace view
-//! opens and again when asked (a live trace grows), kept with the worst severity per frame for the
-//! diagram's markers.
+//! The protocol checks' findings of the trace (`/api/traces/{id}/findings`): fetched when the Diagram or
+//! Findings tab is first shown and again when asked (a live trace grows), kept with the worst severity per
+//! frame for the diagram's markers.
 
 use crate::api::{self, ApiFailure};
 use acp_tee_shared::check::{Severity, TraceFindings};
@@ -44,6 +44,19 @@ impl FindingsData {
             markers
         });
         FindingsData { report, markers }
+    }
+
+    /// Fetches trace `id`'s findings the first time `wanted` is true (the tabs that show them are open):
+    /// a trace's first check reads every frame, which a Session or Timing tab opening at the same time
+    /// should not wait behind.
+    pub fn load_when(self, id: i64, wanted: impl Fn() -> bool + 'static) {
+        let asked = StoredValue::new(false);
+        Effect::new(move |_| {
+            if wanted() && !asked.get_value() {
+                asked.set_value(true);
+                self.load(id);
+            }
+        });
     }
 
     /// Fetches trace `id`'s findings (again).

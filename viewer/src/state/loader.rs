@@ -4,7 +4,7 @@
 use super::window::{FrameWindow, PAGE};
 use super::{HiddenFrame, TraceState};
 use crate::api::{self, ApiFailure, LiveHandlers, LiveStream};
-use crate::view_query::Filters;
+use crate::view_query::{Filters, Tab};
 use acp_tee_shared::api::{FrameSummary, TraceSummary};
 use gloo_timers::future::TimeoutFuture;
 use leptos::prelude::*;
@@ -46,7 +46,8 @@ pub fn start(st: TraceState) {
         locating: StoredValue::new(None),
     };
     spawn_local(load_stats(ld));
-    st.findings.load(st.id);
+    let query = st.query;
+    st.findings.load_when(st.id, move || query.with(|q| matches!(q.tab, Tab::Diagram | Tab::Findings)));
     reset_on_filter_change(ld);
     fetch_pages_in_view(ld);
     follow_live_stream(ld);

@@ -6,7 +6,7 @@
 //! - [`busy`]: the callee's busy spans of the rows in view.
 //! - [`loader`]: the effects that fetch: the trace's stats, pages in view, the live stream, jumps.
 //! - [`sessions`]: the Session tab's sessions and page of turns, refreshed as a live trace grows.
-//! - [`findings`]: the protocol checks' findings, fetched once per trace view (and on demand).
+//! - [`findings`]: the protocol checks' findings, fetched once the Diagram or Findings tab is shown (and on demand).
 
 pub mod busy;
 pub mod findings;
