@@ -74,28 +74,9 @@ pub struct MapOptions {
     pub content: bool,
 }
 
-/// One frame as the mapper reads it.
-#[derive(Debug, Clone, Copy)]
-pub struct FrameIn<'a> {
-    /// Position in the trace.
-    pub seq: i64,
-    /// Nanoseconds since the trace started.
-    pub t_ns: i64,
-    /// Which way it went.
-    pub dir: Direction,
-    /// What it is.
-    pub kind: FrameKind,
-    /// JSON-RPC id as JSON text.
-    pub rpc_id: Option<&'a str>,
-    /// JSON-RPC method (for responses: their request's).
-    pub method: Option<&'a str>,
-    /// ACP session id.
-    pub session_id: Option<&'a str>,
-    /// For responses: the request's seq.
-    pub reply_to_seq: Option<i64>,
-    /// The bytes (masked as the store or export masks them).
-    pub raw: &'a [u8],
-}
+/// One frame as the mapper reads it: the store's borrowed frame, its bytes
+/// masked as the store or export masks them.
+pub use crate::store::FrameRef as FrameIn;
 
 impl<'a> From<&'a crate::model::NewFrame> for FrameIn<'a> {
     fn from(f: &'a crate::model::NewFrame) -> Self {
