@@ -137,16 +137,7 @@ fn a_vanished_client_and_a_stopped_proxy_are_noted_and_end_the_trace_with_every_
     let agent = Agent::start();
     let store = TempStore::new();
     let mut proxy = Proxy::start(&store.db, &agent.url);
-    let mut held = Command::new(python_acp())
-        .arg(peer_script("py_http_client.py"))
-        .arg(&proxy.url)
-        .arg("--hold")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    assert_eq!(first_line(&mut held, "py_http_client.py --hold"), "held");
+    let mut held = held_client(&proxy.url, 1);
     // The client dies without closing anything.
     held.kill().unwrap();
     held.wait().unwrap();
@@ -282,16 +273,7 @@ fn an_upstream_that_dies_mid_connection_is_noted_on_each_stream_and_later_reques
     let mut agent = Agent::start();
     let store = TempStore::new();
     let mut proxy = Proxy::start(&store.db, &agent.url);
-    let mut held = Command::new(python_acp())
-        .arg(peer_script("py_http_client.py"))
-        .arg(&proxy.url)
-        .arg("--hold")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    assert_eq!(first_line(&mut held, "py_http_client.py --hold"), "held");
+    let mut held = held_client(&proxy.url, 1);
     // The agent's server dies with both event streams open.
     agent.child.kill().unwrap();
     agent.child.wait().unwrap();
@@ -329,16 +311,7 @@ fn a_connection_left_without_delete_ends_after_idle_seconds() {
     let agent = Agent::start();
     let store = TempStore::new();
     let proxy = Proxy::start_with(&store.db, &agent.url, &["--idle", "1"]);
-    let mut held = Command::new(python_acp())
-        .arg(peer_script("py_http_client.py"))
-        .arg(&proxy.url)
-        .arg("--hold")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    assert_eq!(first_line(&mut held, "py_http_client.py --hold"), "held");
+    let mut held = held_client(&proxy.url, 1);
     held.kill().unwrap();
     held.wait().unwrap();
     // The proxy runs on; the trace ends by itself.

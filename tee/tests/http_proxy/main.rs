@@ -330,22 +330,29 @@ fn live_frames(served: &str, id: i64, done: impl Fn(&[Value]) -> bool) -> Vec<Va
     panic!("the live stream ended first");
 }
 
-#[test]
-fn serve_shows_the_connections_live_while_they_are_open() {
-    let agent = Agent::start();
-    let store = TempStore::new();
-    let proxy = Proxy::start(&store.db, &agent.url);
-    // Two conversations that stay open after their turn, until told.
+/// `py_http_client.py URL --connections N --hold`: `connections` conversations that stay open after their
+/// turn, until the client's stdin says otherwise; returned once it says `held`.
+pub fn held_client(url: &str, connections: usize) -> Child {
     let mut held = Command::new(python_acp())
         .arg(peer_script("py_http_client.py"))
-        .arg(&proxy.url)
-        .args(["--connections", "2", "--hold"])
+        .arg(url)
+        .args(["--connections", &connections.to_string(), "--hold"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()
         .unwrap();
     assert_eq!(first_line(&mut held, "py_http_client.py --hold"), "held");
+    held
+}
+
+#[test]
+fn serve_shows_the_connections_live_while_they_are_open() {
+    let agent = Agent::start();
+    let store = TempStore::new();
+    let proxy = Proxy::start(&store.db, &agent.url);
+    // Two conversations that stay open after their turn, until told.
+    let mut held = held_client(&proxy.url, 2);
     let served = Served::start(&store.db, &[]);
     let traces: Vec<Value> = served.get("/api/traces");
     assert_eq!(traces.len(), 2, "{traces:#?}");

@@ -11,16 +11,7 @@ fn the_viewer_draws_an_open_http_connection_live_with_its_transport_facts() {
     let agent = Agent::start();
     let store = TempStore::new();
     let proxy = Proxy::start(&store.db, &agent.url);
-    let mut held = Command::new(python_acp())
-        .arg(peer_script("py_http_client.py"))
-        .arg(&proxy.url)
-        .arg("--hold")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap();
-    assert_eq!(first_line(&mut held, "py_http_client.py --hold"), "held");
+    let mut held = held_client(&proxy.url, 1);
     let served = Served::start(&store.db, &[]);
     let traces: Vec<Value> = served.get("/api/traces");
     let id = traces[0]["id"].as_i64().unwrap();
