@@ -47,7 +47,8 @@ pub(super) enum Command {
     Serve(ServeArgs),
     /// List the traces in the store
     List(ListArgs),
-    /// Write traces as acp-tee-trace JSON, the conductor's .jsons, Perfetto JSON or acp-inspector-trace
+    /// Write traces as acp-tee-trace JSON, the conductor's .jsons, Perfetto JSON, acp-inspector-trace or
+    /// OpenTelemetry spans (OTLP/JSON, or sent to a collector)
     #[command(long_about = EXPORT_ABOUT)]
     Export(ExportArgs),
     /// Read a trace file into the store: acp-tee, conductor, sacp-tee, Zed, acp-inspector, acpx
@@ -284,8 +285,10 @@ pub(super) struct ListArgs {
 const EXPORT_ABOUT: &str = "\
 Write traces as acp-tee-trace JSON or NDJSON (docs/trace-format.md), as the
 conductor's .jsons (agent-client-protocol-trace-viewer opens it), as Chrome
-trace-event JSON (ui.perfetto.dev, chrome://tracing), or as an
-acp-inspector-trace JSONL file (one connection per trace; stderr left out).
+trace-event JSON (ui.perfetto.dev, chrome://tracing), as an
+acp-inspector-trace JSONL file (one connection per trace; stderr left out),
+or as OpenTelemetry spans (docs/otlp.md): OTLP/JSON with --format otlp, or
+sent over OTLP/HTTP to a collector with --otlp-endpoint.
 
 Secrets are masked by default: the values of env and headers (mcpServers,
 terminal/create, auth methods) and of every field named like a token, key,
