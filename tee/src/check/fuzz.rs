@@ -2,9 +2,8 @@
 //! hostile, makes it panic, and what it keeps stays within its bounds.
 //! `ACP_TEE_FUZZ_CASES` sets the number of cases (default 10,000).
 
-use super::{CheckOptions, Checker, MAX_FINDINGS};
+use super::{test_frame, CheckOptions, Checker, MAX_FINDINGS};
 use crate::frame::fuzz::cases;
-use crate::store::FrameRef;
 use acp_tee_shared::{Direction, FrameKind};
 use proptest::prelude::*;
 
@@ -93,17 +92,7 @@ proptest! {
         let mut checker = Checker::new(CheckOptions { max_line_bytes: 64 });
         for (i, (from_client, raw)) in lines.iter().enumerate() {
             let dir = if *from_client { Direction::ClientToAgent } else { Direction::AgentToClient };
-            checker.feed(&FrameRef {
-                seq: i as i64 + 1,
-                t_ns: 0,
-                dir,
-                kind: FrameKind::Invalid,
-                rpc_id: None,
-                method: None,
-                session_id: None,
-                reply_to_seq: None,
-                raw,
-            });
+            checker.feed(&test_frame(i as i64 + 1, dir, FrameKind::Invalid, raw));
         }
         let report = checker.report(1);
         prop_assert!(report.findings.len() <= MAX_FINDINGS);

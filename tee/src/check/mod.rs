@@ -25,6 +25,29 @@ mod fuzz;
 #[cfg(test)]
 mod tests;
 
+/// A frame of the tests: `raw` as frame `seq` of `kind` going `dir`, its
+/// stored columns (id, method, session) left empty for the checker to read
+/// from the bytes.
+#[cfg(test)]
+fn test_frame(
+    seq: i64,
+    dir: acp_tee_shared::Direction,
+    kind: acp_tee_shared::FrameKind,
+    raw: &[u8],
+) -> crate::store::FrameRef<'_> {
+    crate::store::FrameRef {
+        seq,
+        t_ns: 0,
+        dir,
+        kind,
+        rpc_id: None,
+        method: None,
+        session_id: None,
+        reply_to_seq: None,
+        raw,
+    }
+}
+
 pub use rules::Rule;
 
 use crate::frame::id_key;

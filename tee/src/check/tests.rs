@@ -10,17 +10,7 @@ fn check(lines: &[&str]) -> TraceFindings {
             (">", rest) => (Direction::ClientToAgent, rest),
             (_, rest) => (Direction::AgentToClient, rest),
         };
-        checker.feed(&FrameRef {
-            seq: i as i64 + 1,
-            t_ns: 0,
-            dir,
-            kind: FrameKind::Invalid,
-            rpc_id: None,
-            method: None,
-            session_id: None,
-            reply_to_seq: None,
-            raw: raw.as_bytes(),
-        });
+        checker.feed(&test_frame(i as i64 + 1, dir, FrameKind::Invalid, raw.as_bytes()));
     }
     checker.report(1)
 }
@@ -60,17 +50,7 @@ fn requests_in_flight_are_bounded() {
     let lines: Vec<String> =
         (0..MAX_IN_FLIGHT as i64 + 10).map(|i| format!(r#"{{"jsonrpc":"2.0","id":{i},"method":"_x/y"}}"#)).collect();
     for (i, raw) in lines.iter().enumerate() {
-        checker.feed(&FrameRef {
-            seq: i as i64 + 1,
-            t_ns: 0,
-            dir: Direction::ClientToAgent,
-            kind: FrameKind::Request,
-            rpc_id: None,
-            method: None,
-            session_id: None,
-            reply_to_seq: None,
-            raw: raw.as_bytes(),
-        });
+        checker.feed(&test_frame(i as i64 + 1, Direction::ClientToAgent, FrameKind::Request, raw.as_bytes()));
     }
     assert_eq!(checker.in_flight.len(), MAX_IN_FLIGHT);
     let report = checker.report(1);

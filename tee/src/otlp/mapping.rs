@@ -78,38 +78,6 @@ pub struct MapOptions {
 /// masked as the store or export masks them.
 pub use crate::store::FrameRef as FrameIn;
 
-impl<'a> From<&'a crate::model::NewFrame> for FrameIn<'a> {
-    fn from(f: &'a crate::model::NewFrame) -> Self {
-        FrameIn {
-            seq: f.seq,
-            t_ns: f.t_ns,
-            dir: f.dir,
-            kind: f.kind,
-            rpc_id: f.rpc_id.as_deref(),
-            method: f.method.as_deref(),
-            session_id: f.session_id.as_deref(),
-            reply_to_seq: f.reply_to_seq,
-            raw: &f.raw,
-        }
-    }
-}
-
-impl<'a> From<&'a crate::store::StoredFrame> for FrameIn<'a> {
-    fn from(f: &'a crate::store::StoredFrame) -> Self {
-        FrameIn {
-            seq: f.seq,
-            t_ns: f.t_ns,
-            dir: f.dir,
-            kind: f.kind,
-            rpc_id: f.rpc_id.as_deref(),
-            method: f.method.as_deref(),
-            session_id: f.session_id.as_deref(),
-            reply_to_seq: f.reply_to_seq,
-            raw: &f.raw,
-        }
-    }
-}
-
 /// The members of a message the mapping reads.
 #[derive(Deserialize, Default)]
 struct Message<'a> {

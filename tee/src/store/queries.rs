@@ -63,6 +63,39 @@ pub struct FrameRef<'a> {
     pub raw: &'a [u8],
 }
 
+/// A frame about to be stored, or read whole, seen as a [`FrameRef`].
+impl<'a> From<&'a crate::model::NewFrame> for FrameRef<'a> {
+    fn from(f: &'a crate::model::NewFrame) -> Self {
+        FrameRef {
+            seq: f.seq,
+            t_ns: f.t_ns,
+            dir: f.dir,
+            kind: f.kind,
+            rpc_id: f.rpc_id.as_deref(),
+            method: f.method.as_deref(),
+            session_id: f.session_id.as_deref(),
+            reply_to_seq: f.reply_to_seq,
+            raw: &f.raw,
+        }
+    }
+}
+
+impl<'a> From<&'a StoredFrame> for FrameRef<'a> {
+    fn from(f: &'a StoredFrame) -> Self {
+        FrameRef {
+            seq: f.seq,
+            t_ns: f.t_ns,
+            dir: f.dir,
+            kind: f.kind,
+            rpc_id: f.rpc_id.as_deref(),
+            method: f.method.as_deref(),
+            session_id: f.session_id.as_deref(),
+            reply_to_seq: f.reply_to_seq,
+            raw: &f.raw,
+        }
+    }
+}
+
 /// The [`FrameRef`] in `row` (`id, seq, t_ns, dir, kind, rpc_id, method,
 /// session_id, reply_to_seq, raw`).
 pub(super) fn frame_ref<'a>(row: &'a Row<'_>) -> rusqlite::Result<FrameRef<'a>> {
