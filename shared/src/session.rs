@@ -22,6 +22,10 @@ pub const TURNS_DEFAULT_LIMIT: u32 = 50;
 /// The largest page of turns one request may ask for.
 pub const TURNS_MAX_LIMIT: u32 = 500;
 
+/// The `sessionUpdate` kinds of streamed chunks: the session model counts
+/// them without parsing, and the diagram can collapse runs of them.
+pub const CHUNK_KINDS: [&str; 3] = ["agent_message_chunk", "agent_thought_chunk", "user_message_chunk"];
+
 /// The sessions of one trace.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct TraceSessions {

@@ -321,7 +321,7 @@ impl Cost {
 
 /// Update kinds the whole-trace model only counts: a frame of one of them
 /// need not be parsed there.
-pub const COUNTED_KINDS: [&str; 3] = ["agent_message_chunk", "agent_thought_chunk", "user_message_chunk"];
+pub use acp_tee_shared::session::CHUNK_KINDS as COUNTED_KINDS;
 
 /// The `sessionUpdate` of the message in `raw` when its bytes name it once,
 /// plainly: the member name appears exactly once and no `\u` escape is

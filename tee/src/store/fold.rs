@@ -7,7 +7,7 @@
 //! Memory stays flat: at most [`BATCHES`] batches of [`BATCH_FRAMES`]
 //! frames or about [`BATCH_BYTES`] bytes each exist, passed back and forth.
 
-use super::queries::{frame_ref, FrameRef};
+use super::queries::{frame_ref, FrameRef, FRAME_REFS_SQL};
 use super::{Store, StoreError};
 use acp_tee_shared::{Direction, FrameKind};
 use rusqlite::params;
@@ -140,10 +140,7 @@ impl Store {
         empty: &std::sync::mpsc::Receiver<Batch>,
         full: std::sync::mpsc::SyncSender<Batch>,
     ) -> Result<(), StoreError> {
-        let mut stmt = self.conn.prepare_cached(
-            "SELECT id, seq, t_ns, dir, kind, rpc_id, method, session_id, reply_to_seq, raw
-             FROM frames WHERE id > ?1 AND id <= ?2 ORDER BY id LIMIT ?3",
-        )?;
+        let mut stmt = self.conn.prepare_cached(FRAME_REFS_SQL)?;
         while from < last {
             let Ok(mut batch) = empty.recv() else { return Ok(()) };
             batch.clear();

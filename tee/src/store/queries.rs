@@ -96,6 +96,10 @@ impl<'a> From<&'a StoredFrame> for FrameRef<'a> {
     }
 }
 
+/// The rows [`frame_ref`] reads, rowids `?1 < id <= ?2`, at most `?3`.
+pub(super) const FRAME_REFS_SQL: &str = "SELECT id, seq, t_ns, dir, kind, rpc_id, method, session_id, reply_to_seq, raw
+     FROM frames WHERE id > ?1 AND id <= ?2 ORDER BY id LIMIT ?3";
+
 /// The [`FrameRef`] in `row` (`id, seq, t_ns, dir, kind, rpc_id, method,
 /// session_id, reply_to_seq, raw`).
 pub(super) fn frame_ref<'a>(row: &'a Row<'_>) -> rusqlite::Result<FrameRef<'a>> {
@@ -275,10 +279,7 @@ impl Store {
     ) -> Result<(), StoreError> {
         let Some(last) = super::last_frame_id(&self.conn, trace_id)? else { return Ok(()) };
         let mut from = super::frame_id(trace_id, after.max(0));
-        let mut stmt = self.conn.prepare_cached(
-            "SELECT id, seq, t_ns, dir, kind, rpc_id, method, session_id, reply_to_seq, raw
-             FROM frames WHERE id > ?1 AND id <= ?2 ORDER BY id LIMIT ?3",
-        )?;
+        let mut stmt = self.conn.prepare_cached(FRAME_REFS_SQL)?;
         while from < last {
             let mut rows = stmt.query(params![from, last, STEP_FRAMES as i64])?;
             let mut count = 0;

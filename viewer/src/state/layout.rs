@@ -8,6 +8,7 @@
 use super::window::{FrameWindow, PAGE};
 use crate::view_query::Axis;
 use acp_tee_shared::api::FrameSummary;
+use acp_tee_shared::session::CHUNK_KINDS;
 use acp_tee_shared::FrameKind;
 use std::ops::Range;
 
@@ -60,9 +61,6 @@ impl Spacing {
         }
     }
 }
-
-/// Streamed update kinds whose runs the diagram can collapse into one row.
-pub const CHUNK_KINDS: [&str; 3] = ["agent_message_chunk", "agent_thought_chunk", "user_message_chunk"];
 
 /// Whether `b` continues a run of streamed chunks that `a` is in: both `session/update` notifications of one
 /// chunk kind, one way, in one session.
