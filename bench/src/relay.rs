@@ -128,18 +128,22 @@ pub fn check_recorded(record: &Record, expected: u64) -> Result<Option<Recorded>
 /// ended: acp-tee exits when its run ends, while its recorder may still be
 /// storing what it was handed, so a trace is complete only once it ended.
 pub fn wait_trace_end(db: &Path, name: Option<&str>) -> Result<()> {
+    use rusqlite::OptionalExtension;
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(300);
     let conn = rusqlite::Connection::open_with_flags(db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
         .with_context(|| format!("cannot open the store {}", db.display()))?;
     loop {
-        let ended: Option<String> = conn
+        // The trace may not exist yet: the relay waits for its recorder to
+        // add it for a while only, and the store may be busy.
+        let ended: Option<Option<String>> = conn
             .query_row(
                 "SELECT ended_at FROM traces WHERE ?1 IS NULL OR name = ?1 ORDER BY id DESC LIMIT 1",
                 [name],
                 |r| r.get(0),
             )
-            .with_context(|| format!("no trace in {}", db.display()))?;
-        if ended.is_some() {
+            .optional()
+            .with_context(|| format!("cannot read the traces of {}", db.display()))?;
+        if ended.flatten().is_some() {
             return Ok(());
         }
         if std::time::Instant::now() > deadline {

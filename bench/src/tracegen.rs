@@ -113,6 +113,8 @@ pub struct Generated {
     pub frames: u64,
     /// First request written to acp-tee's exit (trace ended).
     pub took: Duration,
+    /// When the trace was seen ended.
+    pub ended: Instant,
 }
 
 /// Records a trace of at least `target` frames into `db` with `acp_tee`,
@@ -158,7 +160,8 @@ pub fn generate(acp_tee: &Path, db: &Path, name: &str, target: u64) -> Result<Ge
     stdout.read_to_end(&mut rest)?;
     let exit = procs::wait4(&mut child)?;
     crate::relay::wait_trace_end(db, Some(name))?;
-    let took = t0.elapsed();
+    let ended = Instant::now();
+    let took = ended - t0;
     if exit.code != 0 || !rest.is_empty() {
         bail!("acp-tee exited with {} after {} unexpected bytes", exit.code, rest.len());
     }
@@ -171,5 +174,5 @@ pub fn generate(acp_tee: &Path, db: &Path, name: &str, target: u64) -> Result<Ge
     if frame_count as u64 != expected || missing != 0 {
         bail!("LOSS: trace {name} stored {frame_count} frames ({missing} missing), expected {expected}");
     }
-    Ok(Generated { trace_id, frames: expected, took })
+    Ok(Generated { trace_id, frames: expected, took, ended })
 }

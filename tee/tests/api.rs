@@ -457,6 +457,90 @@ fn search_answers_the_same_before_and_after_indexing() {
     }
 }
 
+/// A search pages the same whether the trace is indexed, scanned, or its
+/// head indexed and its tail scanned: by offset, by cursor and one frame at
+/// a time across the boundary, with the same totals. The server's own
+/// indexer is held off by a write transaction kept open meanwhile.
+#[tokio::test]
+async fn a_common_word_pages_the_same_indexed_scanned_and_half_of_each() {
+    use acp_tee_shared::Direction::{AgentToClient as Out, ClientToAgent as In};
+    const FRAMES: usize = 240;
+    let word = |i: usize| {
+        if i % 37 == 5 {
+            "zebra"
+        } else if i % 3 == 0 {
+            "cat"
+        } else {
+            "fox"
+        }
+    };
+    let lines: Vec<(Direction, String)> = (0..FRAMES)
+        .map(|i| {
+            let dir = if i % 2 == 0 { In } else { Out };
+            (dir, format!(r#"{{"method":"m{}","params":{{"text":"the quick {} {i}"}}}}"#, i % 4, word(i)))
+        })
+        .collect();
+    let lines: Vec<_> = lines.iter().map(|(d, l)| (*d, l.as_str())).collect();
+    // Each search and the seqs it must find (frame i has seq i + 1).
+    let find =
+        |keep: &dyn Fn(usize) -> bool| (0..FRAMES).filter(|&i| keep(i)).map(|i| i as i64 + 1).collect::<Vec<_>>();
+    let searches = [
+        ("q=fox", find(&|i| word(i) == "fox")),
+        ("q=quick+FOX", find(&|i| word(i) == "fox")),
+        ("q=zebra", find(&|i| word(i) == "zebra")),
+        ("q=fox&dir=agent_to_client", find(&|i| word(i) == "fox" && i % 2 == 1)),
+        ("q=fox&method=m2", find(&|i| word(i) == "fox" && i % 4 == 2)),
+        ("q=absent", vec![]),
+    ];
+    for indexed in [0, 1, 100, FRAMES - 1, FRAMES] {
+        let (store, id) = store_of_lines(&lines);
+        let mut s = Store::open_existing(&store.db).unwrap();
+        assert_eq!(s.index_for_search(indexed as i64).unwrap(), indexed);
+        drop(s);
+        let lock = rusqlite::Connection::open(&store.db).unwrap();
+        lock.execute_batch("BEGIN IMMEDIATE").unwrap();
+        let app = router(&store, None);
+        for (search, want) in &searches {
+            let state = format!("{search} with {indexed} of {FRAMES} indexed");
+            let page_at = |at: String, limit: usize| {
+                let app = app.clone();
+                let uri = format!("/api/traces/{id}/frames?{search}&limit={limit}&{at}");
+                async move { get_as::<FramePage>(&app, &uri).await }
+            };
+            // By offset, 7 at a time, to past the end.
+            let mut got = Vec::new();
+            for offset in (0..want.len() + 8).step_by(7) {
+                let page = page_at(format!("offset={offset}"), 7).await;
+                assert_eq!((page.total, page.has_more), (want.len() as i64, offset + 7 < want.len()), "{state}");
+                got.extend(seqs(&page));
+            }
+            assert_eq!(got, *want, "{state}: by offset");
+            // By cursor.
+            let (mut got, mut after) = (Vec::new(), 0);
+            loop {
+                let page = page_at(format!("after={after}"), 7).await;
+                assert_eq!(page.total, want.len() as i64, "{state}");
+                got.extend(seqs(&page));
+                after = got.last().copied().unwrap_or(0);
+                if !page.has_more {
+                    break;
+                }
+            }
+            assert_eq!(got, *want, "{state}: by cursor");
+            // Each frame on a page of its own.
+            for (offset, seq) in want.iter().enumerate() {
+                let page = page_at(format!("offset={offset}"), 1).await;
+                assert_eq!(seqs(&page), [*seq], "{state}: offset {offset}");
+            }
+        }
+        let reached: i64 =
+            lock.query_row("SELECT coalesce(max(indexed_seq), 0) FROM search_progress", [], |r| r.get(0)).unwrap();
+        assert_eq!(reached, indexed as i64, "the index grew behind the test's back");
+        drop(app);
+        lock.execute_batch("ROLLBACK").unwrap();
+    }
+}
+
 #[tokio::test]
 async fn a_query_past_the_time_limit_is_stopped_with_503() {
     use acp_tee_shared::Direction::ClientToAgent as In;

@@ -62,6 +62,11 @@ impl Search {
         (!phrases.is_empty()).then(|| phrases.join(" "))
     }
 
+    /// True when the search has a word to look for (else nothing matches).
+    pub fn has_words(&self) -> bool {
+        !self.words.is_empty()
+    }
+
     /// The second argument of `acp_match`: the words, one a line.
     pub fn scan_arg(&self) -> String {
         self.words.join("\n")

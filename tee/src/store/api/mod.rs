@@ -73,6 +73,17 @@ fn searching(q: &FrameQuery) -> bool {
     q.q.as_deref().is_some_and(|t| !t.trim().is_empty())
 }
 
+/// Where a search's page starts and how long it is.
+#[derive(Debug, Clone, Copy)]
+struct SearchPage {
+    /// The seq after which matches are read (0: from the first).
+    after: i64,
+    /// Matches skipped from there.
+    offset: i64,
+    /// Frames on the page at most.
+    limit: i64,
+}
+
 /// What a frame query needs to know of the store besides its parameters.
 struct Extra {
     /// The search, read once.
@@ -133,6 +144,25 @@ fn filters(trace_id: i64, q: &FrameQuery, after: i64, extra: &Extra) -> Filters 
         sql.push_str(" AND f.trace_id = ?");
         args.push(Value::Integer(trace_id));
     }
+    row_conditions(q, extra, &mut sql, &mut args);
+    match &extra.search {
+        // Every frame is cut into words the way FTS5 cuts them: this is how
+        // the frames beyond the index are searched ([`indexed_matches`]
+        // finds the others).
+        Some(search) if search.has_words() => {
+            sql.push_str(" AND acp_match(f.raw, ?)");
+            args.push(Value::Text(search.scan_arg()));
+        }
+        // Words without letters or digits only: nothing matches.
+        _ if searching(q) => sql.push_str(" AND 0"),
+        _ => {}
+    }
+    Filters { from, where_sql: sql, args, order }
+}
+
+/// Adds `q`'s conditions on a frame's own columns (direction, kind,
+/// errors, session, latency) to `sql` and their values to `args`.
+fn row_conditions(q: &FrameQuery, extra: &Extra, sql: &mut String, args: &mut Vec<Value>) {
     // Direction and kind are spelled as literals (names from a fixed set):
     // SQLite uses the partial index of errors only for the literal 'error'.
     if let Some(dir) = q.dir {
@@ -161,22 +191,38 @@ fn filters(trace_id: i64, q: &FrameQuery, after: i64, extra: &Extra) -> Filters 
     if let Some(ms) = q.min_latency_ms {
         add("f.latency_ns >= ?", Value::Integer((ms * 1e6) as i64));
     }
-    match extra.search.as_ref().and_then(|s| Some((s.fts_query()?, s.scan_arg()))) {
-        // Indexed frames through FTS5; frames beyond the index (recorded
-        // while recorders were busy) by cutting them into words the same way.
-        Some((fts, scan)) => {
-            sql.push_str(
-                " AND (f.id IN (SELECT rowid FROM frames_fts WHERE frames_fts MATCH ?)
-                       OR (f.seq > coalesce((SELECT indexed_seq FROM search_progress WHERE trace_id = ?), 0)
-                           AND acp_match(f.raw, ?)))",
-            );
-            args.extend([Value::Text(fts), Value::Integer(trace_id), Value::Text(scan)]);
-        }
-        // Words without letters or digits only: nothing matches.
-        None if searching(q) => sql.push_str(" AND 0"),
-        None => {}
+}
+
+/// The SQL for the frames of trace `trace_id` with seq in `after + 1 ..=
+/// upto` that the search index `fts` matches and that match `q`'s other
+/// filters: FTS5 reads its lists of frames for the words within the rowid
+/// range in rowid order (no match outside it is read, none is collected
+/// or sorted), and each match is joined to its frame for the filters and
+/// the page. So a page costs its rows (and those it skips), whether the
+/// word is rare or in every frame. `upto` must not pass the trace's
+/// `search_progress.indexed_seq`.
+fn indexed_matches(trace_id: i64, q: &FrameQuery, after: i64, upto: i64, fts: String, extra: &Extra) -> Filters {
+    let mut args = vec![
+        Value::Text(fts),
+        Value::Integer(frame_id(trace_id, after.max(0))),
+        Value::Integer(frame_id(trace_id, upto.max(0))),
+    ];
+    // The index leads (CROSS JOIN keeps it outside): its rowid order is
+    // the page's order.
+    let mut sql = String::from("frames_fts MATCH ? AND frames_fts.rowid > ? AND frames_fts.rowid <= ?");
+    if let Some(m) = &q.method {
+        // The same frames as the method's spans (every frame with a method
+        // is in one of its spans).
+        sql.push_str(" AND f.method = ?");
+        args.push(Value::Text(m.clone()));
     }
-    Filters { from, where_sql: sql, args, order }
+    row_conditions(q, extra, &mut sql, &mut args);
+    Filters {
+        from: "frames_fts CROSS JOIN frames f ON f.id = frames_fts.rowid".to_owned(),
+        where_sql: sql,
+        args,
+        order: "frames_fts.rowid",
+    }
 }
 
 /// True when `q` asks for error responses (by `errors` or by `kind`).
@@ -288,18 +334,17 @@ impl Store {
                 let method = q.method.as_deref().unwrap_or("");
                 (Some(seq_before_method_offset(&self.conn, trace_id, method, offset)?), 0)
             }
+            PagePlan::Search { after, offset } => match extra.search.as_ref().and_then(Search::fts_query) {
+                Some(fts) => {
+                    let page = SearchPage { after: after.unwrap_or(0).max(0), offset, limit };
+                    return self.search_page(trace_id, q, &extra, fts, page, total_plan);
+                }
+                // No word to look for: the scan's conditions match nothing.
+                None => (after, offset),
+            },
             PagePlan::Scan { after, offset } => (after, offset),
         };
-        let Filters { from, where_sql, mut args, order } = filters(trace_id, q, after.unwrap_or(0), &extra);
-        args.push(Value::Integer(limit + 1));
-        args.push(Value::Integer(offset));
-        let page_sql =
-            format!("SELECT {SUMMARY_COLUMNS} FROM {from} WHERE {where_sql} ORDER BY {order} LIMIT ? OFFSET ?");
-        let mut frames: Vec<FrameSummary> = self
-            .conn
-            .prepare(&page_sql)?
-            .query_map(params_from_iter(args.iter()), summary_from_row)?
-            .collect::<Result<_, _>>()?;
+        let mut frames = self.page_rows(filters(trace_id, q, after.unwrap_or(0), &extra), limit + 1, offset)?;
         let has_more = frames.len() as i64 > limit;
         frames.truncate(limit as usize);
         let total = match (known_total, total_plan) {
@@ -319,6 +364,102 @@ impl Store {
             }
         };
         Ok(FramePage { frames, total, has_more })
+    }
+
+    /// A page of a search ([`PagePlan::Search`]) for the FTS5 query `fts`:
+    /// the index's matches up to the trace's `indexed_seq` ([`indexed_matches`]),
+    /// then the frames beyond it that the scan finds ([`filters`]), as two
+    /// bounded queries; the page's offset runs over both in seq order.
+    fn search_page(
+        &self,
+        trace_id: i64,
+        q: &FrameQuery,
+        extra: &Extra,
+        fts: String,
+        page: SearchPage,
+        total_plan: TotalPlan,
+    ) -> Result<FramePage, StoreError> {
+        let SearchPage { after, offset, limit } = page;
+        let indexed = self.indexed_seq(trace_id)?;
+        let want = limit + 1;
+        let mut frames = Vec::new();
+        // How many matches of the scanned tail the page skips.
+        let mut tail_offset = offset;
+        if after < indexed {
+            frames = self.page_rows(indexed_matches(trace_id, q, after, indexed, fts.clone(), extra), want, offset)?;
+            tail_offset = match frames.len() {
+                // The offset reached past the index's matches: the rest of
+                // it is skipped in the tail.
+                0 if offset > 0 => offset - self.count_indexed(trace_id, q, extra, &fts, after, indexed)?,
+                _ => 0,
+            };
+        }
+        if (frames.len() as i64) < want {
+            let rest = want - frames.len() as i64;
+            frames.extend(self.page_rows(filters(trace_id, q, after.max(indexed), extra), rest, tail_offset)?);
+        }
+        let has_more = frames.len() as i64 > limit;
+        frames.truncate(limit as usize);
+        let total = if total_plan == TotalPlan::CountedInPage && !has_more && (!frames.is_empty() || offset == 0) {
+            // The page saw every match from the first on (skipping `offset`).
+            offset + frames.len() as i64
+        } else {
+            let Filters { from, where_sql, args, .. } = filters(trace_id, q, indexed, extra);
+            let scanned: i64 = self.conn.query_row(
+                &format!("SELECT count(*) FROM {from} WHERE {where_sql}"),
+                params_from_iter(args.iter()),
+                |r| r.get(0),
+            )?;
+            self.count_indexed(trace_id, q, extra, &fts, 0, indexed)? + scanned
+        };
+        Ok(FramePage { frames, total, has_more })
+    }
+
+    /// The summaries of the rows `f` selects, in its order, `limit` of them
+    /// after `offset`.
+    fn page_rows(&self, f: Filters, limit: i64, offset: i64) -> Result<Vec<FrameSummary>, StoreError> {
+        let Filters { from, where_sql, mut args, order } = f;
+        args.extend([Value::Integer(limit), Value::Integer(offset)]);
+        let sql = format!("SELECT {SUMMARY_COLUMNS} FROM {from} WHERE {where_sql} ORDER BY {order} LIMIT ? OFFSET ?");
+        let mut stmt = self.conn.prepare(&sql)?;
+        let rows = stmt.query_map(params_from_iter(args.iter()), summary_from_row)?.collect::<Result<_, _>>()?;
+        Ok(rows)
+    }
+
+    /// How many frames of trace `trace_id` with seq in `after + 1 ..= upto`
+    /// (indexed) the index finds for `fts` and `q`'s other filters. A search
+    /// alone is counted by FTS5 from its lists of frames, within the
+    /// trace's rowid range, without reading a frame.
+    fn count_indexed(
+        &self,
+        trace_id: i64,
+        q: &FrameQuery,
+        extra: &Extra,
+        fts: &str,
+        after: i64,
+        upto: i64,
+    ) -> Result<i64, StoreError> {
+        if upto <= after {
+            return Ok(0);
+        }
+        let Filters { from, where_sql, args, .. } = indexed_matches(trace_id, q, after, upto, fts.to_owned(), extra);
+        let sql = if has_filters(&FrameQuery { q: None, ..q.clone() }) {
+            format!("SELECT count(*) FROM {from} WHERE {where_sql}")
+        } else {
+            "SELECT count(*) FROM frames_fts WHERE frames_fts MATCH ? AND rowid > ? AND rowid <= ?".to_owned()
+        };
+        Ok(self.conn.prepare_cached(&sql)?.query_row(params_from_iter(args.iter()), |r| r.get(0))?)
+    }
+
+    /// How far trace `trace_id`'s frames are in the search index: every
+    /// frame up to this seq is (0: none).
+    fn indexed_seq(&self, trace_id: i64) -> Result<i64, StoreError> {
+        let seq = self
+            .conn
+            .prepare_cached("SELECT indexed_seq FROM search_progress WHERE trace_id = ?1")?
+            .query_row(params![trace_id], |r| r.get(0))
+            .optional()?;
+        Ok(seq.unwrap_or(0))
     }
 
     /// True when trace `trace_id` has a frame that is a batch.

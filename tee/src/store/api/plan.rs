@@ -33,6 +33,10 @@ pub(super) enum PagePlan {
     /// The filtered rows after seq `after` (from the first when `None`),
     /// `offset` of them skipped.
     Scan { after: Option<i64>, offset: i64 },
+    /// A search: the search index's matches in the trace's rowid range
+    /// (other filters applied to each), then the frames beyond the index,
+    /// scanned; after seq `after`, `offset` of them skipped.
+    Search { after: Option<i64>, offset: i64 },
 }
 
 /// How a page's total is known.
@@ -47,9 +51,12 @@ pub(super) enum TotalPlan {
     MethodSpans,
     /// Counted by the page query when it reached the trace's end (a page
     /// that is not full saw every match from the first on); counted by a
-    /// scan otherwise. So a search for a rare word scans once, not twice.
+    /// scan otherwise ([`TotalPlan::Count`]). So a search for a rare word
+    /// reads its matches once, not twice.
     CountedInPage,
-    /// Counted by a scan of the matching frames.
+    /// Counted by a scan of the matching frames; a search's by the index
+    /// up to the trace's `indexed_seq` (a search alone by FTS5 from its
+    /// lists of frames, without reading one) and by a scan beyond it.
     Count,
 }
 
@@ -60,6 +67,8 @@ pub(super) fn plan(q: &FrameQuery, facts: Facts) -> (PagePlan, TotalPlan) {
         PagePlan::SeekBySeq { after: offset }
     } else if method_alone(q).is_some() && q.after.is_none() && offset > 0 {
         PagePlan::MethodSpans { offset }
+    } else if searching(q) {
+        PagePlan::Search { after: q.after, offset }
     } else {
         PagePlan::Scan { after: q.after, offset }
     };
@@ -95,7 +104,7 @@ mod tests {
 
     #[test]
     fn each_query_gets_its_plans() {
-        use PagePlan::{MethodSpans as SpansFrom, Scan, SeekBySeq};
+        use PagePlan::{MethodSpans as SpansFrom, Scan, Search, SeekBySeq};
         use TotalPlan::*;
         let plain = Facts::default();
         let gap_free = Facts { gap_free: true, batches: false };
@@ -115,9 +124,10 @@ mod tests {
             ("method=m&offset=3", plain, SpansFrom { offset: 3 }, MethodSpans),
             ("method=m&offset=3&after=7", plain, Scan { after: Some(7), offset: 3 }, MethodSpans),
             ("method=m&dir=agent_to_client&offset=3", plain, Scan { after: None, offset: 3 }, CountedInPage),
-            ("method=m&q=word", plain, Scan { after: None, offset: 0 }, CountedInPage),
-            ("q=word", gap_free, Scan { after: None, offset: 0 }, CountedInPage),
-            ("q=word&after=9", gap_free, Scan { after: Some(9), offset: 0 }, Count),
+            ("method=m&q=word", plain, Search { after: None, offset: 0 }, CountedInPage),
+            ("q=word", gap_free, Search { after: None, offset: 0 }, CountedInPage),
+            ("q=word&offset=5", gap_free, Search { after: None, offset: 5 }, CountedInPage),
+            ("q=word&after=9", gap_free, Search { after: Some(9), offset: 0 }, Count),
             ("session=s&offset=2", plain, Scan { after: None, offset: 2 }, CountedInPage),
             ("min_latency_ms=1.5&after=1", plain, Scan { after: Some(1), offset: 0 }, Count),
         ];

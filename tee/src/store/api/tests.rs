@@ -439,3 +439,56 @@ fn plan(store: &Store, trace_id: i64, q: &FrameQuery) -> String {
         .unwrap();
     rows.join("; ")
 }
+
+/// A trace of `frames` frames, each holding the word `fox`, indexed for
+/// search up to seq `indexed`.
+fn store_of_foxes(frames: usize, indexed: i64) -> (Store, i64) {
+    use crate::frame::Framer;
+    let mut store = Store::in_memory().unwrap();
+    let id = store.create_trace(&test_start(), 1).unwrap();
+    let mut framer = Framer::new();
+    let mut stored = Vec::new();
+    let lines: String =
+        (0..frames).map(|i| format!("{{\"method\":\"m\",\"params\":{{\"text\":\"fox {i}\"}}}}\n")).collect();
+    framer.chunk(Direction::AgentToClient, 1, lines.as_bytes(), |f| stored.push(f));
+    store.insert_frames(id, &stored).unwrap();
+    assert_eq!(store.index_for_search(indexed).unwrap() as i64, indexed);
+    (store, id)
+}
+
+/// SQLite virtual machine instructions `run` costs on `store`'s connection,
+/// in thousands (counted by the progress handler).
+fn thousand_instructions(store: &Store, run: impl FnOnce()) -> u64 {
+    let counted = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let c = counted.clone();
+    store.conn.progress_handler(
+        1000,
+        Some(move || {
+            c.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            false
+        }),
+    );
+    run();
+    store.conn.progress_handler(0, None::<fn() -> bool>);
+    counted.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+#[test]
+fn a_search_page_of_a_word_in_every_frame_reads_only_its_rows() {
+    // Indexed, a page (and its total, counted by FTS5 from its lists of
+    // frames: about six instructions per match) costs no more than a count
+    // of the matches, not a collection of every match joined to its frame.
+    const FRAMES: usize = 20_000;
+    let (store, id) = store_of_foxes(FRAMES, FRAMES as i64);
+    let mut page = None;
+    let cost = thousand_instructions(&store, || page = Some(store.frame_page(id, &query("q=fox&limit=10")).unwrap()));
+    let page = page.unwrap();
+    assert_eq!((page.frames.len(), page.total, page.has_more), (10, FRAMES as i64, true));
+    assert!(cost < 8 * FRAMES as u64 / 1000, "{cost} thousand instructions for a page of 10");
+    // A page deep in the list pays for the matches it skips, no more.
+    let cost = thousand_instructions(&store, || {
+        let page = store.frame_page(id, &query("q=fox&limit=10&after=19000")).unwrap();
+        assert_eq!(page.frames.first().map(|f| f.seq), Some(19_001));
+    });
+    assert!(cost < 8 * FRAMES as u64 / 1000, "{cost} thousand instructions for a cursor page");
+}
