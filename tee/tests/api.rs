@@ -468,7 +468,7 @@ async fn a_common_word_pages_the_same_indexed_scanned_and_half_of_each() {
     let word = |i: usize| {
         if i % 37 == 5 {
             "zebra"
-        } else if i % 3 == 0 {
+        } else if i.is_multiple_of(3) {
             "cat"
         } else {
             "fox"
