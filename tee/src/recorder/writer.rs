@@ -27,13 +27,6 @@ const GROUP_COMMIT: Duration = Duration::from_millis(2);
 const IDLE: Duration = Duration::from_millis(30);
 const INDEX_CHUNK: i64 = 2000;
 
-/// Frames indexed per transaction once the trace has ended
-/// ([`StoreWriter::finish`]). After each, the writer leaves the store's
-/// write lock free for as long as the step held it, so that other writers
-/// (a recorder starting, whose busy handler polls every 100 ms at most) are
-/// not starved by back-to-back transactions.
-const INDEX_CHUNK_AFTER_END: i64 = 4000;
-
 /// How long the writer pauses before trying again when another process has
 /// held the store's write lock past SQLite's busy timeout (30 s).
 const LOCKED_PAUSE: Duration = Duration::from_millis(100);
@@ -355,36 +348,14 @@ impl StoreWriter {
     }
 
     /// Records how the run ended, when (`ended_at`, RFC 3339: the run's end,
-    /// not the moment storing caught up) and how many frames are missing;
-    /// then, the trace complete, adds the frames that recording left out of
-    /// the search index to it before the recorder exits (searches scan them
-    /// meanwhile), [`INDEX_CHUNK_AFTER_END`] per transaction. The relay
-    /// never waits for this; should the recorder be killed meanwhile,
-    /// `acp-tee serve` or the next recorder index the rest.
+    /// not the moment storing caught up) and how many frames are missing.
+    /// Frames not yet in the search index are indexed by `acp-tee serve` or
+    /// the next recorder's idle time; searches scan them meanwhile.
     pub fn finish(&mut self, end: &TraceEnd, ended_at: &str) {
         if let Some(c) = self.checkpointer.take() {
             c.stop();
         }
         self.record_end(end, ended_at);
-        self.index_the_rest();
-    }
-
-    /// Indexes every frame of the store not yet in the search index, a
-    /// transaction per [`INDEX_CHUNK_AFTER_END`] frames, each followed by a
-    /// pause as long as it took.
-    fn index_the_rest(&mut self) {
-        let Some((store, _)) = self.target.as_mut() else { return };
-        loop {
-            let step = std::time::Instant::now();
-            match store.maintain(INDEX_CHUNK_AFTER_END) {
-                Ok(report) if report.indexed > 0 => std::thread::sleep(step.elapsed()),
-                Ok(_) => return,
-                Err(e) => {
-                    tracing::debug!("maintenance: {e}");
-                    return;
-                }
-            }
-        }
     }
 
     fn record_end(&mut self, end: &TraceEnd, ended_at: &str) {
