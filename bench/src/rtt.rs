@@ -47,6 +47,10 @@ pub fn run(relay: &Relay, acp_tee: &Path, dir: &Path, iters: u64) -> Result<Vec<
     if exit.code != 0 || !rest.is_empty() {
         bail!("{} exited with {} after {} unexpected bytes", relay.name(), exit.code, rest.len());
     }
+    // acp-tee exits when the run ends; its recorder may still be storing.
+    if let relay::Record::Store(db) = &record {
+        relay::wait_trace_end(db, None)?;
+    }
     relay::check_recorded(&record, 2 * (WARMUP + iters))?;
     Ok(samples)
 }

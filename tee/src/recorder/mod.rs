@@ -17,6 +17,8 @@
 //! counted in the trace's `missing_frames`.
 
 mod checkpointer;
+mod intake;
+mod pace;
 mod queue;
 mod spool;
 mod writer;
@@ -26,7 +28,7 @@ pub use spool::Spool;
 pub use writer::StoreWriter;
 
 use crate::frame::Framer;
-use crate::handoff::{decode_header, read_full, HandoffReader, Message, HEADER_LEN, TAG_CHUNK, TAG_CHUNK_REF, TAG_END};
+use crate::handoff::{HandoffReader, Message};
 use crate::model::TraceEnd;
 use crate::model::RELAY_KILLED;
 use crate::otlp::{LiveExport, LiveOptions};
@@ -84,7 +86,7 @@ pub struct RecorderSummary {
 pub fn run(
     db: &Path,
     input: impl Read,
-    mut data: [Option<File>; 3],
+    data: [Option<File>; 3],
     redactor: Option<Redactor>,
     agent_group: Option<u32>,
     resume: bool,
@@ -100,7 +102,7 @@ pub fn run(
             .spawn(move || record(&db, &spool, redactor, &input_ended, resume, otlp))
             .expect("cannot start the framer thread")
     };
-    let ended = match intake(input, &mut data, &spool) {
+    let ended = match intake::intake(input, &data, &spool) {
         Ok(ended) => ended,
         Err(e) => {
             // A message cut short: the relay died while blocked writing it, so
@@ -142,45 +144,6 @@ pub fn data_pipes_from(fds: &[i32]) -> [Option<File>; 3] {
         *slot = Some(unsafe { File::from_raw_fd(fd) });
     }
     pipes
-}
-
-/// Moves handoff messages from `input` into `spool` until end-of-file, each
-/// whole, with the bytes of chunk references fetched from their data pipe,
-/// so that the spool holds plain handoff messages. True when the run's end
-/// message came (the relay ended the run rather than vanished).
-fn intake(input: impl Read, data: &mut [Option<File>; 3], spool: &Spool) -> std::io::Result<bool> {
-    let mut input = std::io::BufReader::with_capacity(256 * 1024, input);
-    let mut ended = false;
-    loop {
-        let mut header = [0u8; HEADER_LEN];
-        match read_full(&mut input, &mut header)? {
-            0 => return Ok(ended),
-            HEADER_LEN => {}
-            got => return Err(cut_short(format!("a header ({got} of {HEADER_LEN} bytes)"))),
-        }
-        let (tag, dir, _, len) = decode_header(&header);
-        ended |= tag == TAG_END;
-        let mut message = Vec::with_capacity(HEADER_LEN + len);
-        message.extend_from_slice(&header);
-        message.resize(HEADER_LEN + len, 0);
-        let got = if tag == TAG_CHUNK_REF {
-            message[0] = TAG_CHUNK;
-            let Some(pipe) = data.get_mut(dir as usize).and_then(Option::as_mut) else {
-                return Err(cut_short(format!("a chunk reference to data pipe {dir}, which is not there")));
-            };
-            read_full(pipe, &mut message[HEADER_LEN..])?
-        } else {
-            read_full(&mut input, &mut message[HEADER_LEN..])?
-        };
-        if got < len {
-            return Err(cut_short(format!("a message ({got} of {len} bytes)")));
-        }
-        spool.push(message);
-    }
-}
-
-fn cut_short(what: String) -> std::io::Error {
-    std::io::Error::new(std::io::ErrorKind::UnexpectedEof, format!("the handoff ended inside {what}"))
 }
 
 /// Frames, classifies and stores the handoff messages read from `input`,

@@ -13,6 +13,7 @@
 use std::collections::VecDeque;
 use std::fs::File;
 use std::io::{self, Read};
+use std::os::fd::AsRawFd;
 use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -52,6 +53,9 @@ struct State {
     file: Option<File>,
     /// Writing to the file failed once: from then on only memory is used.
     file_failed: bool,
+    /// False once splicing into the file proved impossible (its file
+    /// system does not take it): messages are written to it instead.
+    splice_works: bool,
     /// The file holds bytes `read..written`; both are 0 when it is empty.
     read: u64,
     written: u64,
@@ -72,6 +76,7 @@ impl Spool {
                 memory_bytes: 0,
                 file: None,
                 file_failed: false,
+                splice_works: true,
                 read: 0,
                 written: 0,
                 file_peak: 0,
@@ -119,9 +124,118 @@ impl Spool {
         self.readable.notify_one();
     }
 
-    /// Appends `data` to the file (made now if need be); false, with the file
-    /// marked as failed, when that is not possible.
-    fn write_file(&self, s: &mut State, data: &[u8]) -> bool {
+    /// Adds one message: `header`, then the next `len` bytes of `pipe`
+    /// (which the pipe holds already, or will at its end). When the message
+    /// goes to the file, its bytes move from the pipe straight into the file
+    /// (`splice(2)`: not copied through this process, which matters in a
+    /// burst, when everything past the memory budget goes there); otherwise
+    /// they are read into memory. Returns how many of the `len` bytes the
+    /// pipe had: fewer only when it ended first, and then nothing was added.
+    pub fn push_from_pipe(&self, header: &[u8], pipe: &File, len: usize) -> io::Result<usize> {
+        let total = header.len() + len;
+        let mut message = Vec::new();
+        {
+            let mut s = self.lock();
+            let file_empty = s.read == s.written;
+            let to_memory = file_empty && (s.memory_bytes == 0 || s.memory_bytes + total <= self.memory_limit);
+            let file_has_room = file_empty || s.written - s.read + total as u64 <= self.file_limit;
+            if !to_memory && !s.file_failed && s.splice_works && file_has_room {
+                match self.splice_to_file(&mut s, header, pipe, len)? {
+                    Spliced::All => {
+                        s.last_push = Instant::now();
+                        drop(s);
+                        self.readable.notify_one();
+                        return Ok(len);
+                    }
+                    Spliced::Partly(got) => message = got,
+                    Spliced::Nothing => {}
+                }
+            }
+        }
+        if message.is_empty() {
+            message.reserve_exact(total);
+            message.extend_from_slice(header);
+        }
+        let have = message.len() - header.len();
+        let got = have + append_from(pipe, &mut message, len - have)?;
+        if got == len {
+            self.push(message);
+        }
+        Ok(got)
+    }
+
+    /// Writes `header` at the file's end and splices `len` bytes of `pipe`
+    /// after it. `All` when the whole message is in the file; `Nothing`
+    /// when nothing was taken from the pipe (the file cannot be made or
+    /// written, or does not take splice); `Partly` with the header and the
+    /// bytes that were taken, read back, when splicing stopped half-way (the
+    /// pipe ended, or the file failed and is marked so); the caller reads
+    /// the rest.
+    fn splice_to_file(&self, s: &mut State, header: &[u8], pipe: &File, len: usize) -> io::Result<Spliced> {
+        if !self.make_file(s) {
+            return Ok(Spliced::Nothing);
+        }
+        let file = s.file.as_ref().expect("made above");
+        let start = s.written;
+        if let Err(e) = file.write_all_at(header, start) {
+            tracing::debug!("recorder: spool file write failed: {e}; holding the backlog in memory");
+            s.file_failed = true;
+            return Ok(Spliced::Nothing);
+        }
+        let data_at = start + header.len() as u64;
+        let mut moved = 0;
+        while moved < len {
+            let mut offset = (data_at + moved as u64) as libc::loff_t;
+            // SAFETY: splice between two descriptors that stay open for the
+            // call; the file's offset is ours, the pipe's is its own.
+            let n = unsafe {
+                libc::splice(
+                    pipe.as_raw_fd(),
+                    std::ptr::null_mut(),
+                    file.as_raw_fd(),
+                    &mut offset,
+                    len - moved,
+                    libc::SPLICE_F_MOVE,
+                )
+            };
+            match n {
+                0 => break,
+                n if n > 0 => moved += n as usize,
+                _ => {
+                    let e = io::Error::last_os_error();
+                    if e.kind() == io::ErrorKind::Interrupted {
+                        continue;
+                    }
+                    if moved == 0 && e.raw_os_error() == Some(libc::EINVAL) {
+                        // This file system does not take splice: write instead.
+                        s.splice_works = false;
+                        return Ok(Spliced::Nothing);
+                    }
+                    tracing::debug!("recorder: spool file write failed: {e}; holding the backlog in memory");
+                    s.file_failed = true;
+                    break;
+                }
+            }
+        }
+        if moved == len {
+            s.written = data_at + len as u64;
+            s.file_peak = s.file_peak.max(s.written - s.read);
+            return Ok(Spliced::All);
+        }
+        if moved == 0 && s.file_failed {
+            return Ok(Spliced::Nothing);
+        }
+        // The pipe ended, or the file failed, half-way: what was taken is in
+        // the file past its end; read it back (page cache) to go on in memory.
+        let mut message = header.to_vec();
+        message.resize(header.len() + moved, 0);
+        file.read_exact_at(&mut message[header.len()..], data_at)?;
+        Ok(Spliced::Partly(message))
+    }
+
+    /// Makes the file if need be; false, with the file marked as failed,
+    /// when it cannot be made.
+    fn make_file(&self, s: &mut State) -> bool {
         if s.file.is_none() {
             match tempfile::tempfile_in(&self.dir) {
                 Ok(f) => s.file = Some(f),
@@ -134,6 +248,15 @@ impl Spool {
                     return false;
                 }
             }
+        }
+        true
+    }
+
+    /// Appends `data` to the file (made now if need be); false, with the file
+    /// marked as failed, when that is not possible.
+    fn write_file(&self, s: &mut State, data: &[u8]) -> bool {
+        if !self.make_file(s) {
+            return false;
         }
         let file = s.file.as_ref().expect("made above");
         // A write that fails half-way leaves `written` where it was, so the
@@ -228,6 +351,42 @@ impl Spool {
     }
 }
 
+/// How [`Spool::splice_to_file`] went.
+enum Spliced {
+    All,
+    Nothing,
+    Partly(Vec<u8>),
+}
+
+/// Appends up to `want` bytes read from `from` to `buf`, stopping early only
+/// at end-of-file; returns how many. Reads straight into `buf`'s spare room,
+/// which is never zeroed first (in a burst, zeroing cost as much as a copy).
+pub(super) fn append_from(from: &File, buf: &mut Vec<u8>, want: usize) -> io::Result<usize> {
+    buf.reserve_exact(want);
+    let mut got = 0;
+    while got < want {
+        let spare = &mut buf.spare_capacity_mut()[..want - got];
+        // SAFETY: read(2) writes at most `spare.len()` bytes into memory
+        // this Vec owns; `set_len` then covers only bytes it wrote.
+        let n = unsafe { libc::read(from.as_raw_fd(), spare.as_mut_ptr().cast(), spare.len()) };
+        match n {
+            0 => break,
+            n if n > 0 => {
+                // SAFETY: see above.
+                unsafe { buf.set_len(buf.len() + n as usize) };
+                got += n as usize;
+            }
+            _ => {
+                let e = io::Error::last_os_error();
+                if e.kind() != io::ErrorKind::Interrupted {
+                    return Err(e);
+                }
+            }
+        }
+    }
+    Ok(got)
+}
+
 /// Reads a [`Spool`]'s bytes in the order they were pushed.
 pub struct SpoolReader {
     spool: Arc<Spool>,
@@ -303,6 +462,77 @@ mod tests {
         let expect: Vec<u8> = (0..20_000u32).flat_map(|i| i.to_le_bytes().repeat(1 + (i % 5) as usize)).collect();
         assert_eq!(got, expect);
         assert!(spool.file_peak() > 0 && spool.file_peak() <= 512 + 20, "file peak {}", spool.file_peak());
+    }
+
+    /// A pipe's two ends.
+    fn pipe() -> (File, File) {
+        use std::os::fd::FromRawFd;
+        let mut fds = [0; 2];
+        // SAFETY: pipe(2) fills both descriptors, each owned by one File.
+        assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+        unsafe { (File::from_raw_fd(fds[0]), File::from_raw_fd(fds[1])) }
+    }
+
+    /// Messages of `header` + chunk, taken from a pipe by `push_from_pipe`
+    /// while a thread writes the chunks into it; returns what the spool
+    /// gave back and what was expected.
+    fn through_a_pipe(spool: &Arc<Spool>, chunks: Vec<Vec<u8>>) -> (Vec<u8>, Vec<u8>) {
+        let (read_end, write_end) = pipe();
+        let lens: Vec<usize> = chunks.iter().map(Vec::len).collect();
+        let expect: Vec<u8> = chunks.iter().flat_map(|c| [b"H:".as_slice(), c].concat()).collect();
+        let writer = std::thread::spawn(move || {
+            let mut w = write_end;
+            for c in chunks {
+                std::io::Write::write_all(&mut w, &c).unwrap();
+            }
+        });
+        let reader = {
+            let spool = spool.clone();
+            std::thread::spawn(move || read_all(&spool))
+        };
+        for len in lens {
+            assert_eq!(spool.push_from_pipe(b"H:", &read_end, len).unwrap(), len);
+        }
+        writer.join().unwrap();
+        spool.close();
+        (reader.join().unwrap(), expect)
+    }
+
+    fn chunks(count: usize) -> Vec<Vec<u8>> {
+        (0..count).map(|i| vec![(i % 251) as u8; 1 + (i * 7919) % 70_000]).collect()
+    }
+
+    #[test]
+    fn chunks_spliced_from_a_pipe_into_the_file_come_back_whole_and_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        // Memory for one small message: nearly everything goes to the file.
+        let spool = Spool::new(dir.path().to_owned(), 100, 1 << 30);
+        let (got, expect) = through_a_pipe(&spool, chunks(300));
+        assert!(spool.file_peak() > 1 << 20, "the chunks went to the file: {}", spool.file_peak());
+        assert!(got == expect, "{} bytes back, {} expected", got.len(), expect.len());
+    }
+
+    #[test]
+    fn chunks_from_a_pipe_without_a_file_are_read_into_memory() {
+        let spool = Spool::new(PathBuf::from("/nonexistent/acp-tee-spool"), 200_000, 1 << 30);
+        let (got, expect) = through_a_pipe(&spool, chunks(100));
+        assert_eq!(spool.file_peak(), 0);
+        assert!(got == expect, "{} bytes back, {} expected", got.len(), expect.len());
+    }
+
+    #[test]
+    fn a_pipe_that_ends_inside_a_chunk_adds_nothing_of_it() {
+        for memory in [1 << 20, 1] {
+            let dir = tempfile::tempdir().unwrap();
+            let spool = Spool::new(dir.path().to_owned(), memory, 1 << 30);
+            let (read_end, mut write_end) = pipe();
+            std::io::Write::write_all(&mut write_end, b"whole|cut").unwrap();
+            drop(write_end);
+            assert_eq!(spool.push_from_pipe(b"H:", &read_end, 6).unwrap(), 6);
+            assert_eq!(spool.push_from_pipe(b"H:", &read_end, 10).unwrap(), 3, "the pipe held 3 of 10");
+            spool.close();
+            assert_eq!(read_all(&spool), b"H:whole|", "memory limit {memory}");
+        }
     }
 
     #[test]
