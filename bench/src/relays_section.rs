@@ -194,9 +194,11 @@ pub fn ingest(cfg: &Config, report: &mut Report, mut acp: AcpTeeRuns) -> Result<
     report.say("## 3. Store ingest and memory at maximum rate\n");
     report.say(
         "acp-tee -- cat fed as fast as it takes lines (section 1's runs for 300 B and 64 KiB, new runs for \
-         1 MiB). Ingest = frames stored / time from the first byte written to the trace's end (acp-tee exits \
+         1, 8 and 32 MiB). Ingest = frames stored / time from the first byte written to the trace's end (acp-tee exits \
          when the run ends; its recorder ends the trace once all is stored). Peak RSS: `VmHWM` of the relay process and of the \
-         `acp-tee __recorder` process, sampled every 5 ms (the maximum over repetitions).\n",
+         `acp-tee __recorder` process, sampled every 5 ms (the maximum over repetitions). Targets: both under 64 MiB; \
+         for lines of 1 MiB and more, the recorder at most 64 MiB plus one line (it holds a line once: `cat` echoes \
+         each, so two frames of that size cross).\n",
     );
     let mut rows = Vec::new();
     for (size, full, quick) in throughput::INGEST_SIZES {
@@ -218,8 +220,15 @@ pub fn ingest(cfg: &Config, report: &mut Report, mut acp: AcpTeeRuns) -> Result<
         let mbs = median(&runs.iter().map(|r| 2.0 * r.bytes as f64 / 1e6 / r.exit.as_secs_f64()).collect::<Vec<_>>());
         let peak = |role: &str| runs.iter().filter_map(|r| r.peaks.get(role).copied()).max().unwrap_or(0);
         let (relay_rss, rec_rss) = (peak("relay"), peak("recorder"));
-        let rss_ok = relay_rss.max(rec_rss) < 64 << 20;
-        let mut target = format!("RSS < 64 MiB: {}", report.verdict(&format!("peak RSS {}", size_name(size)), rss_ok));
+        let mut target = if size < throughput::LARGE_LINE {
+            let rss_ok = relay_rss.max(rec_rss) < 64 << 20;
+            format!("RSS < 64 MiB: {}", report.verdict(&format!("peak RSS {}", size_name(size)), rss_ok))
+        } else {
+            let relay_ok = report.verdict(&format!("relay peak RSS {}", size_name(size)), relay_rss < 64 << 20);
+            let rec_ok = rec_rss <= (64 << 20) + size as u64;
+            let rec_ok = report.verdict(&format!("recorder peak RSS {}", size_name(size)), rec_ok);
+            format!("relay < 64 MiB: {relay_ok}; recorder <= 64 MiB + line: {rec_ok}")
+        };
         if size == 300 {
             let v = report.verdict("ingest >= 300,000 frames/s", rate >= 300_000.0);
             target = format!("ingest >= 300,000/s: {v}; {target}");

@@ -200,8 +200,15 @@ pub fn run(relay: &Relay, acp_tee: &Path, dir: &Path, size: usize, payload: Arc<
 /// Line counts per size: (size, lines in full mode, lines in quick mode).
 pub const SIZES: [(usize, u64, u64); 2] = [(300, 300_000, 20_000), (64 * 1024, 2_000, 100)];
 
-/// Sizes for the ingest and memory runs (acp-tee only), including 1 MiB lines.
-pub const INGEST_SIZES: [(usize, u64, u64); 3] = [(300, 300_000, 20_000), (64 * 1024, 2_000, 100), (1 << 20, 150, 10)];
+/// Sizes for the ingest and memory runs (acp-tee only), including lines of
+/// 1, 8 and 32 MiB (from [`LARGE_LINE`] the recorder's bound is 64 MiB plus
+/// the line).
+pub const INGEST_SIZES: [(usize, u64, u64); 5] =
+    [(300, 300_000, 20_000), (64 * 1024, 2_000, 100), (1 << 20, 150, 10), (8 << 20, 12, 3), (32 << 20, 4, 2)];
+
+/// Lines from this size on are judged by the recorder's bound for large
+/// lines: peak RSS at most 64 MiB plus the line (it holds a line once).
+pub const LARGE_LINE: usize = 1 << 20;
 
 /// A size for humans.
 pub fn size_name(size: usize) -> String {

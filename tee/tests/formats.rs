@@ -348,3 +348,50 @@ fn export_and_import_memory_stay_flat_as_traces_grow() {
     }
     assert!(peaks[1] < peaks[0] + 4096, "import: {peaks:?} KiB");
 }
+
+#[test]
+fn a_trace_with_a_large_frame_round_trips_and_is_searchable() {
+    let store = TempStore::new();
+    // A 3 MiB prompt (stored and indexed in place) with a word of its own in
+    // the middle, between small frames.
+    let text =
+        format!("{} needle {}", r"the quick brown fox\n".repeat(80_000), r"jumps over the lazy dog\n".repeat(60_000));
+    let big = format!(
+        "{{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"session/prompt\",\"params\":{{\"sessionId\":\"s\",\"prompt\":[{{\"type\":\"text\",\"text\":\"{text}\"}}]}}}}\n"
+    );
+    let input = format!(
+        "{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\"}}\n{big}{{\"jsonrpc\":\"2.0\",\"method\":\"x\"}}\n"
+    );
+    let out = run_with_input(tee_command(&store.db, &[], &["cat"]), input.clone().into_bytes());
+    assert!(out.status.success());
+    assert!(out.stdout == input.as_bytes());
+    let id = store.only_trace().id;
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("t.ndjson");
+    let trace = id.to_string();
+    tee(&store.db, &["export", "--trace", &trace, "--format", "ndjson", "--no-redact", "-o", file.to_str().unwrap()]);
+    tee(&store.db, &["import", file.to_str().unwrap()]);
+    let copy = store.open().latest_trace_id().unwrap();
+    assert_ne!(copy, id);
+    let second = tee(&store.db, &["export", "--trace", &copy.to_string(), "--format", "ndjson", "--no-redact"]);
+    assert_eq!(without_ids(&std::fs::read(&file).unwrap(), true), without_ids(&second, true));
+    let mut db = store.open();
+    let mut big_seqs = HashMap::new();
+    for trace in [id, copy] {
+        let frames = store.frames(trace);
+        assert_eq!(frames.len(), 6);
+        let seqs: Vec<i64> = frames.iter().filter(|f| f.raw == big.as_bytes()).map(|f| f.seq).collect();
+        assert_eq!(seqs.len(), 2, "trace {trace}: the large frame is not stored exactly, both ways");
+        big_seqs.insert(trace, seqs);
+    }
+    let search = |db: &Store, trace| {
+        let q = acp_tee_shared::api::FrameQuery { q: Some("needle".into()), ..Default::default() };
+        db.frame_page(trace, &q).unwrap().frames.iter().map(|f| f.seq).collect::<Vec<_>>()
+    };
+    // Found whether scanned or, once the frames are in it, by the index.
+    assert_eq!(search(&db, copy), big_seqs[&copy]);
+    while db.index_for_search(1000).unwrap() > 0 {}
+    for trace in [id, copy] {
+        assert_eq!(search(&db, trace), big_seqs[&trace], "trace {trace}");
+    }
+}

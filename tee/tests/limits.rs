@@ -7,6 +7,7 @@
 
 mod common;
 
+use acp_tee_shared::FrameKind;
 use common::*;
 use std::io::Write;
 use std::process::{Command, Stdio};
@@ -195,4 +196,58 @@ fn the_recorders_memory_stays_under_64_mib_for_requests_nobody_answers() {
     );
     assert_eq!((trace.frame_count, trace.missing_frames), (2 * lines, 0));
     assert!(peak < 64 << 20, "the recorder's data peaked at {} MiB", peak >> 20);
+}
+
+/// A `session/prompt` request of exactly `size` bytes (newline included)
+/// whose one text block fills it: lines of words, `\n` escapes between them.
+fn prompt_line(size: usize) -> Vec<u8> {
+    let head = br#"{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"sessionId":"s1","prompt":[{"type":"text","text":""#;
+    let tail = b"\"}]}}\n";
+    let words = br"the quick brown fox jumps over the lazy dog\n";
+    let mut line = head.to_vec();
+    line.extend(words.iter().cycle().take(size - head.len() - tail.len()));
+    // Never end the text inside an escape.
+    if line.ends_with(b"\\") {
+        *line.last_mut().unwrap() = b'.';
+    }
+    line.extend_from_slice(tail);
+    line
+}
+
+#[test]
+fn a_32_mib_line_is_stored_exactly_with_the_recorder_under_64_mib_plus_the_line() {
+    let store = TempStore::new();
+    let line = prompt_line(32 << 20);
+    let mut cmd = tee(&store.db, &["cat"]);
+    cmd.stdout(Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    let recorder = recorder_of(child.id());
+    let echoed = read_to_end_on_thread(child.stdout.take().unwrap());
+    let mut stdin = child.stdin.take().unwrap();
+    let feeder = {
+        let line = line.clone();
+        std::thread::spawn(move || stdin.write_all(&line).unwrap())
+    };
+    let started = Instant::now();
+    let mut hwm = 0;
+    while let Some(peak) = peak_rss(recorder).filter(|_| process_alive(recorder)) {
+        hwm = peak;
+        assert!(started.elapsed() < Duration::from_secs(300), "the recorder did not finish in 5 minutes");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    feeder.join().unwrap();
+    child.wait().unwrap();
+    let (out, _) = echoed.recv().unwrap();
+    assert!(out == line, "the echo differs from the line");
+    let bound = (64 << 20) + line.len() as u64;
+    eprintln!("a {} MiB line: the recorder's VmHWM was {} MiB", line.len() >> 20, hwm >> 20);
+    assert!(hwm <= bound, "the recorder's VmHWM was {} MiB, above 64 MiB + the line", hwm >> 20);
+    let trace = store.only_trace();
+    assert_eq!((trace.frame_count, trace.missing_frames), (2, 0));
+    let frames = store.frames(trace.id);
+    assert_eq!(frames.len(), 2);
+    for frame in frames {
+        assert!(frame.raw == line, "frame {} is not the line, byte for byte", frame.seq);
+        assert_eq!((frame.kind, frame.method.as_deref()), (FrameKind::Request, Some("session/prompt")));
+    }
 }

@@ -94,6 +94,11 @@ impl Framer {
         self.meta.last_seq = seq;
     }
 
+    /// Bytes of unfinished lines held, waiting for their newline.
+    pub fn pending_bytes(&self) -> usize {
+        self.splitters.iter().map(FrameSplitter::pending_len).sum()
+    }
+
     /// The seq given to the newest frame (0 before the first).
     pub fn last_seq(&self) -> i64 {
         self.meta.last_seq

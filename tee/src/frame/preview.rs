@@ -4,7 +4,6 @@ use super::classify::MessageProbe;
 use acp_tee_shared::FrameKind;
 use serde::Deserialize;
 use serde_json::value::RawValue;
-use std::borrow::Cow;
 
 /// Longest preview, in characters.
 pub const PREVIEW_CHARS: usize = 160;
@@ -29,9 +28,10 @@ struct UpdateProbe<'a> {
 
 #[derive(Deserialize)]
 struct TextProbe<'a> {
-    /// Borrowed from the frame unless it has escapes: a long text is not copied.
+    /// The JSON text, decoded only as far as the preview needs
+    /// ([`text_line`]): a long text is never copied.
     #[serde(borrow, default)]
-    text: Option<Cow<'a, str>>,
+    text: Option<&'a RawValue>,
 }
 
 #[derive(Deserialize)]
@@ -76,9 +76,21 @@ pub fn summary_texts(kind: FrameKind, method: Option<&str>, raw: &[u8]) -> (Opti
     }
 }
 
-/// A line of text (stderr, an unparsable frame): colour codes removed.
+/// A line of text (stderr, an unparsable frame): colour codes removed. The
+/// bytes are decoded (invalid UTF-8 as U+FFFD, as `String::from_utf8_lossy`
+/// does) only until the preview is full, never copied whole.
 pub fn text_preview(raw: &[u8]) -> Option<String> {
-    Some(one_line(&strip_ansi(&String::from_utf8_lossy(raw)))).filter(|s| !s.is_empty())
+    let chars = raw.utf8_chunks().flat_map(|chunk| {
+        let bad = (!chunk.invalid().is_empty()).then_some(char::REPLACEMENT_CHARACTER);
+        chunk.valid().chars().chain(bad)
+    });
+    let mut line = OneLine::default();
+    for c in strip_ansi(chars) {
+        if !line.push(c) {
+            break;
+        }
+    }
+    Some(line.finish()).filter(|s| !s.is_empty())
 }
 
 /// `code message` of a JSON-RPC error object.
@@ -95,14 +107,14 @@ pub fn update_preview(update: &RawValue) -> Option<String> {
 
 /// The first text block of a `session/prompt`'s `prompt`.
 pub fn prompt_preview(prompt: &[&RawValue]) -> Option<String> {
-    prompt.iter().find_map(|c| parse::<TextProbe>(Some(c))?.text).map(|s| one_line(&s)).filter(|s| !s.is_empty())
+    prompt.iter().find_map(|c| text_line(parse::<TextProbe>(Some(c))?.text?)).filter(|s| !s.is_empty())
 }
 
 fn update_text(u: UpdateProbe) -> Option<String> {
     let kind = u.kind.unwrap_or_default();
-    let content_text = parse::<TextProbe>(u.content).and_then(|c| c.text);
+    let content_text = parse::<TextProbe>(u.content).and_then(|c| text_line(c.text?));
     match (content_text, u.title) {
-        (Some(text), _) => Some(one_line(&text)),
+        (Some(text), _) => Some(text),
         (None, Some(title)) => Some(one_line(&match u.status {
             Some(status) => format!("{kind}: {title} ({status})"),
             None => format!("{kind}: {title}"),
@@ -111,25 +123,126 @@ fn update_text(u: UpdateProbe) -> Option<String> {
     }
 }
 
-/// Removes terminal colour codes (`ESC [ ... letter`), which agents' loggers
-/// write to stderr.
-fn strip_ansi(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    let mut chars = s.chars();
+/// The [`one_line`] of the JSON string `text` (its literal, quotes
+/// included), decoding it as it goes; `None` when it is not a string or
+/// does not decode (a lone surrogate), as a parse into a `String` would
+/// say. The whole literal is checked, but only the preview is kept.
+fn text_line(text: &RawValue) -> Option<String> {
+    let literal = text.get().strip_prefix('"')?.strip_suffix('"')?;
+    let mut line = OneLine::default();
+    let mut chars = literal.chars();
     while let Some(c) = chars.next() {
-        if c == '\u{1b}' {
-            if chars.clone().next() == Some('[') {
-                for d in chars.by_ref().skip(1) {
-                    if d.is_ascii_alphabetic() {
-                        break;
-                    }
+        let c = if c == '\\' { unescape(&mut chars)? } else { c };
+        if !line.push(c) {
+            break;
+        }
+    }
+    // The rest only for its escapes.
+    while let Some(at) = memchr::memchr(b'\\', chars.as_str().as_bytes()) {
+        chars = chars.as_str()[at + 1..].chars();
+        unescape(&mut chars)?;
+    }
+    Some(line.finish())
+}
+
+/// The character of the JSON escape after a backslash, read from `chars`.
+fn unescape(chars: &mut std::str::Chars) -> Option<char> {
+    fn hex(chars: &mut std::str::Chars) -> Option<u32> {
+        let digits = chars.as_str().get(..4)?;
+        let n = u32::from_str_radix(digits, 16).ok()?;
+        *chars = chars.as_str()[4..].chars();
+        Some(n)
+    }
+    Some(match chars.next()? {
+        'b' => '\u{8}',
+        'f' => '\u{c}',
+        'n' => '\n',
+        'r' => '\r',
+        't' => '\t',
+        'u' => {
+            let n = hex(chars)?;
+            match n {
+                0xD800..=0xDBFF => {
+                    let rest = chars.as_str().strip_prefix("\\u")?;
+                    *chars = rest.chars();
+                    let low = hex(chars).filter(|l| (0xDC00..=0xDFFF).contains(l))?;
+                    char::from_u32(0x10000 + ((n - 0xD800) << 10) + (low - 0xDC00))?
+                }
+                _ => char::from_u32(n)?,
+            }
+        }
+        c => c,
+    })
+}
+
+/// Removes terminal colour codes (`ESC [ ... letter`), which agents' loggers
+/// write to stderr, from `chars` as they are read.
+fn strip_ansi(chars: impl Iterator<Item = char>) -> impl Iterator<Item = char> {
+    let mut chars = chars.peekable();
+    std::iter::from_fn(move || loop {
+        let c = chars.next()?;
+        if c != '\u{1b}' {
+            return Some(c);
+        }
+        if chars.next_if_eq(&'[').is_some() {
+            for d in chars.by_ref() {
+                if d.is_ascii_alphabetic() {
+                    break;
                 }
             }
-            continue;
         }
-        out.push(c);
+    })
+}
+
+/// [`one_line`] built a character at a time, keeping only what the preview
+/// shows.
+#[derive(Default)]
+struct OneLine {
+    out: String,
+    /// The word being read, copied to `out` when it ends.
+    word: String,
+    /// Characters shown so far (`out`, the word and the spaces).
+    count: usize,
+    /// A whitespace run came after the last word.
+    space: bool,
+    /// The preview is cut: nothing more is kept.
+    cut: bool,
+}
+
+impl OneLine {
+    /// Adds `c`; false once the preview is full (more is ignored).
+    fn push(&mut self, c: char) -> bool {
+        if self.cut {
+            return false;
+        }
+        if c.is_whitespace() {
+            if !self.word.is_empty() {
+                self.out.push_str(&self.word);
+                self.word.clear();
+                self.space = true;
+            }
+            return true;
+        }
+        if self.word.is_empty() && self.space {
+            self.out.push(' ');
+            self.count += 1;
+        }
+        if self.count >= PREVIEW_CHARS {
+            self.out.push_str(&self.word);
+            self.out.push('…');
+            self.word.clear();
+            self.cut = true;
+            return false;
+        }
+        self.word.push(c);
+        self.count += 1;
+        true
     }
-    out
+
+    fn finish(mut self) -> String {
+        self.out.push_str(&self.word);
+        self.out
+    }
 }
 
 /// Collapses whitespace runs (newlines included) to one space and cuts to
@@ -257,6 +370,62 @@ mod tests {
         let long = "word ".repeat(100);
         let wide = "wörd ".repeat(100);
         assert_eq!(one_line(&long).chars().count(), one_line(&wide).chars().count());
+    }
+
+    #[test]
+    fn the_preview_built_a_character_at_a_time_is_one_line() {
+        let words = ["x", "word", "wörd", "é", &"y".repeat(PREVIEW_CHARS), &"z".repeat(PREVIEW_CHARS - 3)];
+        let gaps = ["", " ", "  ", "\n\t", "\u{2003}"];
+        for n in 0..400usize {
+            let mut text = String::new();
+            for k in 0..(n % 60) {
+                text.push_str(gaps[(n + k) % gaps.len()]);
+                text.push_str(words[(n * 7 + k * 3) % words.len()]);
+            }
+            let mut line = OneLine::default();
+            text.chars().take_while(|&c| line.push(c)).for_each(drop);
+            assert_eq!(line.finish(), one_line(&text), "{text:?}");
+        }
+    }
+
+    #[test]
+    fn json_texts_decode_as_serde_reads_them() {
+        let texts = [r#""plain""#, r#""a\nb\t\"c\" \\ \/ \u00e9 \ud83d\ude00 \b\f\r""#, r#""""#, r#""  \n  ""#];
+        for t in texts {
+            let raw: &RawValue = serde_json::from_str(t).unwrap();
+            let decoded: String = serde_json::from_str(t).unwrap();
+            assert_eq!(text_line(raw), Some(one_line(&decoded)), "{t}");
+        }
+        for t in [r#""lone \ud83d here""#, r#""\ude00""#, "7", "null"] {
+            let raw: &RawValue = serde_json::from_str(t).unwrap();
+            assert_eq!(text_line(raw), None, "{t}");
+        }
+        // A lone surrogate far past the preview still makes it none, as before.
+        let late = format!("\"{} \\ud800\"", "word ".repeat(1000));
+        assert_eq!(text_line(serde_json::from_str(&late).unwrap()), None);
+    }
+
+    #[test]
+    fn stderr_previews_decode_as_from_utf8_lossy() {
+        for raw in [&b"\x1b[31mred\x1b[0m \xff\xfe ok"[..], b"caf\xc3", b"\x1b\x1b[1mx", b"\xe2\x82 \x1b["] {
+            let lossy = String::from_utf8_lossy(raw);
+            let mut plain = String::new();
+            let mut chars = lossy.chars();
+            while let Some(c) = chars.next() {
+                if c == '\u{1b}' {
+                    if chars.clone().next() == Some('[') {
+                        for d in chars.by_ref().skip(1) {
+                            if d.is_ascii_alphabetic() {
+                                break;
+                            }
+                        }
+                    }
+                    continue;
+                }
+                plain.push(c);
+            }
+            assert_eq!(text_preview(raw), Some(one_line(&plain)).filter(|s| !s.is_empty()), "{raw:?}");
+        }
     }
 
     #[test]

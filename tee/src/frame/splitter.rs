@@ -35,6 +35,11 @@ impl FrameSplitter {
         self.pending.extend_from_slice(chunk);
     }
 
+    /// Bytes of the unfinished frame held.
+    pub fn pending_len(&self) -> usize {
+        self.pending.len()
+    }
+
     /// Ends the stream: the unterminated last frame, if any bytes are left.
     pub fn finish(&mut self) -> Option<Vec<u8>> {
         if self.pending.is_empty() {

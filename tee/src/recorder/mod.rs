@@ -41,12 +41,16 @@ use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
 /// Bytes of frames (their memory, as [`Weighted`] counts it) the recorder
-/// holds between framer and store writer at most. The batch the writer is
-/// storing is out of the queue, so up to twice this is in flight: with 8 MiB,
-/// the recorder's peak RSS reached 57-60 MiB for 1 MiB messages (the target
-/// is 64); with 4 MiB it is about 46, and 100-byte frames are stored as fast
-/// (4 MiB holds about 8,000 of them: two full batches).
-pub const QUEUE_BYTES: usize = 4 << 20;
+/// holds between framer and store writer at most, the batch the writer is
+/// storing included (it counts until stored: [`ByteQueue::done`]). Before
+/// reading more of the spool the framer waits until what it holds of an
+/// unfinished line fits beside them too ([`ByteQueue::wait_for_room`]),
+/// so a line larger than this is held once: gathered only after the frames
+/// before it are stored, and the next one only after it is. With 8 MiB the
+/// recorder's peak RSS is about 46 MiB for 1 MiB messages, and 100-byte
+/// frames are stored as fast (8 MiB holds about 16,000 of them: four full
+/// batches).
+pub const QUEUE_BYTES: usize = 8 << 20;
 
 /// Bytes read from the pipe that wait for the framer in memory, at most;
 /// more wait in the spool's file, up to [`SPOOL_FILE_BYTES`].
@@ -222,6 +226,7 @@ fn record(
         // The trace exists already (the viewer lists it); its frames wait
         // while a burst is coming in.
         spool.wait_out_burst();
+        queue.wait_for_room(framer.pending_bytes());
         match reader.read_message() {
             Ok(Some(Message::Chunk { dir, t_ns, data })) => {
                 last_t = t_ns;

@@ -25,6 +25,12 @@ pub trait Weighted {
 /// [`ByteQueue::push`] blocks while the queue is full. One item larger than the
 /// capacity is still accepted once the queue is empty, so nothing is ever
 /// refused for its size.
+///
+/// The bytes counted are those queued and those the consumer took and has
+/// not yet said it is done with ([`ByteQueue::done`]), plus what it holds
+/// for other work ([`ByteQueue::hold`]): so the bound covers the batch being
+/// stored too, and a producer can wait for room before it gathers a large
+/// item ([`ByteQueue::wait_for_room`]).
 pub struct ByteQueue<T> {
     state: Mutex<State<T>>,
     not_empty: Condvar,
@@ -34,7 +40,13 @@ pub struct ByteQueue<T> {
 
 struct State<T> {
     items: VecDeque<T>,
+    /// Bytes queued, taken and not done with, and held.
     bytes: usize,
+    /// Of `bytes`, those taken or held by the consumer until [`ByteQueue::done`].
+    taken: usize,
+    /// What the producer said it holds on its way to an item, last time it
+    /// waited for room.
+    gathering: usize,
     closed: bool,
 }
 
@@ -42,7 +54,7 @@ impl<T: Weighted> ByteQueue<T> {
     /// An empty queue holding at most `capacity` bytes.
     pub fn new(capacity: usize) -> Self {
         ByteQueue {
-            state: Mutex::new(State { items: VecDeque::new(), bytes: 0, closed: false }),
+            state: Mutex::new(State { items: VecDeque::new(), bytes: 0, taken: 0, gathering: 0, closed: false }),
             not_empty: Condvar::new(),
             not_full: Condvar::new(),
             capacity,
@@ -66,6 +78,43 @@ impl<T: Weighted> ByteQueue<T> {
         self.not_empty.notify_one();
     }
 
+    /// Waits until `held` more bytes (what the producer holds already, on
+    /// its way to becoming an item) fit beside what the queue counts, or
+    /// until it counts nothing: then a producer gathers a large item only
+    /// once the items before it are stored.
+    pub fn wait_for_room(&self, held: usize) {
+        let mut s = self.lock();
+        s.gathering = held;
+        while s.bytes > 0 && s.bytes + held > self.capacity {
+            s = self.not_full.wait(s).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+
+    /// For other work of the consumer's while the queue is idle (reading
+    /// stored frames back, a large one whole): when nothing is queued or
+    /// taken and the producer gathers less than the capacity, counts the
+    /// whole capacity as taken until [`ByteQueue::done`], so that the
+    /// producer gathers no more meanwhile, and returns true; otherwise
+    /// false, and the work waits.
+    pub fn hold_idle(&self) -> bool {
+        let mut s = self.lock();
+        if s.bytes > 0 || s.gathering >= self.capacity {
+            return false;
+        }
+        s.bytes += self.capacity;
+        s.taken += self.capacity;
+        true
+    }
+
+    /// The consumer is done with everything it took (and held): that room
+    /// is free again.
+    pub fn done(&self) {
+        let mut s = self.lock();
+        s.bytes -= std::mem::take(&mut s.taken);
+        drop(s);
+        self.not_full.notify_all();
+    }
+
     /// Waits for at least one item, then takes up to `max_items` of those ready.
     /// An empty result means the queue is closed and drained.
     pub fn pop_batch(&self, max_items: usize) -> Vec<T> {
@@ -79,6 +128,7 @@ impl<T: Weighted> ByteQueue<T> {
     }
 
     /// Like [`ByteQueue::pop_batch`], but gives up after `idle` without items.
+    /// What it takes counts against the capacity until [`ByteQueue::done`].
     pub fn pop_batch_within(&self, max_items: usize, idle: Duration) -> Popped<T> {
         let deadline = Instant::now() + idle;
         let mut s = self.lock();
@@ -94,9 +144,8 @@ impl<T: Weighted> ByteQueue<T> {
         }
         let n = s.items.len().min(max_items);
         let batch: Vec<T> = s.items.drain(..n).collect();
-        s.bytes -= batch.iter().map(Weighted::weight).sum::<usize>();
-        drop(s);
-        self.not_full.notify_all();
+        // Still counted, until the consumer is done with them.
+        s.taken += batch.iter().map(Weighted::weight).sum::<usize>();
         Popped::Items(batch)
     }
 
@@ -123,6 +172,7 @@ mod tests {
         let q = ByteQueue::new(10);
         q.push(vec![0u8; 50]);
         assert_eq!(q.pop_batch(10).len(), 1);
+        q.done();
         q.push(vec![1u8; 4]);
         q.push(vec![2u8; 4]);
         q.close();
@@ -160,9 +210,48 @@ mod tests {
             }
             assert!(batch.len() <= 7);
             got.extend(batch);
+            q.done();
         }
         producer.join().unwrap();
         let expect: Vec<Vec<u8>> = (0..1000u32).map(|i| i.to_le_bytes().repeat(10)).collect();
         assert_eq!(got, expect);
+    }
+
+    #[test]
+    fn what_the_consumer_took_counts_until_it_is_done() {
+        let q = Arc::new(ByteQueue::new(100));
+        q.push(vec![0u8; 80]);
+        assert_eq!(q.pop_batch(10).len(), 1);
+        // Taken, not done: a producer holding 30 bytes waits.
+        let producer = {
+            let q = q.clone();
+            std::thread::spawn(move || {
+                q.wait_for_room(30);
+                q.push(vec![1u8; 30]);
+            })
+        };
+        std::thread::sleep(Duration::from_millis(50));
+        assert!(!producer.is_finished(), "the producer did not wait for the taken batch");
+        q.done();
+        producer.join().unwrap();
+        assert_eq!(q.pop_batch(10), vec![vec![1u8; 30]]);
+        q.done();
+        // Held room counts as well, until done.
+        assert!(q.hold_idle());
+        let producer = {
+            let q = q.clone();
+            std::thread::spawn(move || q.wait_for_room(1))
+        };
+        std::thread::sleep(Duration::from_millis(50));
+        assert!(!producer.is_finished(), "the producer did not wait for the held room");
+        q.done();
+        producer.join().unwrap();
+        // Nothing is held while a producer gathers a large item, or while
+        // items are queued.
+        q.wait_for_room(100);
+        assert!(!q.hold_idle());
+        q.wait_for_room(0);
+        q.push(vec![2u8; 10]);
+        assert!(!q.hold_idle());
     }
 }

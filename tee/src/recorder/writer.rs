@@ -218,7 +218,9 @@ impl StoreWriter {
 
     /// Drains `queue` until it is closed and empty, one transaction per
     /// batch, calling `pause` before each (it returns when writing may go
-    /// on); while the queue is idle, indexes stored frames for search.
+    /// on), and tells the queue when a batch is stored (its room is free
+    /// only then); while the queue is idle, indexes stored frames for
+    /// search, holding the queue's room meanwhile ([`ByteQueue::hold_idle`]).
     pub fn drain(&mut self, queue: &ByteQueue<NewFrame>, pause: impl Fn()) {
         let mut index_done = false;
         loop {
@@ -238,9 +240,18 @@ impl StoreWriter {
                     }
                     pause();
                     self.write(&batch);
+                    drop(batch);
+                    queue.done();
                     index_done = false;
                 }
-                Popped::Idle => index_done = self.index_some() == 0,
+                // Indexing reads stored frames back, a large one whole: it
+                // waits while the framer gathers a large line, and the
+                // framer gathers no more while it runs.
+                Popped::Idle if queue.hold_idle() => {
+                    index_done = self.index_some() == 0;
+                    queue.done();
+                }
+                Popped::Idle => {}
                 Popped::Closed(_) => return,
             }
         }
@@ -267,6 +278,7 @@ impl StoreWriter {
         self.missing += std::mem::take(&mut self.in_flight);
         self.warn("the store writer failed");
         loop {
+            queue.done();
             let batch = queue.pop_batch(MAX_BATCH);
             if batch.is_empty() {
                 return;

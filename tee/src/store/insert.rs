@@ -10,6 +10,13 @@
 //! One statement stores [`ROWS`] frames (a multi-row `VALUES`), which keeps
 //! its B-tree cursors open from row to row: each row is appended where the
 //! last went instead of being sought from the B-trees' roots.
+//!
+//! A frame of [`WRITE_IN_PLACE_FROM`] bytes or more is inserted as a
+//! zeroblob of its length and its bytes written into the row afterwards
+//! ([`write_in_place`], incremental blob I/O): SQLite builds a row in
+//! memory, and with the bytes bound it would hold a second copy of them.
+//! That works because `raw` is the row's last column (migration 10): SQLite
+//! keeps a zeroblob unexpanded only when no column after it holds data.
 
 use super::{frame_id, StoreError};
 use crate::model::NewFrame;
@@ -19,6 +26,14 @@ use std::ptr::NonNull;
 
 /// Frames per multi-row statement.
 pub(super) const ROWS: usize = 32;
+
+/// Frames of this many bytes or more are written into their row after it
+/// is inserted, not bound ([`write_in_place`]).
+pub(super) const WRITE_IN_PLACE_FROM: usize = 256 * 1024;
+
+/// The page cache (KiB) while a batch with a frame of
+/// [`WRITE_IN_PLACE_FROM`] bytes or more is stored.
+const LARGE_WRITE_CACHE_KIB: i64 = 2048;
 
 /// Parameters per row; `?1` is the trace id, shared by all rows.
 const ROW_PARAMS: usize = 17;
@@ -105,6 +120,13 @@ impl FrameInsert {
             let len = c_int::try_from(v.len()).map_err(|_| too_big(v.len()))?;
             check(db, ffi::sqlite3_bind_blob(stmt, i as c_int, v.as_ptr().cast(), len, ffi::SQLITE_STATIC()))
         };
+        let raw = |i: usize, v: &[u8]| {
+            if v.len() < WRITE_IN_PLACE_FROM {
+                return blob(i, v);
+            }
+            let len = c_int::try_from(v.len()).map_err(|_| too_big(v.len()))?;
+            check(db, ffi::sqlite3_bind_zeroblob(stmt, i as c_int, len))
+        };
         let text = |i: usize, v: &str| {
             let len = c_int::try_from(v.len()).map_err(|_| too_big(v.len()))?;
             check(db, ffi::sqlite3_bind_text(stmt, i as c_int, v.as_ptr().cast(), len, ffi::SQLITE_STATIC()))
@@ -127,7 +149,7 @@ impl FrameInsert {
             opt_text(p + 7, f.session_id.as_deref())?;
             opt_int(p + 8, f.reply_to_seq)?;
             opt_int(p + 9, f.latency_ns)?;
-            blob(p + 10, &f.raw)?;
+            raw(p + 10, &f.raw)?;
             if let Some(envelope) = &f.envelope {
                 blob(p + 11, envelope)?;
             }
@@ -178,6 +200,19 @@ impl Inserts {
     /// statements were, or will be, prepared on), inside the caller's
     /// transaction.
     pub(super) fn run(&mut self, conn: &Connection, trace_id: i64, frames: &[NewFrame]) -> Result<(), StoreError> {
+        if !frames.iter().any(|f| f.raw.len() >= WRITE_IN_PLACE_FROM) {
+            return self.insert(conn, trace_id, frames);
+        }
+        // A large frame's pages pass through the page cache: a small one
+        // meanwhile, so that they do not stay in memory beside the frame.
+        let cache: i64 = conn.query_row("PRAGMA cache_size", [], |r| r.get(0))?;
+        conn.pragma_update(None, "cache_size", -LARGE_WRITE_CACHE_KIB)?;
+        let stored = self.insert(conn, trace_id, frames);
+        conn.pragma_update(None, "cache_size", cache)?;
+        stored
+    }
+
+    fn insert(&mut self, conn: &Connection, trace_id: i64, frames: &[NewFrame]) -> Result<(), StoreError> {
         let mut chunks = frames.chunks_exact(ROWS);
         if chunks.len() > 0 {
             let many = ensure(&mut self.many, conn, ROWS)?;
@@ -192,8 +227,20 @@ impl Inserts {
                 one.run(trace_id, std::slice::from_ref(f))?;
             }
         }
+        for f in frames.iter().filter(|f| f.raw.len() >= WRITE_IN_PLACE_FROM) {
+            write_in_place(conn, frame_id(trace_id, f.seq), &f.raw)?;
+        }
         Ok(())
     }
+}
+
+/// Writes `raw` into frame `id`'s row, inserted with a zeroblob of its
+/// length, through SQLite's blob I/O: page by page, through the page cache,
+/// never as a whole row in memory.
+fn write_in_place(conn: &Connection, id: i64, raw: &[u8]) -> Result<(), StoreError> {
+    let mut blob = conn.blob_open(rusqlite::MAIN_DB, "frames", "raw", id, false)?;
+    blob.write_all_at(raw, 0)?;
+    Ok(blob.close()?)
 }
 
 fn ensure<'s>(

@@ -20,6 +20,14 @@ use crate::model::CUT_OFF;
 use rusqlite::{params, TransactionBehavior};
 use std::path::Path;
 
+/// Frames of this many bytes or more are indexed for search from their row
+/// (`index_large`), so that indexing holds such a frame once, in SQLite,
+/// rather than three times (read out, decoded, bound back in).
+const INDEX_IN_PLACE_FROM: i64 = 1 << 20;
+
+/// How much of a large frame [`utf8_in_place`] reads at once.
+const CHECK_READ: usize = 256 * 1024;
+
 /// What one maintenance step did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct MaintenanceReport {
@@ -81,8 +89,12 @@ impl Store {
                 ))?
                 .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
                 .collect::<Result<_, _>>()?;
-            let mut rows =
-                tx.prepare_cached("SELECT id, seq, raw FROM frames WHERE id > ?1 AND id < ?2 ORDER BY id LIMIT ?3")?;
+            // A large frame's bytes are not read here: SQLite indexes it
+            // from its row (`index_large`).
+            let mut rows = tx.prepare_cached(
+                "SELECT id, seq, CASE WHEN length(raw) < ?4 THEN raw END FROM frames
+                 WHERE id > ?1 AND id < ?2 ORDER BY id LIMIT ?3",
+            )?;
             let mut index = tx.prepare_cached("INSERT INTO frames_fts (rowid, text) VALUES (?1, ?2)")?;
             let mut progress = tx.prepare_cached(
                 "INSERT INTO search_progress (trace_id, indexed_seq) VALUES (?1, ?2)
@@ -94,11 +106,15 @@ impl Store {
                 }
                 let (_, end) = frame_id_bounds(trace_id);
                 let mut last = None;
-                let mut found = rows.query(params![frame_id(trace_id, done), end, max_rows - count])?;
+                let mut found =
+                    rows.query(params![frame_id(trace_id, done), end, max_rows - count, INDEX_IN_PLACE_FROM])?;
                 while let Some(row) = found.next()? {
-                    let (id, seq, raw): (i64, i64, Vec<u8>) = (row.get(0)?, row.get(1)?, row.get(2)?);
-                    // Bytes that are not UTF-8 are searched as far as they decode.
-                    index.execute(params![id, String::from_utf8_lossy(&raw)])?;
+                    let (id, seq, raw): (i64, i64, Option<Vec<u8>>) = (row.get(0)?, row.get(1)?, row.get(2)?);
+                    match raw {
+                        // Bytes that are not UTF-8 are searched as far as they decode.
+                        Some(raw) => index.execute(params![id, String::from_utf8_lossy(&raw)])?,
+                        None => index_large(&tx, id)?,
+                    };
                     last = Some(seq);
                     count += 1;
                 }
@@ -149,6 +165,47 @@ impl Store {
             )?;
         }
         Ok(ended)
+    }
+}
+
+/// Adds the large frame `id` to the search index. UTF-8 bytes are indexed
+/// from the row as text (`CAST`); other bytes are decoded in Rust as a small
+/// frame's are (invalid sequences as U+FFFD), which holds them more than once.
+fn index_large(conn: &rusqlite::Connection, id: i64) -> Result<usize, StoreError> {
+    if utf8_in_place(conn, id)? {
+        let mut index = conn.prepare_cached(
+            "INSERT INTO frames_fts (rowid, text) SELECT id, CAST(raw AS TEXT) FROM frames WHERE id = ?1",
+        )?;
+        return Ok(index.execute([id])?);
+    }
+    let raw: Vec<u8> = conn.query_row("SELECT raw FROM frames WHERE id = ?1", [id], |r| r.get(0))?;
+    let mut index = conn.prepare_cached("INSERT INTO frames_fts (rowid, text) VALUES (?1, ?2)")?;
+    Ok(index.execute(params![id, String::from_utf8_lossy(&raw)])?)
+}
+
+/// Whether frame `id`'s bytes are UTF-8, read a piece at a time through
+/// SQLite's blob I/O (never whole).
+fn utf8_in_place(conn: &rusqlite::Connection, id: i64) -> Result<bool, StoreError> {
+    let blob = conn.blob_open(rusqlite::MAIN_DB, "frames", "raw", id, true)?;
+    let mut buf = vec![0u8; CHECK_READ];
+    // Bytes of a character cut by the end of the last piece.
+    let (mut carried, mut at) = (0, 0);
+    loop {
+        let n = blob.read_at(&mut buf[carried..], at)?;
+        at += n;
+        let filled = carried + n;
+        if n == 0 {
+            return Ok(filled == 0);
+        }
+        match std::str::from_utf8(&buf[..filled]) {
+            Ok(_) => carried = 0,
+            Err(e) if e.error_len().is_none() => {
+                let valid = e.valid_up_to();
+                buf.copy_within(valid..filled, 0);
+                carried = filled - valid;
+            }
+            Err(_) => return Ok(false),
+        }
     }
 }
 

@@ -14,6 +14,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../../migrations/0007_method_spans.sql"),
     include_str!("../../../migrations/0008_batch_replies.sql"),
     include_str!("../../../migrations/0009_replay_source.sql"),
+    include_str!("../../../migrations/0010_frames_raw_last.sql"),
 ];
 
 /// The schema version this build writes.
@@ -291,6 +292,67 @@ mod tests {
             .query_row("SELECT count(*) FROM sqlite_master WHERE name = 'frames_by_method'", [], |r| r.get(0))
             .unwrap();
         assert_eq!(old, 0);
+    }
+
+    #[test]
+    fn a_version_9_store_keeps_every_column_of_its_frames_with_raw_last() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("v9.db");
+        let columns = "id, trace_id, seq, t_ns, dir, kind, rpc_id, method, session_id, reply_to_seq, latency_ns, raw, \
+                       envelope, protocol, mcp_method, preview, sender, receiver";
+        let rows = |conn: &Connection| -> Vec<Vec<rusqlite::types::Value>> {
+            let sql = format!("SELECT {columns} FROM frames ORDER BY id");
+            let mut stmt = conn.prepare(&sql).unwrap();
+            stmt.query_map([], |r| (0..18).map(|i| r.get(i)).collect()).unwrap().collect::<Result<_, _>>().unwrap()
+        };
+        let before = {
+            let conn = Connection::open(&path).unwrap();
+            for sql in &MIGRATIONS[..9] {
+                conn.execute_batch(sql).unwrap();
+            }
+            conn.pragma_update(None, "user_version", 9).unwrap();
+            conn.execute_batch(
+                "INSERT INTO traces (id, command, mode, started_at) VALUES (1, '[]', 'wrap', 'x');
+                 INSERT INTO frames (id, trace_id, seq, t_ns, dir, kind, rpc_id, method, session_id, reply_to_seq,
+                                     latency_ns, raw, envelope, protocol, mcp_method, preview, sender, receiver) VALUES
+                   (1099511627777, 1, 1, 10, 'client_to_agent', 'request', '7', 'mcp/message', 's1', NULL, NULL,
+                    CAST('{\"id\":7,\"zebra\":1}' AS BLOB), X'0102', 'mcp', 'tools/list', 'a preview', 'client', 'agent'),
+                   (1099511627778, 1, 2, 20, 'agent_to_client', 'error', '7', NULL, 's1', 1, 10,
+                    X'FF00FE', NULL, 'acp', NULL, NULL, NULL, NULL);
+                 INSERT INTO frames_fts (rowid, text) VALUES (1099511627777, 'zebra');
+                 INSERT INTO search_progress (trace_id, indexed_seq) VALUES (1, 1);",
+            )
+            .unwrap();
+            rows(&conn)
+        };
+        let mut store = crate::store::Store::open_existing(&path).unwrap();
+        assert_eq!(store.maintain(0).unwrap().migrated_from, Some(9));
+        assert_eq!(rows(&store.conn), before);
+        let last: String = store
+            .conn
+            .query_row("SELECT name FROM pragma_table_info('frames') ORDER BY cid DESC LIMIT 1", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(last, "raw");
+        let indexes: Vec<String> = store
+            .conn
+            .prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'frames' ORDER BY name")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(indexes, ["frames_by_latency", "frames_by_reply", "frames_errors"]);
+        // The search index still points at the same frames, and the reads work.
+        let q = acp_tee_shared::api::FrameQuery { q: Some("zebra".into()), ..Default::default() };
+        assert_eq!(store.frame_page(1, &q).unwrap().frames.iter().map(|f| f.seq).collect::<Vec<_>>(), [1]);
+        let mut sizes = Vec::new();
+        store
+            .for_each_frame(1, |f| -> Result<(), crate::store::StoreError> {
+                sizes.push((f.seq, f.raw.len(), f.mcp));
+                Ok(())
+            })
+            .unwrap();
+        assert_eq!(sizes, [(1, 18, true), (2, 3, false)]);
     }
 
     #[test]
