@@ -229,9 +229,10 @@ fn a_32_mib_line_is_stored_exactly_with_the_recorder_under_64_mib_plus_the_line(
         std::thread::spawn(move || stdin.write_all(&line).unwrap())
     };
     let started = Instant::now();
-    let mut hwm = 0;
+    let (mut hwm, mut code) = (0, 0);
     while let Some(peak) = peak_rss(recorder).filter(|_| process_alive(recorder)) {
         hwm = peak;
+        code = status_bytes(recorder, "RssFile:").unwrap_or(0).max(code);
         assert!(started.elapsed() < Duration::from_secs(300), "the recorder did not finish in 5 minutes");
         std::thread::sleep(Duration::from_millis(5));
     }
@@ -239,9 +240,18 @@ fn a_32_mib_line_is_stored_exactly_with_the_recorder_under_64_mib_plus_the_line(
     child.wait().unwrap();
     let (out, _) = echoed.recv().unwrap();
     assert!(out == line, "the echo differs from the line");
+    // The peak of the whole RSS (VmHWM, as the benchmark judges a release
+    // build) without the binary's own pages, which depend on the build (a
+    // debug build's are some 24 MiB, a release build's a few).
+    let data = hwm.saturating_sub(code);
     let bound = (64 << 20) + line.len() as u64;
-    eprintln!("a {} MiB line: the recorder's VmHWM was {} MiB", line.len() >> 20, hwm >> 20);
-    assert!(hwm <= bound, "the recorder's VmHWM was {} MiB, above 64 MiB + the line", hwm >> 20);
+    eprintln!(
+        "a {} MiB line: the recorder's VmHWM was {} MiB, {} MiB of it beyond its binary's pages",
+        line.len() >> 20,
+        hwm >> 20,
+        data >> 20
+    );
+    assert!(data <= bound, "the recorder's data peaked at {} MiB, above 64 MiB + the line", data >> 20);
     let trace = store.only_trace();
     assert_eq!((trace.frame_count, trace.missing_frames), (2, 0));
     let frames = store.frames(trace.id);
