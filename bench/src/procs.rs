@@ -87,8 +87,23 @@ impl RssSampler {
         let peaks = Arc::new(Mutex::new(Peaks::new()));
         let (s, p) = (stop.clone(), peaks.clone());
         let thread = std::thread::spawn(move || {
+            // A recorder outlives its relay (it stores what it was handed
+            // after the relay exits) and is then no longer in the tree.
+            let mut recorders = Vec::new();
             while !s.load(Ordering::Relaxed) {
-                sample_tree(root, &p);
+                for pid in sample_tree(root, &p) {
+                    if !recorders.contains(&pid) {
+                        recorders.push(pid);
+                    }
+                }
+                recorders.retain(|&pid| is_recorder(pid));
+                for &pid in &recorders {
+                    if let Some(hwm) = vm_hwm(pid) {
+                        let mut peaks = p.lock().expect("rss sampler lock");
+                        let e = peaks.entry("recorder".to_owned()).or_insert(0);
+                        *e = (*e).max(hwm);
+                    }
+                }
                 std::thread::sleep(Duration::from_millis(5));
             }
         });
@@ -105,14 +120,20 @@ impl RssSampler {
     }
 }
 
-fn sample_tree(root: u32, peaks: &Mutex<Peaks>) {
+/// Whether `pid` is an `acp-tee __recorder` process.
+fn is_recorder(pid: u32) -> bool {
+    std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| c.split(|&b| b == 0).any(|a| a == b"__recorder"))
+}
+
+/// Samples `root` and its descendants; returns the recorders among them.
+fn sample_tree(root: u32, peaks: &Mutex<Peaks>) -> Vec<u32> {
+    let mut recorders = Vec::new();
     let mut stack = vec![(root, true)];
     while let Some((pid, is_root)) = stack.pop() {
         let role = if is_root {
             "relay".to_owned()
-        } else if std::fs::read(format!("/proc/{pid}/cmdline"))
-            .is_ok_and(|c| c.split(|&b| b == 0).any(|a| a == b"__recorder"))
-        {
+        } else if is_recorder(pid) {
+            recorders.push(pid);
             "recorder".to_owned()
         } else {
             comm(pid).unwrap_or_else(|| "?".into())
@@ -124,6 +145,7 @@ fn sample_tree(root: u32, peaks: &Mutex<Peaks>) {
         }
         stack.extend(children(pid).into_iter().map(|c| (c, false)));
     }
+    recorders
 }
 
 /// Mebibytes, for reports.
