@@ -69,6 +69,45 @@ fn children(pid: u32) -> Vec<u32> {
 /// The peak `VmHWM` seen per process of a tree, keyed by role.
 pub type Peaks = BTreeMap<String, u64>;
 
+/// CPU seconds (user + system) used so far by `pid` (all its threads);
+/// `None` once it is gone.
+fn cpu_seconds(pid: &str) -> Option<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Fields after the parenthesised command name: state is field 3, utime 14, stime 15.
+    let rest = stat.rsplit(')').next()?;
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+    Some(ticks as f64 / hz)
+}
+
+/// CPU seconds used so far, per role: `client` (this process: the bench
+/// client's writer and reader), `relay` (the root), `recorder` (acp-tee's
+/// recorders) and the other processes of the tree by command name (`cat`:
+/// the agent, and for the cat relay its copying processes too).
+pub fn cpu_by_role(root: u32) -> BTreeMap<String, f64> {
+    let mut out = BTreeMap::new();
+    if let Some(s) = cpu_seconds("self") {
+        out.insert("client".to_owned(), s);
+    }
+    let mut stack = vec![(root, true)];
+    while let Some((pid, is_root)) = stack.pop() {
+        let role = if is_root {
+            "relay".to_owned()
+        } else if is_recorder(pid) {
+            "recorder".to_owned()
+        } else {
+            comm(pid).unwrap_or_else(|| "?".into())
+        };
+        if let Some(s) = cpu_seconds(&pid.to_string()) {
+            *out.entry(role).or_insert(0.0) += s;
+        }
+        stack.extend(children(pid).into_iter().map(|c| (c, false)));
+    }
+    out
+}
+
 /// Samples the `VmHWM` of a process tree every few milliseconds until stopped.
 /// `VmHWM` only grows, so the last sample misses at most the growth of the
 /// final interval.

@@ -20,6 +20,11 @@ fn median_run(runs: &[Run]) -> Option<&Run> {
     ok.get(ok.len() / 2).copied()
 }
 
+/// acp-tee's throughput at least, as a share of the cat relay's (#21: a
+/// relay that splices moves bytes with fewer copies than `cat`; what the
+/// recorder's copy costs on two cores shows in the `cores busy` column).
+const THROUGHPUT_AT_LEAST: f64 = 1.0;
+
 /// Section 1: one-way throughput through every relay; returns acp-tee's runs.
 pub fn throughput(cfg: &Config, report: &mut Report) -> Result<AcpTeeRuns> {
     report.say("## 1. One-way throughput\n");
@@ -63,19 +68,30 @@ pub fn throughput(cfg: &Config, report: &mut Report) -> Result<AcpTeeRuns> {
                     "".into(),
                     "".into(),
                     "".into(),
+                    "".into(),
                 ]);
                 continue;
             };
             let ratio = m.mb_per_s() / cat;
             let stored = m.recorded.map_or("—".into(), |r| format!("{} / {}", n(r.frames), n(2 * (count + 1))));
             let (target, verdict) = if *relay == Relay::AcpTee {
-                let ok = ratio >= 0.5;
-                (">= 0.5 × cat, 100% stored".to_owned(), report.verdict(&format!("throughput {}", size_name(size)), ok))
+                let ok = ratio >= THROUGHPUT_AT_LEAST;
+                (
+                    format!(">= {THROUGHPUT_AT_LEAST:.1} × cat, 100% stored"),
+                    report.verdict(&format!("throughput {}", size_name(size)), ok),
+                )
             } else {
                 (String::new(), String::new())
             };
             let spread: Vec<String> =
                 runs.iter().map(|r| r.failure.clone().unwrap_or_else(|| f(r.mb_per_s(), 0))).collect();
+            let busy = |r: &Run| r.cpu.values().sum::<f64>() / r.deliver.as_secs_f64();
+            let cpu: Vec<String> = m
+                .cpu
+                .iter()
+                .filter(|(_, s)| **s >= 0.005)
+                .map(|(role, s)| format!("{role} {}", f(s / m.deliver.as_secs_f64(), 2)))
+                .collect();
             rows.push(vec![
                 size_name(size),
                 n(count),
@@ -85,6 +101,7 @@ pub fn throughput(cfg: &Config, report: &mut Report) -> Result<AcpTeeRuns> {
                 f(ratio, 2),
                 spread.join(", "),
                 f(m.exit.as_secs_f64() / m.deliver.as_secs_f64(), 2),
+                format!("{} ({})", f(busy(m), 2), cpu.join(", ")),
                 stored,
                 target,
                 verdict,
@@ -104,6 +121,7 @@ pub fn throughput(cfg: &Config, report: &mut Report) -> Result<AcpTeeRuns> {
             "× cat relay",
             "each rep MB/s",
             "exit / delivered",
+            "cores busy (by process)",
             "stored",
             "target",
             "",
@@ -112,7 +130,11 @@ pub fn throughput(cfg: &Config, report: &mut Report) -> Result<AcpTeeRuns> {
     );
     report.say(
         "`exit / delivered`: the relay's exit time (acp-tee: its recorder has ended the trace) over the delivery \
-         time; above 1 means recording finished after the last line was delivered.\n",
+         time; above 1 means recording finished after the last line was delivered. `cores busy`: CPU seconds \
+         used from the first byte written to the last line delivered, over that time (the machine has 2 \
+         cores), in all and per process: `client` is this benchmark's writer and reader, `relay` the relay \
+         (for the cat relay, its `sh`), `recorder` acp-tee's recorder, `cat` the agent (and the cat relay's \
+         copying processes).\n",
     );
     Ok(acp)
 }

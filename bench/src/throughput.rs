@@ -7,6 +7,7 @@
 use crate::procs::{self, Peaks, RssSampler};
 use crate::relay::{self, Record, Recorded, Relay};
 use anyhow::{bail, Context, Result};
+use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -81,6 +82,9 @@ pub struct Run {
     pub recorded: Option<Recorded>,
     /// Peak RSS per process role, sampled.
     pub peaks: Peaks,
+    /// CPU seconds per process role from the first byte written to the
+    /// last line delivered (see [`procs::cpu_by_role`]).
+    pub cpu: BTreeMap<String, f64>,
 }
 
 impl Run {
@@ -138,6 +142,7 @@ pub fn run(relay: &Relay, acp_tee: &Path, dir: &Path, size: usize, payload: Arc<
     // stdin is closed only once every line is back: some relays (sacp-tee)
     // drop what the agent had not yet answered when the client closes first.
     let (close_tx, close_rx) = std::sync::mpsc::channel::<()>();
+    let cpu_at_start = procs::cpu_by_role(child.id());
     let t0 = Instant::now();
     let writer = std::thread::spawn(move || -> std::io::Result<()> {
         stdin.write_all(&payload)?;
@@ -148,6 +153,7 @@ pub fn run(relay: &Relay, acp_tee: &Path, dir: &Path, size: usize, payload: Arc<
     let mut close_tx = Some(close_tx);
     let watchdog = Watchdog::start(child.id());
     let (mut lines, mut bytes, mut delivered_at) = (0u64, 0u64, None);
+    let mut cpu = BTreeMap::new();
     loop {
         let n = match stdout.read(&mut buf) {
             Ok(0) => break,
@@ -160,6 +166,8 @@ pub fn run(relay: &Relay, acp_tee: &Path, dir: &Path, size: usize, payload: Arc<
         lines += memchr::memchr_iter(b'\n', &buf[..n]).count() as u64;
         if lines >= expected && delivered_at.is_none() {
             delivered_at = Some(t0.elapsed());
+            let now = procs::cpu_by_role(child.id());
+            cpu = now.iter().map(|(role, s)| (role.clone(), s - cpu_at_start.get(role).unwrap_or(&0.0))).collect();
             close_tx.take();
         }
     }
@@ -194,7 +202,16 @@ pub fn run(relay: &Relay, acp_tee: &Path, dir: &Path, size: usize, payload: Arc<
     if let (Some(f), Relay::AcpTee) = (&failure, relay) {
         bail!("acp-tee, {} lines of {}: {f}", expected, size_name(size));
     }
-    Ok(Run { failure, delivered: lines, bytes, deliver: delivered_at.unwrap_or(exit_t), exit: exit_t, recorded, peaks })
+    Ok(Run {
+        failure,
+        delivered: lines,
+        bytes,
+        deliver: delivered_at.unwrap_or(exit_t),
+        exit: exit_t,
+        recorded,
+        peaks,
+        cpu,
+    })
 }
 
 /// Line counts per size: (size, lines in full mode, lines in quick mode).
