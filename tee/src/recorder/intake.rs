@@ -149,3 +149,134 @@ impl Gathered {
 fn cut_short(what: String) -> io::Error {
     io::Error::new(io::ErrorKind::UnexpectedEof, format!("the handoff ended inside {what}"))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+    use std::os::fd::FromRawFd;
+
+    fn header(tag: u8, dir: u8, len: usize) -> [u8; HEADER_LEN] {
+        let mut h = [0u8; HEADER_LEN];
+        h[0] = tag;
+        h[1] = dir;
+        h[2..10].copy_from_slice(&7u64.to_le_bytes());
+        h[10..14].copy_from_slice(&(len as u32).to_le_bytes());
+        h
+    }
+
+    fn pipe() -> (File, File) {
+        let mut fds = [0; 2];
+        // SAFETY: pipe(2) fills both descriptors, each owned by one File.
+        assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+        unsafe { (File::from_raw_fd(fds[0]), File::from_raw_fd(fds[1])) }
+    }
+
+    /// A relay's handoff: `parts` in order, each a reference to `len` bytes
+    /// of pipe `dir` (written there first) or, for `dir` 9, an inline chunk;
+    /// returns what the intake put in the spool, its result, and what a
+    /// recorder that copies everything would have.
+    fn run(parts: &[(u8, Vec<u8>)], short: Option<(usize, usize)>) -> (Vec<u8>, io::Result<bool>, Vec<u8>) {
+        let (mut data, mut writers): (Vec<Option<File>>, Vec<File>) = (Vec::new(), Vec::new());
+        for _ in 0..3 {
+            let (r, w) = pipe();
+            data.push(Some(r));
+            writers.push(w);
+        }
+        let (mut handoff, mut expect) = (Vec::new(), Vec::new());
+        for (i, (dir, bytes)) in parts.iter().enumerate() {
+            let before_short = short.is_none_or(|(at, _)| i < at);
+            if *dir == 9 {
+                handoff.extend_from_slice(&header(TAG_CHUNK, 0, bytes.len()));
+                handoff.extend_from_slice(bytes);
+                if before_short {
+                    expect.extend_from_slice(&header(TAG_CHUNK, 0, bytes.len()));
+                    expect.extend_from_slice(bytes);
+                }
+                continue;
+            }
+            // A reference that claims more than its pipe will hold.
+            let claimed = match short {
+                Some((at, more)) if at == i => bytes.len() + more,
+                _ => bytes.len(),
+            };
+            handoff.extend_from_slice(&header(TAG_CHUNK_REF, *dir, claimed));
+            if before_short {
+                expect.extend_from_slice(&header(TAG_CHUNK, *dir, claimed));
+                expect.extend_from_slice(bytes);
+            }
+        }
+        let feeders: Vec<_> = writers
+            .into_iter()
+            .enumerate()
+            .map(|(pipe, mut w)| {
+                let bytes: Vec<u8> =
+                    parts.iter().filter(|(d, _)| *d as usize == pipe).flat_map(|(_, b)| b.clone()).collect();
+                // After a short pipe the intake stops reading: the rest fails.
+                std::thread::spawn(move || drop(w.write_all(&bytes)))
+            })
+            .collect();
+        let dir = tempfile::tempdir().unwrap();
+        // Memory for a few small pieces, so that large chunks go to the file.
+        let spool = Spool::new(dir.path().to_owned(), 4096, 1 << 30);
+        let reader = {
+            let spool = spool.clone();
+            std::thread::spawn(move || {
+                let mut out = Vec::new();
+                spool.reader().read_to_end(&mut out).unwrap();
+                out
+            })
+        };
+        let data: [Option<File>; 3] = data.try_into().unwrap();
+        let result = intake(io::Cursor::new(handoff), &data, &spool);
+        spool.close();
+        drop(data);
+        for f in feeders {
+            f.join().unwrap();
+        }
+        (reader.join().unwrap(), result, expect)
+    }
+
+    fn parts() -> Vec<(u8, Vec<u8>)> {
+        (0..200u32)
+            .map(|i| {
+                let len = match i % 7 {
+                    0 => GATHER_BELOW + 3 * i as usize,
+                    1 => 1,
+                    _ => 10 + (i as usize * 131) % 5000,
+                };
+                let dir = if i % 11 == 0 { 9 } else { (i % 3) as u8 };
+                (dir, vec![i as u8; len])
+            })
+            .collect()
+    }
+
+    #[test]
+    fn gathered_spliced_and_inline_chunks_reach_the_spool_in_handoff_order() {
+        let (got, result, expect) = run(&parts(), None);
+        assert!(matches!(result, Ok(false)), "{result:?}");
+        assert!(got == expect, "{} bytes spooled, {} expected", got.len(), expect.len());
+    }
+
+    #[test]
+    fn a_data_pipe_that_ends_short_keeps_every_whole_message_before_it() {
+        let parts = parts();
+        // The last reference to each data pipe claims 17 bytes more than the
+        // pipe will ever hold.
+        for pipe in 0..3u8 {
+            let at = parts.iter().rposition(|(d, _)| *d == pipe).unwrap();
+            let (got, result, expect) = run(&parts, Some((at, 17)));
+            let e = result.expect_err("the pipe ended inside a chunk");
+            assert!(e.to_string().contains("data pipe"), "{e}");
+            // Messages after the short one may or may not have been taken;
+            // every one before it was.
+            let same = got.iter().zip(&expect).take_while(|(a, b)| a == b).count();
+            assert!(
+                got.starts_with(&expect),
+                "reference {at}: {} bytes spooled, {} expected first; they part at {same}",
+                got.len(),
+                expect.len()
+            );
+        }
+    }
+}
