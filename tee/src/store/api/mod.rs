@@ -16,7 +16,7 @@ use rusqlite::{params, params_from_iter, Connection, OptionalExtension, Row};
 mod counts;
 mod plan;
 
-pub use counts::{SearchCounts, MAX_KEY_BYTES, SEARCH_COUNTS_KEPT};
+pub use counts::SearchCounts;
 use counts::{CountKey, Counted};
 use plan::{Facts, PagePlan, TotalPlan};
 

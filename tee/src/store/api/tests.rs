@@ -2,6 +2,7 @@
 
 use super::*;
 
+use super::counts::{MAX_KEY_BYTES, SEARCH_COUNTS_KEPT};
 use crate::store::test_start;
 
 /// No search, no batches.
