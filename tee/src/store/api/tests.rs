@@ -524,7 +524,9 @@ fn a_kept_search_count_stays_exact_as_the_index_grows_or_is_rebuilt() {
     const FRAMES: usize = 3000;
     let (mut store, id) = store_of_animals(FRAMES, "2026-01-01T00:00:00Z");
     let counts = SearchCounts::default();
-    let searches: [(&str, fn(usize) -> bool); 6] = [
+    /// A search, and which frames (from 0) it finds.
+    type Finds = (&'static str, fn(usize) -> bool);
+    let searches: [Finds; 6] = [
         ("q=fox", |_| true),
         ("q=fox&dir=client_to_agent", |i| i % 2 == 1),
         ("q=fox&dir=agent_to_client", |i| i % 2 == 0),
@@ -552,7 +554,10 @@ fn a_kept_search_count_stays_exact_as_the_index_grows_or_is_rebuilt() {
     assert!(!counts.is_empty(), "no count was kept");
     // The index rebuilt from the start (as migration 5 did): the counts
     // kept reach past it.
-    store.conn.execute_batch("INSERT INTO frames_fts (frames_fts) VALUES ('delete-all'); DELETE FROM search_progress").unwrap();
+    store
+        .conn
+        .execute_batch("INSERT INTO frames_fts (frames_fts) VALUES ('delete-all'); DELETE FROM search_progress")
+        .unwrap();
     assert_eq!(store.index_for_search(700).unwrap(), 700);
     check(&store, "rebuilt up to 700");
     assert_eq!(store.index_for_search(FRAMES as i64).unwrap(), FRAMES - 700);
@@ -576,7 +581,10 @@ fn a_kept_search_count_costs_only_the_frames_indexed_since() {
         assert_eq!(store.frame_page(id, &query("q=fox&limit=10")).unwrap().total, FRAMES as i64)
     });
     let grown = thousand_instructions(&store, || assert_eq!(page(&store).total, FRAMES as i64));
-    assert!(grown * 5 < fresh, "{grown} thousand instructions for 1000 frames indexed since, {fresh} for a fresh count");
+    assert!(
+        grown * 5 < fresh,
+        "{grown} thousand instructions for 1000 frames indexed since, {fresh} for a fresh count"
+    );
     let kept = thousand_instructions(&store, || assert_eq!(page(&store).total, FRAMES as i64));
     assert!(kept * 20 < fresh, "{kept} thousand instructions for a page counted before, {fresh} for a fresh count");
 }
@@ -642,7 +650,10 @@ fn a_kept_count_is_never_that_of_another_trace_under_the_same_id() {
         import.insert_frames(id, &fox(50)).unwrap();
         id
     };
-    assert!(matches!(store.frame_page_counted(failed, &query("q=fox&limit=5"), &counts), Err(StoreError::NoSuchTrace(_))));
+    assert!(matches!(
+        store.frame_page_counted(failed, &query("q=fox&limit=5"), &counts),
+        Err(StoreError::NoSuchTrace(_))
+    ));
     let mut import = store.begin_import().unwrap();
     let again = import.create_trace("import", "2026-01-03T00:00:00Z", "a.json").unwrap();
     import.insert_frames(again, &fox(20)).unwrap();
