@@ -76,7 +76,6 @@ fn searching(q: &FrameQuery) -> bool {
     q.q.as_deref().is_some_and(|t| !t.trim().is_empty())
 }
 
-/// Where a search's page starts and how long it is.
 /// A search's FTS5 query, with where its count of indexed matches is kept.
 struct Words<'a> {
     /// The FTS5 query.
@@ -86,6 +85,7 @@ struct Words<'a> {
     counts: &'a SearchCounts,
 }
 
+/// Where a search's page starts and how long it is.
 #[derive(Debug, Clone, Copy)]
 struct SearchPage {
     /// The seq after which matches are read (0: from the first).
