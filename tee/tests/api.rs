@@ -541,6 +541,83 @@ async fn a_common_word_pages_the_same_indexed_scanned_and_half_of_each() {
     }
 }
 
+/// A live trace of `n` frames from seq `from`, alternately agent to
+/// client and client to agent, each holding `fox`.
+fn foxes(framer: &mut acp_tee::Framer, from: usize, n: usize) -> Vec<acp_tee::NewFrame> {
+    let mut frames = Vec::new();
+    for i in from..from + n {
+        let dir = if i % 2 == 0 { Direction::AgentToClient } else { Direction::ClientToAgent };
+        let line = format!("{{\"method\":\"m\",\"params\":{{\"text\":\"fox {i}\"}}}}\n");
+        framer.chunk(dir, i as u64, line.as_bytes(), |f| frames.push(f));
+    }
+    frames
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_search_total_counted_before_stays_exact_as_frames_come_and_the_index_grows() {
+    let store = TempStore::new();
+    let mut s = Store::create_or_open(&store.db).unwrap();
+    s.maintain(0).unwrap();
+    let mut recording = acp_tee::Recording::new(s).unwrap();
+    let start = acp_tee::TraceStart {
+        name: None,
+        command: vec!["agent".into()],
+        cwd: None,
+        mode: "wrap".into(),
+        started_at: "2026-01-01T00:00:00Z".into(),
+    };
+    let id = recording.create_trace(&start, std::process::id()).unwrap();
+    let mut framer = acp_tee::Framer::new();
+    recording.insert_frames(id, &foxes(&mut framer, 0, 3000)).unwrap();
+    assert_eq!(Store::open_existing(&store.db).unwrap().index_for_search(1000).unwrap(), 1000);
+    // Held so that the server's indexer does not write, but when the test says.
+    let lock = rusqlite::Connection::open(&store.db).unwrap();
+    let indexed = || -> i64 {
+        lock.query_row("SELECT coalesce(max(indexed_seq), 0) FROM search_progress", [], |r| r.get(0)).unwrap()
+    };
+    lock.execute_batch("BEGIN IMMEDIATE").unwrap();
+
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/api/traces/{id}/frames", listener.local_addr().unwrap());
+    let router = router(&store, None);
+    tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
+    let totals = move |all: i64| {
+        let url = url.clone();
+        async move {
+            tokio::task::spawn_blocking(move || {
+                for (search, want) in [("q=fox", all), ("q=fox&dir=client_to_agent", all / 2)] {
+                    for paging in ["limit=10", "limit=10&offset=700", "limit=10&after=1500"] {
+                        let page: FramePage =
+                            ureq::get(&format!("{url}?{search}&{paging}")).call().unwrap().into_json().unwrap();
+                        assert_eq!(page.total, want, "{search}&{paging} with {all} frames");
+                    }
+                }
+            })
+            .await
+            .unwrap()
+        }
+    };
+    totals(3000).await;
+    assert_eq!(indexed(), 1000);
+    // More frames stored (the server's indexer may index some meanwhile),
+    // more indexed, the searches counted before asked again.
+    lock.execute_batch("ROLLBACK").unwrap();
+    recording.insert_frames(id, &foxes(&mut framer, 3000, 1000)).unwrap();
+    lock.execute_batch("BEGIN IMMEDIATE").unwrap();
+    totals(4000).await;
+    lock.execute_batch("ROLLBACK").unwrap();
+    Store::open_existing(&store.db).unwrap().index_for_search(2500).unwrap();
+    lock.execute_batch("BEGIN IMMEDIATE").unwrap();
+    assert!(indexed() >= 3500, "indexed up to {}", indexed());
+    totals(4000).await;
+    lock.execute_batch("ROLLBACK").unwrap();
+    Store::open_existing(&store.db).unwrap().index_for_search(4000).unwrap();
+    lock.execute_batch("BEGIN IMMEDIATE").unwrap();
+    assert_eq!(indexed(), 4000);
+    totals(4000).await;
+    lock.execute_batch("ROLLBACK").unwrap();
+}
+
 #[tokio::test]
 async fn a_query_past_the_time_limit_is_stopped_with_503() {
     use acp_tee_shared::Direction::ClientToAgent as In;

@@ -23,6 +23,7 @@ use crate::server::mask;
 use crate::server::sessions::Models;
 use crate::server::QUERY_TIME_LIMIT;
 use crate::session::now_t_ns;
+use crate::store::api::SearchCounts;
 use crate::store::{Reader, Store, StoreError};
 use acp_tee_shared::api::FrameQuery;
 use rmcp::handler::server::common::schema_for_input;
@@ -195,14 +196,16 @@ pub struct CompareTraces {
     pub b: i64,
 }
 
-/// The MCP server: the store's reader, the session models it keeps, the
-/// redaction of what it returns. rmcp runs each request as a task of its
-/// own; they wait for the reader here, as futures, so however many a
-/// client sends at once, one blocking thread runs queries.
+/// The MCP server: the store's reader, the session models and search
+/// counts it keeps, the redaction of what it returns. rmcp runs each
+/// request as a task of its own; they wait for the reader here, as
+/// futures, so however many a client sends at once, one blocking thread
+/// runs queries.
 #[derive(Clone)]
 pub struct TraceTools {
     reader: Arc<Mutex<Reader>>,
     models: Models,
+    search_counts: SearchCounts,
     redactor: Redactor,
 }
 
@@ -211,6 +214,7 @@ struct Cx<'a> {
     store: &'a Store,
     r: &'a Redactor,
     models: &'a Models,
+    search_counts: &'a SearchCounts,
 }
 
 impl Cx<'_> {
@@ -227,7 +231,12 @@ impl TraceTools {
     /// A server reading `reader`, masking with the default rules unless
     /// `redact` is false.
     pub fn new(reader: Reader, redact: bool) -> TraceTools {
-        TraceTools { reader: Arc::new(Mutex::new(reader)), models: Models::default(), redactor: mask::redactor(redact) }
+        TraceTools {
+            reader: Arc::new(Mutex::new(reader)),
+            models: Models::default(),
+            search_counts: SearchCounts::default(),
+            redactor: mask::redactor(redact),
+        }
     }
 
     /// Runs `work` on the reader on a blocking thread under
@@ -239,10 +248,11 @@ impl TraceTools {
         work: impl FnOnce(&Cx<'_>) -> Result<Value, ToolError> + Send + 'static,
     ) -> Result<String, String> {
         let (reader, r, models) = (self.reader.clone(), self.redactor.clone(), self.models.clone());
+        let search_counts = self.search_counts.clone();
         let store = reader.lock_owned().await;
         let answer = tokio::task::spawn_blocking(move || {
             store.interrupt_after(Some(QUERY_TIME_LIMIT));
-            let answer = work(&Cx { store: &store, r: &r, models: &models });
+            let answer = work(&Cx { store: &store, r: &r, models: &models, search_counts: &search_counts });
             store.interrupt_after(None);
             answer
         })
@@ -464,7 +474,7 @@ fn search(cx: &Cx<'_>, a: SearchFrames) -> Result<Value, ToolError> {
         crate::server::AppError::BadRequest(m) => ToolError::Bad(m),
         other => ToolError::Bad(format!("{other:?}")),
     })?;
-    let mut page = cx.store.frame_page(id, &q)?;
+    let mut page = cx.store.frame_page_counted(id, &q, cx.search_counts)?;
     page.frames.iter_mut().for_each(|f| mask::summary(cx.r, f));
     let next = offset + page.frames.len() as i64;
     let mut v = to_value(&page);

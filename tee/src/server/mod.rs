@@ -51,6 +51,8 @@ pub struct AppState {
     redact: bool,
     /// Session models kept between requests.
     sessions: sessions::Models,
+    /// Searches' counts of indexed matches kept between pages.
+    search_counts: crate::store::api::SearchCounts,
     /// Protocol checkers and finding counts kept between requests.
     checks: findings::Checks,
     /// Background threads of this state run while this lives.
@@ -75,6 +77,7 @@ impl AppState {
             dist,
             redact: true,
             sessions: sessions::Models::default(),
+            search_counts: Default::default(),
             checks,
             _alive: alive,
         }

@@ -74,7 +74,8 @@ pub async fn frames(
     let (id, q) = (path(id)?, query(q)?);
     validate(&q)?;
     let mut page = if filtered(&q) {
-        st.db.run_scan(move |s| s.frame_page(id, &q)).await?
+        let counts = st.search_counts.clone();
+        st.db.run_scan(move |s| s.frame_page_counted(id, &q, &counts)).await?
     } else {
         st.db.run(move |s| s.frame_page(id, &q)).await?
     };

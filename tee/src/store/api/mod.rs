@@ -13,8 +13,11 @@ use base64::Engine;
 use rusqlite::types::{Value, ValueRef};
 use rusqlite::{params, params_from_iter, Connection, OptionalExtension, Row};
 
+mod counts;
 mod plan;
 
+pub use counts::SearchCounts;
+use counts::{CountKey, Counted};
 use plan::{Facts, PagePlan, TotalPlan};
 
 /// Columns read into a [`FrameSummary`], in `summary_from_row` order.
@@ -71,6 +74,15 @@ pub(super) fn register_functions(conn: &Connection) -> rusqlite::Result<()> {
 /// True when `q` searches (its `q` has a word, even one that matches nothing).
 fn searching(q: &FrameQuery) -> bool {
     q.q.as_deref().is_some_and(|t| !t.trim().is_empty())
+}
+
+/// A search's FTS5 query, with where its count of indexed matches is kept.
+struct Words<'a> {
+    /// The FTS5 query.
+    fts: String,
+    /// The count's key (`None`: not kept, see [`counts::MAX_KEY_BYTES`]).
+    key: Option<CountKey>,
+    counts: &'a SearchCounts,
 }
 
 /// Where a search's page starts and how long it is.
@@ -189,8 +201,13 @@ fn row_conditions(q: &FrameQuery, extra: &Extra, sql: &mut String, args: &mut Ve
         add("f.session_id = ?", Value::Text(s.clone()));
     }
     if let Some(ms) = q.min_latency_ms {
-        add("f.latency_ns >= ?", Value::Integer((ms * 1e6) as i64));
+        add("f.latency_ns >= ?", Value::Integer(latency_ns(ms)));
     }
+}
+
+/// A latency filter's milliseconds as the nanoseconds it compares.
+fn latency_ns(ms: f64) -> i64 {
+    (ms * 1e6) as i64
 }
 
 /// The SQL for the frames of trace `trace_id` with seq in `after + 1 ..=
@@ -308,8 +325,22 @@ fn has_filters(q: &FrameQuery) -> bool {
 impl Store {
     /// A page of the frames of trace `trace_id` matching `q`, in seq order.
     /// `q` must already be validated (limit within bounds). How the rows
-    /// and the total are found is [`plan::plan`]'s choice.
+    /// and the total are found is [`plan::plan`]'s choice. Counts of a
+    /// search's indexed matches are made afresh: servers keep them between
+    /// pages with [`Store::frame_page_counted`].
     pub fn frame_page(&self, trace_id: i64, q: &FrameQuery) -> Result<FramePage, StoreError> {
+        self.frame_page_counted(trace_id, q, &SearchCounts::default())
+    }
+
+    /// [`Store::frame_page`], a search's count of indexed matches taken
+    /// from `counts` and kept there ([`counts`]): a page of a search counted
+    /// before costs its rows, the frames indexed since and the scanned tail.
+    pub fn frame_page_counted(
+        &self,
+        trace_id: i64,
+        q: &FrameQuery,
+        counts: &SearchCounts,
+    ) -> Result<FramePage, StoreError> {
         let meta = self.trace(trace_id)?;
         let limit = q.limit.unwrap_or(200);
         let extra = Extra {
@@ -337,7 +368,9 @@ impl Store {
             PagePlan::Search { after, offset } => match extra.search.as_ref().and_then(Search::fts_query) {
                 Some(fts) => {
                     let page = SearchPage { after: after.unwrap_or(0).max(0), offset, limit };
-                    return self.search_page(trace_id, q, &extra, fts, page, total_plan);
+                    let key = CountKey::new(trace_id, &meta.started_at, &fts, q, extra.batches);
+                    let words = Words { fts, key, counts };
+                    return self.search_page(trace_id, q, &extra, &words, page, total_plan);
                 }
                 // No word to look for: the scan's conditions match nothing.
                 None => (after, offset),
@@ -375,10 +408,11 @@ impl Store {
         trace_id: i64,
         q: &FrameQuery,
         extra: &Extra,
-        fts: String,
+        words: &Words<'_>,
         page: SearchPage,
         total_plan: TotalPlan,
     ) -> Result<FramePage, StoreError> {
+        let fts = &words.fts;
         let SearchPage { after, offset, limit } = page;
         let indexed = self.indexed_seq(trace_id)?;
         let want = limit + 1;
@@ -390,7 +424,8 @@ impl Store {
             tail_offset = match frames.len() {
                 // The offset reached past the index's matches: the rest of
                 // it is skipped in the tail.
-                0 if offset > 0 => offset - self.count_indexed(trace_id, q, extra, &fts, after, indexed)?,
+                0 if offset > 0 && after == 0 => offset - self.indexed_total(trace_id, q, extra, words, indexed)?,
+                0 if offset > 0 => offset - self.count_indexed(trace_id, q, extra, fts, after, indexed)?,
                 _ => 0,
             };
         }
@@ -410,7 +445,7 @@ impl Store {
                 params_from_iter(args.iter()),
                 |r| r.get(0),
             )?;
-            self.count_indexed(trace_id, q, extra, &fts, 0, indexed)? + scanned
+            self.indexed_total(trace_id, q, extra, words, indexed)? + scanned
         };
         Ok(FramePage { frames, total, has_more })
     }
@@ -424,6 +459,36 @@ impl Store {
         let mut stmt = self.conn.prepare(&sql)?;
         let rows = stmt.query_map(params_from_iter(args.iter()), summary_from_row)?.collect::<Result<_, _>>()?;
         Ok(rows)
+    }
+
+    /// How many frames of trace `trace_id` up to seq `indexed` (its
+    /// `indexed_seq`) the index finds for `words` and `q`'s other filters:
+    /// the count kept in `words.counts` plus the frames indexed since it
+    /// was made, or counted whole; kept there for the next page.
+    fn indexed_total(
+        &self,
+        trace_id: i64,
+        q: &FrameQuery,
+        extra: &Extra,
+        words: &Words<'_>,
+        indexed: i64,
+    ) -> Result<i64, StoreError> {
+        if indexed <= 0 {
+            return Ok(0);
+        }
+        let kept = words.key.as_ref().and_then(|k| words.counts.get(k));
+        let matches = match kept {
+            // Only frames are added, so the matches up to `upto` stay what
+            // they were; an index rebuilt since (`upto` past it) starts over.
+            Some(Counted { upto, matches }) if upto <= indexed => {
+                matches + self.count_indexed(trace_id, q, extra, &words.fts, upto, indexed)?
+            }
+            _ => self.count_indexed(trace_id, q, extra, &words.fts, 0, indexed)?,
+        };
+        if let Some(key) = &words.key {
+            words.counts.put(key.clone(), Counted { upto: indexed, matches });
+        }
+        Ok(matches)
     }
 
     /// How many frames of trace `trace_id` with seq in `after + 1 ..= upto`
