@@ -110,17 +110,7 @@ pub fn server(cfg: &Config, report: &mut Report, t: &Traces) -> Result<()> {
             }
             _ => String::new(),
         };
-        rows.push(vec![
-            what.to_string(),
-            format!("`{path}`"),
-            f(timed.first_ms, 1),
-            f(timed.warm.p50, 1),
-            f(timed.warm.p95, 1),
-            f(timed.warm.max, 1),
-            timed.frames.map_or("—".into(), |c| c.to_string()),
-            n(timed.body_bytes as u64),
-            target,
-        ]);
+        rows.push(request_row(what.to_string(), path, &timed, target));
     }
     let caught_up = catching_up.join().unwrap_or_else(|_| "unknown (the watch failed)".to_owned());
     // The same searches once the index is built (or a minute after the end).
@@ -128,17 +118,7 @@ pub fn server(cfg: &Config, report: &mut Report, t: &Traces) -> Result<()> {
         let timed = server::time_get(&srv, path, reps)?;
         let ok = timed.warm.p95 < SEARCH_P95_MS;
         let target = format!("p95 < {SEARCH_P95_MS} ms: {}", report.verdict(&format!("API {what}, indexed"), ok));
-        rows.push(vec![
-            format!("{what}, {}", search_index_state(&t.db)),
-            format!("`{path}`"),
-            f(timed.first_ms, 1),
-            f(timed.warm.p50, 1),
-            f(timed.warm.p95, 1),
-            f(timed.warm.max, 1),
-            timed.frames.map_or("—".into(), |c| c.to_string()),
-            n(timed.body_bytes as u64),
-            target,
-        ]);
+        rows.push(request_row(format!("{what}, {}", search_index_state(&t.db)), path, &timed, target));
     }
     drop(srv);
     report.say(&format!(
@@ -168,6 +148,21 @@ pub fn server(cfg: &Config, report: &mut Report, t: &Traces) -> Result<()> {
         &[vec![f(live.p50, 1), f(live.p95, 1), f(live.p99, 1), f(live.max, 1), format!("< 50 ms: {verdict}")]],
     );
     Ok(())
+}
+
+/// A row of the server's table: what was asked, the path, its times, its size.
+fn request_row(what: String, path: &str, timed: &server::Timed, target: String) -> Vec<String> {
+    vec![
+        what,
+        format!("`{path}`"),
+        f(timed.first_ms, 1),
+        f(timed.warm.p50, 1),
+        f(timed.warm.p95, 1),
+        f(timed.warm.max, 1),
+        timed.frames.map_or("—".into(), |c| c.to_string()),
+        n(timed.body_bytes as u64),
+        target,
+    ]
 }
 
 /// The target for the first page of a search, p95 (#21).
