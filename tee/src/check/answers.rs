@@ -1,0 +1,156 @@
+//! The checker's answers: a response or error matched to its request, and
+//! what answering it means for the sequence rules (a turn's end, a
+//! session's start, `initialize`'s capabilities).
+
+use super::rules::Rule;
+use super::{cut, quote, schema, who, wire, Checker, Request, What};
+use crate::frame::id_key;
+use serde_json::value::RawValue;
+
+impl Checker {
+    pub(super) fn response(
+        &mut self,
+        seq: i64,
+        from_client: bool,
+        id: &RawValue,
+        result: Option<&RawValue>,
+        error: Option<&RawValue>,
+    ) {
+        let key = (!from_client, id_key(id.get()).into_owned().into_boxed_str());
+        let Some(request) = self.in_flight.remove(&key) else {
+            if let Some(&(asked, answered)) = self.answered.get(&key) {
+                let message = format!(
+                    "{} answered the request of frame {asked} a second time (the first answer was frame {answered})",
+                    who(from_client)
+                );
+                self.find(Rule::AnsweredTwice, vec![asked, answered, seq], message);
+            } else if self.unfollowed == 0 && id.get() != "null" {
+                let message = format!(
+                    "{} answered the id {}, which {} never asked",
+                    who(from_client),
+                    quote(id.get()),
+                    who(!from_client)
+                );
+                self.find(Rule::UnknownResponse, vec![seq], message);
+            }
+            return;
+        };
+        self.answered.insert(key, (request.seq, seq));
+        let both = result.is_some() && error.is_some();
+        if let Some(e) = error {
+            if !both {
+                if let Err(problem) = schema::error(e) {
+                    self.schema_problem(
+                        Rule::SchemaError,
+                        vec![request.seq, seq],
+                        from_client,
+                        "error",
+                        &request.method,
+                        problem,
+                    );
+                }
+            }
+            let code = wire::read::<wire::ErrorCode>(Some(e)).map(|e| e.code);
+            if let (Some(cancel), true) = (request.cancel_request, code != Some(-32800)) {
+                let code = code.map_or("no code".to_owned(), |c| format!("error {c}"));
+                let message = format!(
+                    "the request of frame {} was cancelled with $/cancel_request (frame {cancel}) and answered with \
+                     {code}, where the spec asks for error -32800 or its result",
+                    request.seq
+                );
+                self.find(Rule::CancelRequestAnswer, vec![request.seq, cancel, seq], message);
+            }
+        }
+        if let (Some(r), false) = (result, both) {
+            if !self.v2() {
+                if let Err(problem) = schema::result(!from_client, &request.method, r) {
+                    self.schema_problem(
+                        Rule::SchemaResult,
+                        vec![request.seq, seq],
+                        from_client,
+                        "result",
+                        &request.method,
+                        problem,
+                    );
+                }
+            }
+        }
+        let ok = result.filter(|_| error.is_none());
+        self.answered_what(seq, request, ok);
+    }
+
+    /// The rules that depend on what the answered request was.
+    pub(super) fn answered_what(&mut self, seq: i64, request: Request, ok: Option<&RawValue>) {
+        match request.what {
+            What::Initialize => {
+                if let Some(init) = wire::read::<wire::InitializeResult>(ok) {
+                    let load = init.agent_capabilities.and_then(|c| c.load_session).unwrap_or(false);
+                    self.load_session = Some((seq, load));
+                    self.protocol_version = init.protocol_version;
+                    if let Some(v) = init.protocol_version.filter(|v| *v != 1) {
+                        let message = format!(
+                            "the agent answered initialize with protocol version {v}; only version 1 is checked \
+                             against the schema"
+                        );
+                        self.find(Rule::VersionUnchecked, vec![seq], message);
+                    }
+                }
+            }
+            What::Open => {
+                self.opening = self.opening.saturating_sub(1);
+                if let Some(sid) = wire::read::<wire::SessionResult>(ok).and_then(|r| r.session_id) {
+                    self.session_entry(&sid);
+                }
+            }
+            What::Load(sid, updates) => {
+                let replayed = self.session(&sid).map_or(0, |s| s.updates).saturating_sub(updates);
+                if ok.is_some() && replayed == 0 {
+                    let message = format!(
+                        "the agent answered session/load of {} without replaying the conversation (no session/update \
+                         since frame {})",
+                        quote(&sid),
+                        request.seq
+                    );
+                    self.find(Rule::LoadWithoutReplay, vec![request.seq, seq], message);
+                }
+            }
+            What::Prompt(sid) => {
+                let Some(s) = self.session(&sid) else { return };
+                if s.prompt != Some(request.seq) {
+                    return;
+                }
+                s.prompt = None;
+                let Some(cancel) = s.cancel.take() else { return };
+                let reason = wire::read::<wire::PromptResult>(ok).and_then(|r| r.stop_reason);
+                if reason.as_deref() != Some("cancelled") {
+                    let ended = match (&reason, ok) {
+                        (Some(r), _) => format!("stop reason {}", quote(r)),
+                        (None, Some(_)) => "no stop reason".to_owned(),
+                        (None, None) => "an error".to_owned(),
+                    };
+                    let message = format!(
+                        "the client cancelled the turn of frame {} with session/cancel (frame {cancel}), but it \
+                         ended with {ended}, not `cancelled`",
+                        request.seq
+                    );
+                    self.find(Rule::CancelNotHonoured, vec![request.seq, cancel, seq], message);
+                }
+            }
+            What::Permission(Some(options)) => {
+                let Some(result) = wire::read::<wire::PermissionResult>(ok) else { return };
+                let Some(chosen) = result.outcome.option_id.filter(|_| result.outcome.outcome == "selected") else {
+                    return;
+                };
+                if !options.iter().any(|o| **o == *cut(&chosen)) {
+                    let message = format!(
+                        "the client selected the option {}, which the permission request of frame {} did not offer",
+                        quote(&chosen),
+                        request.seq
+                    );
+                    self.find(Rule::PermissionUnknownOption, vec![request.seq, seq], message);
+                }
+            }
+            What::Permission(None) | What::Other => {}
+        }
+    }
+}

@@ -1,0 +1,86 @@
+//! The checker's sessions: which session a message names, turns in flight
+//! on it, and the bound on sessions followed.
+
+use super::rules::Rule;
+use super::{quote, who, wire, Checker, Session, MAX_SESSIONS};
+use serde_json::value::RawValue;
+use std::borrow::Cow;
+
+impl Checker {
+    /// A `session/prompt` on `sid` starts: judged against the one in flight.
+    pub(super) fn prompt(&mut self, seq: i64, sid: &str) {
+        let Some(s) = self.session_entry(sid) else { return };
+        let earlier = s.prompt.replace(seq);
+        s.cancel = None;
+        if let Some(earlier) = earlier {
+            let message = format!(
+                "the client sent a second session/prompt on session {} while the one of frame {earlier} was in flight",
+                quote(sid)
+            );
+            self.find(Rule::PromptInFlight, vec![earlier, seq], message);
+        }
+    }
+
+    /// The session a message names, judged: a `sessionId` no session/new,
+    /// load, resume or fork made is `session.unknown` (once per id).
+    pub(super) fn session_of<'p>(
+        &mut self,
+        seq: i64,
+        from_client: bool,
+        method: &str,
+        params: Option<&'p RawValue>,
+    ) -> Option<Cow<'p, str>> {
+        if method.starts_with('_') || method.starts_with("mcp/") || method.starts_with("proxy/") {
+            return None;
+        }
+        let sid = wire::read::<wire::SessionRef>(params)?.session_id?;
+        match method {
+            // They name a stored session, not one of this connection.
+            "session/load" | "session/resume" => {
+                self.session_entry(&sid);
+            }
+            "session/delete" | "session/fork" | "session/list" => {}
+            _ if self.sessions.contains_key(&*sid) || self.sessions_full => {}
+            // An agent may speak of the session it is making before it
+            // answers session/new with its id.
+            _ if !from_client && self.opening > 0 => {
+                self.session_entry(&sid);
+            }
+            _ => self.unknown_session(seq, from_client, method, &sid),
+        }
+        Some(sid)
+    }
+
+    /// `session.unknown`, once per id.
+    pub(super) fn unknown_session(&mut self, seq: i64, from_client: bool, method: &str, sid: &str) {
+        if self.unknown_sessions_told.len() >= MAX_SESSIONS || !self.unknown_sessions_told.insert(sid.into()) {
+            return;
+        }
+        let message = format!(
+            "{} sent {} for the session {}, which no session/new, load, resume or fork made",
+            who(from_client),
+            quote(method),
+            quote(sid)
+        );
+        self.find(Rule::UnknownSession, vec![seq], message);
+    }
+
+    /// The session `sid`, followed from now on (`None` past [`MAX_SESSIONS`]).
+    pub(super) fn session_entry(&mut self, sid: &str) -> Option<&mut Session> {
+        if !self.sessions.contains_key(sid) {
+            if self.sessions.len() >= MAX_SESSIONS {
+                if !self.sessions_full {
+                    self.sessions_full = true;
+                    self.limit(0, &format!("more than {MAX_SESSIONS} sessions were opened"));
+                }
+                return None;
+            }
+            self.sessions.insert(sid.into(), Session::default());
+        }
+        self.sessions.get_mut(sid)
+    }
+
+    pub(super) fn session(&mut self, sid: &str) -> Option<&mut Session> {
+        self.sessions.get_mut(sid)
+    }
+}
