@@ -20,10 +20,7 @@ pub fn write(
     opts: &ExportOptions,
     out: &mut dyn Write,
 ) -> Result<ExportSummary, ExportError> {
-    let service = std::env::var("OTEL_SERVICE_NAME")
-        .ok()
-        .filter(|s| !s.trim().is_empty())
-        .unwrap_or_else(|| crate::otlp::DEFAULT_SERVICE_NAME.to_owned());
+    let service = crate::otlp::service_name(|k| std::env::var(k).ok());
     batches(store, traces, opts, |spans| {
         serde_json::to_writer(&mut *out, &request(spans, &service)).map_err(io::Error::from)?;
         out.write_all(b"\n")?;

@@ -77,7 +77,7 @@ impl Endpoint {
                 headers.push((k.trim().to_owned(), v));
             }
         }
-        let service = non_empty("OTEL_SERVICE_NAME").unwrap_or_else(|| DEFAULT_SERVICE_NAME.to_owned());
+        let service = service_name(&env);
         Ok(Endpoint { url, headers, service })
     }
 }
@@ -102,6 +102,12 @@ impl LiveOptions {
         args.extend(["--otlp-trace-per".to_owned(), self.map.scope.as_str().to_owned()]);
         args
     }
+}
+
+/// `service.name` of the resource: `OTEL_SERVICE_NAME` (read through `env`)
+/// unless unset or blank, else [`DEFAULT_SERVICE_NAME`].
+pub fn service_name(env: impl Fn(&str) -> Option<String>) -> String {
+    env("OTEL_SERVICE_NAME").filter(|v| !v.trim().is_empty()).unwrap_or_else(|| DEFAULT_SERVICE_NAME.to_owned())
 }
 
 /// `base` with `/v1/traces` appended, unless it ends so already.
