@@ -91,6 +91,18 @@ pub fn cpu_by_role(root: u32) -> BTreeMap<String, f64> {
     if let Some(s) = cpu_seconds("self") {
         out.insert("client".to_owned(), s);
     }
+    each_in_tree(root, |pid, role| {
+        if let Some(s) = cpu_seconds(&pid.to_string()) {
+            *out.entry(role).or_insert(0.0) += s;
+        }
+    });
+    out
+}
+
+/// Calls `each` with every process of the tree under `root` and its role:
+/// `relay` for the root, `recorder` for an `acp-tee __recorder`, else its
+/// command name.
+fn each_in_tree(root: u32, mut each: impl FnMut(u32, String)) {
     let mut stack = vec![(root, true)];
     while let Some((pid, is_root)) = stack.pop() {
         let role = if is_root {
@@ -100,12 +112,9 @@ pub fn cpu_by_role(root: u32) -> BTreeMap<String, f64> {
         } else {
             comm(pid).unwrap_or_else(|| "?".into())
         };
-        if let Some(s) = cpu_seconds(&pid.to_string()) {
-            *out.entry(role).or_insert(0.0) += s;
-        }
+        each(pid, role);
         stack.extend(children(pid).into_iter().map(|c| (c, false)));
     }
-    out
 }
 
 /// Samples the `VmHWM` of a process tree every few milliseconds until stopped.
@@ -137,11 +146,7 @@ impl RssSampler {
                 }
                 recorders.retain(|&pid| is_recorder(pid));
                 for &pid in &recorders {
-                    if let Some(hwm) = vm_hwm(pid) {
-                        let mut peaks = p.lock().expect("rss sampler lock");
-                        let e = peaks.entry("recorder".to_owned()).or_insert(0);
-                        *e = (*e).max(hwm);
-                    }
+                    note_peak(&p, pid, "recorder".to_owned());
                 }
                 std::thread::sleep(Duration::from_millis(5));
             }
@@ -167,24 +172,22 @@ fn is_recorder(pid: u32) -> bool {
 /// Samples `root` and its descendants; returns the recorders among them.
 fn sample_tree(root: u32, peaks: &Mutex<Peaks>) -> Vec<u32> {
     let mut recorders = Vec::new();
-    let mut stack = vec![(root, true)];
-    while let Some((pid, is_root)) = stack.pop() {
-        let role = if is_root {
-            "relay".to_owned()
-        } else if is_recorder(pid) {
+    each_in_tree(root, |pid, role| {
+        if role == "recorder" {
             recorders.push(pid);
-            "recorder".to_owned()
-        } else {
-            comm(pid).unwrap_or_else(|| "?".into())
-        };
-        if let Some(hwm) = vm_hwm(pid) {
-            let mut p = peaks.lock().expect("rss sampler lock");
-            let e = p.entry(role).or_insert(0);
-            *e = (*e).max(hwm);
         }
-        stack.extend(children(pid).into_iter().map(|c| (c, false)));
-    }
+        note_peak(peaks, pid, role);
+    });
     recorders
+}
+
+/// Keeps `pid`'s `VmHWM` as `role`'s peak if it is the highest seen.
+fn note_peak(peaks: &Mutex<Peaks>, pid: u32, role: String) {
+    if let Some(hwm) = vm_hwm(pid) {
+        let mut p = peaks.lock().expect("rss sampler lock");
+        let e = p.entry(role).or_insert(0);
+        *e = (*e).max(hwm);
+    }
 }
 
 /// Mebibytes, for reports.
