@@ -33,3 +33,12 @@ pub(crate) fn lower_priority() {
         libc::setpriority(libc::PRIO_PROCESS, tid, (now + BACKGROUND_NICENESS).min(19));
     }
 }
+
+/// One command-line argument `--NAME=VALUE` for a process we start, so that
+/// a value beginning with `-` (a store named `-x.db`, a trace named
+/// `--help`) is read as the value it is, never as an option.
+pub(crate) fn option_arg(name: &str, value: impl AsRef<std::ffi::OsStr>) -> std::ffi::OsString {
+    let mut arg = std::ffi::OsString::from(format!("--{name}="));
+    arg.push(value.as_ref());
+    arg
+}

@@ -395,3 +395,27 @@ fn a_trace_with_a_large_frame_round_trips_and_is_searchable() {
         assert_eq!(search(&db, trace), big_seqs[&trace], "trace {trace}");
     }
 }
+
+#[test]
+fn export_to_dash_writes_stdout_and_the_note_counts_parts_of_frames() {
+    let store = TempStore::new();
+    // One frame holding a batch of a message and three elements that are no
+    // message, and a stderr line: four parts of two frames have no place in
+    // .jsons.
+    let agent = sh("cat >/dev/null; echo '[{\"jsonrpc\":\"2.0\",\"method\":\"a\"},1,2,3]'; echo oops >&2");
+    let out = run_with_input(tee_command(&store.db, &[], &as_strs(&agent)), Vec::new());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    store.only_trace();
+    let out = Command::new(bin())
+        .current_dir(store.dir.path())
+        .args(["export", "--format", "jsons", "-o", "-", "--db"])
+        .arg(&store.db)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(!store.dir.path().join("-").exists(), "`-o -` wrote a file named -");
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(text.lines().count(), 1, "the one message, on stdout: {text}");
+    let note = String::from_utf8_lossy(&out.stderr);
+    assert!(note.contains("note: 4 parts of the 2 frames exported"), "{note}");
+}

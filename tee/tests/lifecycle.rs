@@ -6,7 +6,7 @@ mod common;
 use acp_tee_shared::{Direction, FrameKind};
 use common::*;
 use std::io::Write;
-use std::process::Stdio;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 #[test]
@@ -157,7 +157,7 @@ fn signals_are_passed_on_to_the_agent() {
         assert_eq!(out.stdout, format!("got-{name}\n").as_bytes());
         let trace = store.only_trace();
         assert_eq!(trace.exit_code, Some(42));
-        assert_eq!(trace.end_reason, Some(format!("signal {sig} passed on to the agent")));
+        assert_eq!(trace.end_reason, Some(format!("signal {sig} passed on to the agent; the agent exited")));
     }
 }
 
@@ -381,4 +381,72 @@ fn list_ends_a_trace_whose_recorder_is_gone_and_opening_alone_does_not() {
     let out = std::process::Command::new(bin()).args(["list", "--db", store.db.to_str().unwrap()]).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(opened.trace(id).unwrap().end_reason.as_deref(), Some(acp_tee::CUT_OFF));
+}
+
+#[test]
+fn a_store_whose_name_starts_with_a_dash_is_recorded_into() {
+    // `--db=-x.db` and `--db=--help` are values, for the relay and for the
+    // recorder it starts (which was once given `--db -x.db` and refused it).
+    for name in ["-x.db", "--help"] {
+        let store = TempStore::new();
+        let mut cmd = Command::new(bin());
+        cmd.current_dir(store.dir.path()).arg(format!("--db={name}")).arg("--").arg("cat");
+        cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        let out = run_with_input(cmd, b"{\"jsonrpc\":\"2.0\",\"method\":\"x\"}\n".to_vec());
+        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!stderr.contains("recorder"), "{name}: {stderr}");
+        let recorded = TempStore { db: store.dir.path().join(name), dir: store.dir };
+        let trace = recorded.only_trace();
+        assert_eq!(recorded.frames(trace.id).len(), 2, "{name}: the message and its echo");
+    }
+}
+
+#[test]
+fn the_end_reason_names_the_signal_that_ended_the_agent_and_what_was_passed_on() {
+    // SIGINT is passed on and the agent only notes it; then something else
+    // (the agent's own parent, in the run this was found in) ends it with
+    // SIGTERM, which acp-tee never sent.
+    let store = TempStore::new();
+    let agent = sh("echo $$ > pid; trap 'echo got-INT' INT; echo ready; while :; do sleep 0.05; done");
+    let mut cmd = tee_command(&store.db, &[], &as_strs(&agent));
+    cmd.current_dir(store.dir.path());
+    let mut child = cmd.spawn().unwrap();
+    assert_eq!(read_exact_from(&mut child, 6), b"ready\n");
+    kill(child.id(), libc::SIGINT);
+    assert_eq!(read_exact_from(&mut child, 8), b"got-INT\n");
+    kill(pid_from_file(store.dir.path(), "pid"), libc::SIGTERM);
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(128 + libc::SIGTERM));
+    let trace = store.only_trace();
+    assert_eq!(trace.exit_signal, Some(libc::SIGTERM));
+    assert_eq!(
+        trace.end_reason.as_deref(),
+        Some("signal 2 passed on to the agent; the agent was ended by signal 15, which acp-tee did not send")
+    );
+}
+
+#[test]
+fn a_file_as_stdin_with_an_agent_that_never_reads_ends_after_the_grace() {
+    // A file has no writer whose exit could be noticed: it holds all the
+    // client will send. 3 MB is more than the pipes on the way hold, so the
+    // relay blocks writing to an agent that never reads.
+    let store = TempStore::new();
+    let input = store.dir.path().join("in.txt");
+    std::fs::write(&input, "{\"jsonrpc\":\"2.0\",\"method\":\"x\"}\n".repeat(100_000)).unwrap();
+    let mut child = Command::new(bin())
+        .arg("--db")
+        .arg(&store.db)
+        .args(["--grace", "300ms", "--", "sleep", "1000"])
+        .stdin(std::fs::File::open(&input).unwrap())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let status = wait_within(&mut child, Duration::from_secs(30));
+    kill_if_alive(child.id());
+    assert_eq!(status.and_then(|s| s.code()), Some(0), "acp-tee did not end within 30 s");
+    let trace = store.only_trace();
+    assert_eq!(trace.exit_signal, Some(libc::SIGTERM));
+    assert_eq!(trace.end_reason.as_deref(), Some("the client closed; the agent was stopped after the grace period"));
 }

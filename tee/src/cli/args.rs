@@ -79,7 +79,8 @@ Run AGENT, relay its stdio and record every frame.
 
 Bytes go both ways as they arrive, never altered. The agent's stderr passes
 through to ours and is recorded too. When the client closes our stdin, the
-agent's stdin is closed; if the agent has not exited after --grace it gets
+agent's stdin is closed (a regular file as our stdin counts as closed from
+the start: it holds all there is); if the agent has not exited after --grace it gets
 SIGTERM, and SIGKILL after another --grace. SIGINT, SIGTERM and SIGHUP are
 passed on to the agent (TERM and HUP are followed by SIGKILL after --grace).
 Once the agent exited, its last output is forwarded; if something it started
@@ -307,7 +308,7 @@ pub(super) struct ExportArgs {
     /// Output format
     #[arg(long, value_enum, default_value = "json", conflicts_with = "otlp_endpoint")]
     pub(super) format: crate::export::ExportFormat,
-    /// Write to FILE instead of stdout
+    /// Write to FILE instead of stdout (`-` is stdout)
     #[arg(short = 'o', long = "output", value_name = "FILE", conflicts_with = "otlp_endpoint")]
     pub(super) output: Option<PathBuf>,
     /// Also mask what RULE selects: a JSONPath ($.params.cwd) or a regular expression (repeatable)

@@ -185,7 +185,8 @@ fn export_command(a: ExportArgs) -> anyhow::Result<i32> {
         eprintln!("acp-tee: sent {spans} spans of {} frames to {url}", summary.frames);
         return Ok(0);
     }
-    let summary = match &a.output {
+    // `-o -` is standard output, as everywhere on Unix.
+    let summary = match a.output.as_ref().filter(|path| path.as_os_str() != "-") {
         Some(path) => {
             let file = std::fs::File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
             export::export(&store, a.trace, &opts, &mut std::io::BufWriter::new(file))?
@@ -195,7 +196,7 @@ fn export_command(a: ExportArgs) -> anyhow::Result<i32> {
     opts.progress.finish_and_clear();
     if summary.left_out > 0 {
         eprintln!(
-            "acp-tee: note: {} of the {} frames' parts (stderr lines, invalid frames, batch elements that are no message) have no place in the {} format and were left out",
+            "acp-tee: note: {} parts of the {} frames exported (stderr lines, invalid frames, batch elements that are no message) have no place in the {} format and were left out",
             summary.left_out,
             summary.frames,
             format.as_str()

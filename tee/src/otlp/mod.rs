@@ -95,7 +95,7 @@ impl LiveOptions {
     /// The recorder's arguments that carry these options (the headers and
     /// the service name reach it through the environment it inherits).
     pub fn recorder_args(&self) -> Vec<String> {
-        let mut args = vec!["--otlp-url".to_owned(), self.endpoint.url.clone()];
+        let mut args = vec![format!("--otlp-url={}", self.endpoint.url)];
         if self.map.content {
             args.push("--otlp-content".into());
         }

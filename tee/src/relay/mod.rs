@@ -183,12 +183,21 @@ fn release(files: &[&File]) {
 
 /// Waits until nothing can write to our descriptor `fd` any more (the
 /// client closed its end of our stdin pipe or socket), then calls
-/// `closed`. Waits for ever where that cannot be told (a file, a terminal
-/// that stays): the pump reports the end there when it reads it.
+/// `closed`. A regular file has no writer to wait for: everything the
+/// client will ever send is in it, so it counts as closed at once, as a
+/// pipe does once the program writing it has exited. Waits for ever where
+/// the end cannot be told (a terminal that stays): the pump reports the
+/// end there when it reads it.
 ///
 /// The pump cannot notice the close while it is blocked writing to an
 /// agent that stopped reading; this thread can.
 fn watch_hangup(fd: i32, closed: impl FnOnce()) {
+    // SAFETY: a borrowed standard descriptor, left open.
+    let input = std::mem::ManuallyDrop::new(unsafe { File::from_raw_fd(fd) });
+    if input.metadata().is_ok_and(|m| m.file_type().is_file()) {
+        closed();
+        return;
+    }
     loop {
         let mut p = libc::pollfd { fd, events: libc::POLLRDHUP, revents: 0 };
         // SAFETY: one pollfd for one of our standard descriptors.

@@ -106,7 +106,7 @@ impl Spawner {
             }
         };
         let mut cmd = Command::new(std::env::current_exe()?);
-        cmd.arg("__recorder").arg("--db").arg(&self.db);
+        cmd.arg("__recorder").arg(crate::proc::option_arg("db", &self.db));
         if let Some(pgid) = self.agent_group {
             cmd.arg("--agent-group").arg(pgid.to_string());
         }
@@ -120,7 +120,7 @@ impl Spawner {
         if let Some(rules) = &self.redact {
             cmd.arg("--redact");
             for rule in rules {
-                cmd.arg("--redact-rule").arg(rule);
+                cmd.arg(crate::proc::option_arg("redact-rule", rule));
             }
         }
         if let Some(otlp) = &self.otlp {

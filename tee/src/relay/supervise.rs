@@ -55,7 +55,8 @@ pub struct Supervisor {
     outputs: [Output; 2],
     client_closed: bool,
     stopped_by_us: bool,
-    forwarded: Option<i32>,
+    /// The signals passed on to the agent, each once, in the order first received.
+    passed_on: Vec<i32>,
     term_at: Option<Instant>,
     kill_at: Option<Instant>,
     stdout_open: bool,
@@ -72,7 +73,7 @@ impl Supervisor {
             outputs,
             client_closed: false,
             stopped_by_us: false,
-            forwarded: None,
+            passed_on: Vec::new(),
             term_at: None,
             kill_at: None,
             stdout_open: true,
@@ -105,7 +106,9 @@ impl Supervisor {
                 Ok(Event::Signal(sig)) => {
                     tracing::debug!("forwarding signal {sig} to the agent");
                     agent::signal_group(self.pid, sig);
-                    self.forwarded = Some(sig);
+                    if !self.passed_on.contains(&sig) {
+                        self.passed_on.push(sig);
+                    }
                     // INT may mean "cancel" to an agent; TERM and HUP mean "go".
                     if sig != SIGINT && self.kill_at.is_none() {
                         self.kill_at = Some(Instant::now() + self.grace);
@@ -178,16 +181,43 @@ impl Supervisor {
 
     fn outcome(&self, status: ExitStatus) -> Outcome {
         let agent_signal = status.signal();
-        let reason = match (self.forwarded, self.stopped_by_us, self.client_closed) {
-            (Some(sig), _, _) => format!("signal {sig} passed on to the agent"),
-            (None, true, _) => "the client closed; the agent was stopped after the grace period".to_owned(),
-            (None, false, true) => "the client closed; the agent exited".to_owned(),
-            (None, false, false) => "the agent exited".to_owned(),
-        };
         // Stopping the agent after the client left is the normal end of a
         // session, not the agent's failure.
-        let exit_code = if self.stopped_by_us && self.forwarded.is_none() { 0 } else { shell_code(status) };
-        Outcome { exit_code, agent_signal, reason }
+        let exit_code = if self.stopped_by_us && self.passed_on.is_empty() { 0 } else { shell_code(status) };
+        Outcome { exit_code, agent_signal, reason: self.reason(agent_signal) }
+    }
+
+    /// Why the run ended, in words: what was passed on to the agent or
+    /// noticed of the client, then what ended the agent, so that the words
+    /// never name a signal other than the one that ended it as its end.
+    fn reason(&self, agent_signal: Option<i32>) -> String {
+        let before = if !self.passed_on.is_empty() {
+            format!("{} passed on to the agent", signal_list(&self.passed_on))
+        } else if self.client_closed {
+            "the client closed".to_owned()
+        } else {
+            String::new()
+        };
+        let ended = match agent_signal {
+            _ if self.stopped_by_us => "the agent was stopped after the grace period".to_owned(),
+            // The signal passed on ended it: said already.
+            Some(sig) if self.passed_on.contains(&sig) => String::new(),
+            Some(sig) => format!("the agent was ended by signal {sig}, which acp-tee did not send"),
+            None => "the agent exited".to_owned(),
+        };
+        [before, ended].into_iter().filter(|part| !part.is_empty()).collect::<Vec<_>>().join("; ")
+    }
+}
+
+/// "signal 2", "signals 2 and 15", "signals 2, 15 and 1".
+fn signal_list(signals: &[i32]) -> String {
+    match signals {
+        [one] => format!("signal {one}"),
+        [rest @ .., last] => {
+            let rest: Vec<String> = rest.iter().map(i32::to_string).collect();
+            format!("signals {} and {last}", rest.join(", "))
+        }
+        [] => String::new(),
     }
 }
 

@@ -182,10 +182,8 @@ pub fn run_client(opts: &ClientReplay) -> Result<ClientReport, ReplayError> {
     let name = opts.name.clone().unwrap_or_else(|| format!("replay of {}", opts.trace_id));
     let mut relay = std::process::Command::new(exe)
         .arg("record")
-        .arg("--db")
-        .arg(&opts.db)
-        .arg("--name")
-        .arg(&name)
+        .arg(crate::proc::option_arg("db", &opts.db))
+        .arg(crate::proc::option_arg("name", &name))
         .arg("--grace")
         .arg(format!("{}ms", opts.grace.as_millis()))
         .arg("--")
