@@ -193,8 +193,13 @@ pub struct TraceMeta {
     pub frame_count: i64,
     /// How many of them are JSON-RPC error responses.
     pub error_count: i64,
-    /// How many frames crossed the tee but could not be stored.
+    /// How many frames crossed the tee but could not be stored (with
+    /// `missing_unknown`, at least so many).
     pub missing_frames: i64,
+    /// True when frames are missing whose number is not known (no recorder
+    /// survived to count them): `missing_frames` is then a lower bound.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub missing_unknown: bool,
 }
 
 /// A JSON value kept as its exact text: written back as it was read, never

@@ -9,6 +9,7 @@
 //! - `chain`: proxy mode under the ACP conductor; routes `proxy/successor` envelopes.
 //! - `http_proxy`: `acp-tee http-proxy`, ACP over HTTP and WebSocket passed on and recorded.
 //! - `handoff`: the pipe protocol from the relay to the recorder process.
+//! - `end_note`: the run's end as the relay knew it, left beside the store should no recorder survive to store it.
 //! - `recorder`: the recorder process; frames what it is handed and stores it.
 //! - `server`: `acp-tee serve`, the viewer's axum server and JSON API ([`app`]).
 //! - `store`: the SQLite trace store ([`Store`]; its roles [`Recording`], `Import` and [`Reader`], and maintenance).
@@ -27,6 +28,7 @@ mod chain;
 mod check;
 mod cli;
 mod clock;
+mod end_note;
 mod export;
 mod frame;
 mod handoff;

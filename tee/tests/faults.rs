@@ -431,3 +431,107 @@ fn a_recorder_killed_before_it_made_the_trace_is_replaced_and_the_trace_made() {
     assert_eq!((trace.frame_count, trace.missing_frames), (1000, 0));
     assert!(store.stream(trace.id, Direction::AgentToClient) == input);
 }
+
+/// The one trace of `store` as the store's next opener leaves it (the
+/// maintenance step ends a trace whose recorder is gone), once every one of
+/// `recorders` is gone.
+fn trace_once_no_recorder_is_left(store: &TempStore, recorders: &[u32]) -> acp_tee_shared::TraceMeta {
+    for &pid in recorders {
+        assert!(wait_gone(pid), "recorder {pid} is still there");
+    }
+    let traces = store.open().list_traces().unwrap();
+    assert_eq!(traces.len(), 1);
+    traces.into_iter().next().unwrap()
+}
+
+/// The parts of an end reason left by a relay whose recorders all died
+/// with bytes unstored: (the relay's own reason, bytes lost, bytes crossed).
+fn lost_bytes(reason: &str) -> (String, u64, u64) {
+    let (own, rest) = reason.split_once("; no recorder survived to store the whole run: ").unwrap_or_else(|| {
+        panic!("the end does not say that bytes were lost: {reason:?}");
+    });
+    let mut words = rest.split(' ');
+    let lost = words.next().and_then(|w| w.parse().ok()).unwrap();
+    let crossed = words.nth(2).and_then(|w| w.parse().ok()).unwrap();
+    (own.to_owned(), lost, crossed)
+}
+
+#[test]
+fn a_recorder_killed_while_finishing_leaves_the_relays_end_and_an_unknown_missing_count() {
+    let store = TempStore::new();
+    let mut child = tee_command(&store.db, &[], &["cat"]).stderr(Stdio::null()).spawn().unwrap();
+    let recorder = recorder_of(child.id());
+    store.wait_for_frames(0);
+    // The store's write lock, held here: the recorder stores nothing more
+    // until it is killed.
+    let lock = rusqlite::Connection::open(&store.db).unwrap();
+    lock.execute_batch("BEGIN IMMEDIATE").unwrap();
+    let input = requests(0, 2000);
+    let out = run_to_end(&mut child, &input);
+    assert!(out == input);
+    // A normal end: acp-tee exited 0 and its recorder was still storing.
+    assert_eq!(wait_within(&mut child, Duration::from_secs(60)).and_then(|s| s.code()), Some(0));
+    kill(recorder, libc::SIGKILL);
+    assert!(wait_gone(recorder));
+    drop(lock);
+    let trace = trace_once_no_recorder_is_left(&store, &[recorder]);
+    assert_eq!(trace.exit_code, Some(0), "{trace:?}");
+    let reason = trace.end_reason.clone().unwrap();
+    let (own, lost, crossed) = lost_bytes(&reason);
+    assert_eq!(own, "the client closed; the agent exited");
+    assert_eq!(crossed, 2 * input.len() as u64);
+    let stored = (store.stream(trace.id, Direction::ClientToAgent).len()
+        + store.stream(trace.id, Direction::AgentToClient).len()) as u64;
+    assert_eq!(lost, crossed - stored, "{reason}");
+    assert!(trace.missing_unknown && trace.missing_frames >= 1, "{trace:?}");
+    assert!(!store.dir.path().join("traces.db-ends").exists(), "the note is removed once used");
+}
+
+#[test]
+fn recorders_dying_more_often_than_they_are_replaced_leave_the_relays_end() {
+    let store = TempStore::new();
+    let mut child = tee_command(&store.db, &[], &["cat"]).stderr(Stdio::null()).spawn().unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut killed = Vec::new();
+    // One death more than the relay replaces: the last dies for good.
+    for round in 0..4 {
+        let lines = requests(round * 100, 100);
+        stdin.write_all(&lines).unwrap();
+        assert_eq!(read_exact_from(&mut child, lines.len()), lines);
+        let recorder = recorder_of(child.id());
+        kill(recorder, libc::SIGKILL);
+        assert!(wait_all_threads_gone(recorder));
+        killed.push(recorder);
+        // The relay notices the death (and replaces it, the first three times).
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while round < 3 && recorders_of(child.id()).is_empty() {
+            assert!(Instant::now() < deadline, "recorder {recorder} was not replaced");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+    let rest = requests(400, 400);
+    stdin.write_all(&rest).unwrap();
+    assert_eq!(read_exact_from(&mut child, rest.len()), rest);
+    drop(stdin);
+    assert_eq!(wait_within(&mut child, Duration::from_secs(60)).and_then(|s| s.code()), Some(0));
+    let trace = trace_once_no_recorder_is_left(&store, &killed);
+    // Not "killed": acp-tee exited 0, and the 400 requests after the last
+    // death crossed unrecorded, in a number of frames nobody counted.
+    assert_eq!(trace.exit_code, Some(0), "{trace:?}");
+    let reason = trace.end_reason.clone().unwrap();
+    let (own, lost, _) = lost_bytes(&reason);
+    assert_eq!(own, "the client closed; the agent exited");
+    assert!(lost >= 2 * rest.len() as u64, "{reason}");
+    assert!(trace.missing_unknown, "{trace:?}");
+}
+
+/// Writes `input` to the child's stdin, closes it, and reads its stdout to the end.
+fn run_to_end(child: &mut std::process::Child, input: &[u8]) -> Vec<u8> {
+    let mut stdin = child.stdin.take().unwrap();
+    let input = input.to_vec();
+    let writer = std::thread::spawn(move || stdin.write_all(&input).unwrap());
+    let mut out = Vec::new();
+    child.stdout.as_mut().unwrap().read_to_end(&mut out).unwrap();
+    writer.join().unwrap();
+    out
+}

@@ -450,3 +450,35 @@ fn a_file_as_stdin_with_an_agent_that_never_reads_ends_after_the_grace() {
     assert_eq!(trace.exit_signal, Some(libc::SIGTERM));
     assert_eq!(trace.end_reason.as_deref(), Some("the client closed; the agent was stopped after the grace period"));
 }
+
+#[test]
+fn a_client_that_stops_reading_gives_the_agent_a_broken_pipe_and_the_trace_says_what_was_not_delivered() {
+    // The client closes its end of our stdout but keeps our stdin open; the
+    // agent writes for ever. Connected directly, the agent dies of SIGPIPE
+    // at once: through acp-tee it must too, and the recording stays small.
+    let store = TempStore::new();
+    let agent = ["yes", "{\"jsonrpc\":\"2.0\",\"method\":\"x\"}"];
+    let mut child = tee_command(&store.db, &[], &agent).spawn().unwrap();
+    let stdin = child.stdin.take().unwrap();
+    drop(child.stdout.take());
+    let status = wait_within(&mut child, Duration::from_secs(30));
+    drop(stdin);
+    assert_eq!(status.and_then(|s| s.code()), Some(128 + libc::SIGPIPE), "acp-tee did not end within 30 s");
+    let trace = store.only_trace();
+    assert_eq!(trace.exit_signal, Some(libc::SIGPIPE));
+    let reason = trace.end_reason.unwrap();
+    assert!(reason.starts_with("the agent was ended by signal 13"), "{reason}");
+    let undelivered: u64 = reason
+        .split("the last ")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no count of undelivered bytes in {reason:?}"));
+    // The client closed before the relay forwarded anything (it waits for
+    // its recorder first), but however that raced, what was not delivered
+    // is some of what was recorded.
+    let recorded = store.stream(trace.id, Direction::AgentToClient).len() as u64;
+    assert!(undelivered > 0 && undelivered <= recorded, "{undelivered} of {recorded}: {reason}");
+    // Bounded by the pipes between the agent and the client, not by time.
+    assert!(recorded < 8 << 20, "{recorded} bytes recorded");
+}

@@ -80,7 +80,10 @@ fn duration(t: &TraceMeta, live: bool, finishing: bool) -> String {
 }
 
 fn frames(t: &TraceMeta) -> String {
-    if t.missing_frames > 0 {
+    if t.missing_unknown {
+        // No recorder survived to count them.
+        format!("{} (+{} or more missing)", t.frame_count, t.missing_frames)
+    } else if t.missing_frames > 0 {
         format!("{} (+{} missing)", t.frame_count, t.missing_frames)
     } else {
         t.frame_count.to_string()
@@ -117,6 +120,7 @@ mod tests {
             frame_count: 12,
             error_count: 1,
             missing_frames: missing,
+            missing_unknown: false,
         };
         TraceSummary { live: id == 3, finishing: false, meta, last_t_ns: 0, imported_from: None, findings: None }
     }

@@ -70,6 +70,9 @@ struct Inner {
     start: Option<Vec<u8>>,
     /// Bytes of chunks handed off, per direction.
     handed: [u64; 3],
+    /// Bytes of chunks that crossed, per direction, handed off or not (no
+    /// recorder took them).
+    crossed: [u64; 3],
     respawn: Option<Respawn>,
     /// Replacements left.
     replacements: u32,
@@ -173,10 +176,14 @@ impl HandoffWriter {
         match inner.try_write(&encode_header(TAG_CHUNK_REF, dir_code(dir), t_ns, len), &self.data) {
             Sent::Yes => {
                 inner.handed[dir_code(dir) as usize] += len as u64;
+                inner.crossed[dir_code(dir) as usize] += len as u64;
                 Handed::Yes
             }
             Sent::Replaced => Handed::Again,
-            Sent::No => Handed::Yes,
+            Sent::No => {
+                inner.crossed[dir_code(dir) as usize] += len as u64;
+                Handed::Yes
+            }
         }
     }
 
@@ -215,6 +222,7 @@ impl HandoffWriter {
         if inner.write(buf, &self.data) == Sent::Yes {
             inner.handed[dir_code(dir) as usize] += len as u64;
         }
+        inner.crossed[dir_code(dir) as usize] += len as u64;
         true
     }
 
@@ -264,6 +272,7 @@ impl HandoffWriter {
         if inner.write(&msg, &self.data) == Sent::Yes {
             inner.handed[dir_code(dir) as usize] += data.len() as u64;
         }
+        inner.crossed[dir_code(dir) as usize] += data.len() as u64;
         true
     }
 
@@ -294,6 +303,12 @@ impl HandoffWriter {
             None => true,
             Some(pid) => inner.exited == Some(pid) || running(pid),
         }
+    }
+
+    /// Bytes of chunks that crossed so far, per direction in
+    /// [`Direction::ALL`] order, whether a recorder took them or not.
+    pub fn crossed(&self) -> [u64; 3] {
+        self.lock().crossed
     }
 
     /// How many chunks could not be handed off.
@@ -357,6 +372,7 @@ impl Inner {
             closed: false,
             start: None,
             handed: [0; 3],
+            crossed: [0; 3],
             respawn: None,
             replacements: 0,
             recorder: None,

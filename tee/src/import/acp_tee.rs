@@ -311,6 +311,7 @@ const TRACE_FIELDS: &[&str] = &[
     "frame_count",
     "error_count",
     "missing_frames",
+    "missing_unknown",
 ];
 
 impl<'de> Visitor<'de> for TraceSeed<'_, '_, '_> {

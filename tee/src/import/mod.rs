@@ -539,6 +539,7 @@ fn imported_meta(ctx: &Context, format: ImportFormat, started_at: String, last_t
         frame_count: 0,
         error_count: 0,
         missing_frames: 0,
+        missing_unknown: false,
     }
 }
 

@@ -20,6 +20,7 @@ mod checkpointer;
 mod intake;
 mod pace;
 mod queue;
+mod reserve;
 mod spool;
 mod writer;
 
@@ -163,6 +164,9 @@ fn record(
     otlp: Option<LiveOptions>,
 ) -> Option<RecorderSummary> {
     lower_priority();
+    // The relay, read while it is surely alive: its end note is named by it.
+    // SAFETY: getppid has no preconditions.
+    let relay = u32::try_from(unsafe { libc::getppid() }).unwrap_or(0);
     let mut reader = HandoffReader::new(spool.reader());
     let start = match reader.read_message() {
         Ok(Some(Message::Start(start))) => start,
@@ -261,10 +265,14 @@ fn record(
     framer.eof_all(last_t, &mut push);
     queue.close();
     let mut writer = writer_thread.join().expect("the store writer thread panicked");
+    let told = end.is_some();
     let end =
         end.unwrap_or_else(|| TraceEnd { exit_code: None, exit_signal: None, end_reason: RELAY_KILLED.to_owned() });
     let ended_at = ended_at.or_else(|| input_ended.get().cloned()).unwrap_or_else(crate::clock::now_rfc3339);
-    writer.finish(&end, &ended_at);
+    if writer.finish(&end, &ended_at) && told {
+        // The end the relay left for want of a recorder is stored now.
+        crate::end_note::remove(db, relay, &start.started_at);
+    }
     // The trace is complete in the store; the exporter gets what time is
     // left to send the rest.
     if let Some(live) = live {

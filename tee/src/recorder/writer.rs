@@ -2,6 +2,7 @@
 
 use super::checkpointer::{Checkpointer, CHECKPOINT_EVERY, LOG_LIMIT_BYTES, RESTART_PAGES};
 use super::queue::{ByteQueue, Popped, Weighted};
+use super::reserve::Reserve;
 use crate::handoff::Resume;
 use crate::model::{NewFrame, TraceEnd, TraceStart};
 use crate::store::{Recording, Resumed, Store, StoreError};
@@ -77,6 +78,8 @@ pub struct StoreWriter {
     in_flight: u64,
     /// What a recorder before this one lost, for the trace's end reason.
     lost_note: Option<String>,
+    /// Room on the store's filesystem for the run's end, should it fill up.
+    reserve: Reserve,
     warned: bool,
     /// Said once that the store stays locked.
     warned_locked: bool,
@@ -158,6 +161,7 @@ impl StoreWriter {
             missing: 0,
             in_flight: 0,
             lost_note: None,
+            reserve: Reserve::hold(path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."))),
             warned: false,
             warned_locked: false,
         }
@@ -363,16 +367,17 @@ impl StoreWriter {
     /// not the moment storing caught up) and how many frames are missing.
     /// Frames not yet in the search index are indexed by `acp-tee serve` or
     /// the next recorder's idle time; searches scan them meanwhile.
-    pub fn finish(&mut self, end: &TraceEnd, ended_at: &str) {
+    /// True when the end is stored.
+    pub fn finish(&mut self, end: &TraceEnd, ended_at: &str) -> bool {
         if let Some(c) = self.checkpointer.take() {
             c.stop();
         }
-        self.record_end(end, ended_at);
+        self.record_end(end, ended_at)
     }
 
-    fn record_end(&mut self, end: &TraceEnd, ended_at: &str) {
+    fn record_end(&mut self, end: &TraceEnd, ended_at: &str) -> bool {
         let missing = self.missing;
-        let Some((store, trace_id)) = self.target.take() else { return };
+        let Some((store, trace_id)) = self.target.take() else { return false };
         if missing > 0 {
             // Out of space? Folding the log into the database frees the
             // room the last update needs.
@@ -382,12 +387,19 @@ impl StoreWriter {
         if let Some(note) = &self.lost_note {
             end.end_reason = format!("{}; {note}", end.end_reason);
         }
-        let ended = self.while_locked(|| store.finish_trace(trace_id, &end, missing, ended_at));
+        let mut ended = self.while_locked(|| store.finish_trace(trace_id, &end, missing, ended_at));
+        if ended.is_err() && self.reserve.release() {
+            // A full filesystem is the likely cause (SQLite reports it as a
+            // full database or as an I/O error): with the room kept for
+            // this, the end is written, however full it is now.
+            ended = self.while_locked(|| store.finish_trace(trace_id, &end, missing, ended_at));
+        }
         self.target = Some((store, trace_id));
-        if let Err(e) = ended {
+        if let Err(e) = &ended {
             let msg = e.to_string();
             self.warn(&msg);
         }
+        ended.is_ok()
     }
 
     fn warn(&mut self, why: &str) {

@@ -70,7 +70,7 @@ pub fn run(opts: &WrapOptions) -> Result<i32, SpawnError> {
         command: opts.command.clone(),
         cwd: std::env::current_dir().ok().map(|p| p.display().to_string()),
         mode: "wrap".into(),
-        started_at,
+        started_at: started_at.clone(),
     });
     recorder.wait_until_recording();
     let (tx, rx) = mpsc::channel();
@@ -94,7 +94,9 @@ pub fn run(opts: &WrapOptions) -> Result<i32, SpawnError> {
         spawn(
             "client-to-agent",
             Box::new(move || {
-                pump::pump(&dup_fd(0), &agent_in, Direction::ClientToAgent, &h);
+                // What an agent that closed its stdin did not take is
+                // recorded as sent; the agent's end says why it stopped.
+                let _ = pump::pump(&dup_fd(0), &agent_in, Direction::ClientToAgent, &h);
                 // Reported before the agent can see EOF: an agent that exits on
                 // EOF cannot have its exit reach the supervisor first.
                 let _ = tx.send(Event::ClientClosed);
@@ -114,7 +116,10 @@ pub fn run(opts: &WrapOptions) -> Result<i32, SpawnError> {
         spawn(
             name,
             Box::new(move || {
-                pump::pump(&from, &to, dir, &h);
+                let undelivered = pump::pump(&from, &to, dir, &h);
+                if undelivered > 0 {
+                    let _ = tx.send(Event::Undelivered(dir, undelivered));
+                }
                 let _ = tx.send(Event::OutputClosed(dir));
             }),
         );
@@ -145,11 +150,22 @@ pub fn run(opts: &WrapOptions) -> Result<i32, SpawnError> {
     let outcome = Supervisor::new(pid, opts.grace, outputs).run(&rx);
     // Nothing the agent started outlives the run.
     agent::signal_group(pid, SIGKILL);
-    handoff.end(&TraceEnd {
-        exit_code: Some(outcome.exit_code),
-        exit_signal: outcome.agent_signal,
-        end_reason: outcome.reason.clone(),
-    });
+    let end =
+        TraceEnd { exit_code: Some(outcome.exit_code), exit_signal: outcome.agent_signal, end_reason: outcome.reason };
+    // Left before the recorder is told, which removes it once it stored
+    // the end: should no recorder survive, the store's next opener ends
+    // the trace from it, not by guessing.
+    crate::end_note::write(
+        &opts.db,
+        &crate::end_note::EndNote {
+            relay_pid: std::process::id(),
+            started_at,
+            ended_at: crate::clock::now_rfc3339(),
+            end: end.clone(),
+            crossed: handoff.crossed(),
+        },
+    );
+    handoff.end(&end);
     // From here on nothing is handed off, so the pumps forward nothing more;
     // the client sees end-of-file on our stdout now.
     handoff.close();

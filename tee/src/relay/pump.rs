@@ -24,9 +24,16 @@ const CHUNK: usize = 256 * 1024;
 ///
 /// The caller owns both descriptors, so it can report the end before the
 /// receiving side sees end-of-file (and, for the agent, reacts to it).
-pub fn pump(from: &File, to: &File, dir: Direction, handoff: &HandoffWriter) {
+///
+/// When the client stops reading the agent's output (its end of our stdout
+/// or stderr is closed), the agent's stream is cut there too: our read end
+/// of its pipe is closed, so the agent's next write fails with a broken
+/// pipe as it would, connected directly, instead of it writing on into the
+/// recording for ever. Returns the bytes recorded that the client never
+/// got (zero unless that happened).
+pub fn pump(from: &File, to: &File, dir: Direction, handoff: &HandoffWriter) -> u64 {
     let mut buf = vec![0u8; HEADER_LEN + CHUNK];
-    let mut out = Forward { forwarding: true, splicing: true };
+    let mut out = Forward { forwarding: true, splicing: true, undelivered: 0 };
     let from_is_pipe = from.metadata().is_ok_and(|m| m.file_type().is_fifo());
     grow_pipe(from);
     grow_pipe(to);
@@ -38,12 +45,13 @@ pub fn pump(from: &File, to: &File, dir: Direction, handoff: &HandoffWriter) {
                     Ok(n) => match handoff.chunk_ref(dir, n) {
                         Handed::Yes => {
                             out.pass(from, to, n, dir, &mut buf[HEADER_LEN..]);
+                            out.cut_when_unread(from, dir);
                             continue;
                         }
                         // A new recorder, which takes chunks by copy: the
                         // chunk is still in `from`.
                         Handed::Again => continue,
-                        Handed::Closed => return,
+                        Handed::Closed => return out.undelivered,
                     },
                     Err(e) if e.kind() == ErrorKind::Interrupted => continue,
                     // The recorder died (it is replaced), or tee is not
@@ -62,11 +70,13 @@ pub fn pump(from: &File, to: &File, dir: Direction, handoff: &HandoffWriter) {
             }
         };
         if !handoff.chunk(dir, &mut buf[..HEADER_LEN + n]) {
-            return;
+            return out.undelivered;
         }
         out.write(to, &buf[HEADER_LEN..HEADER_LEN + n], dir);
+        out.cut_when_unread(from, dir);
     }
     handoff.eof(dir);
+    out.undelivered
 }
 
 /// Pipes acp-tee reads or writes are enlarged to at least a chunk.
@@ -96,6 +106,8 @@ struct Forward {
     forwarding: bool,
     /// False once `splice` proved impossible for this destination.
     splicing: bool,
+    /// Bytes handed off (so recorded) but not forwarded.
+    undelivered: u64,
 }
 
 impl Forward {
@@ -135,12 +147,32 @@ impl Forward {
         }
     }
 
-    fn write(&mut self, mut to: &File, bytes: &[u8], dir: Direction) {
-        if self.forwarding {
-            if let Err(e) = to.write_all(bytes) {
-                self.fail(&e, dir);
+    /// Once the client stopped reading the agent's output (`dir` is one of
+    /// the agent's streams and forwarding failed), closes our read end of
+    /// the agent's pipe `from`: the agent's next write fails as it would
+    /// without acp-tee, and `from` reads end-of-file from now on.
+    fn cut_when_unread(&self, from: &File, dir: Direction) {
+        if self.forwarding || dir == Direction::ClientToAgent {
+            return;
+        }
+        if let Ok(null) = File::open("/dev/null") {
+            // SAFETY: dup2 onto a descriptor `from` keeps open; it then
+            // refers to /dev/null and the pipe's read end is closed.
+            unsafe { libc::dup2(null.as_raw_fd(), from.as_raw_fd()) };
+        }
+    }
+
+    /// Writes `bytes` to `to` while forwarding; counts what does not get there.
+    fn write(&mut self, mut to: &File, mut bytes: &[u8], dir: Direction) {
+        while self.forwarding && !bytes.is_empty() {
+            match to.write(bytes) {
+                Ok(0) => self.fail(&io::Error::from(ErrorKind::WriteZero), dir),
+                Ok(k) => bytes = &bytes[k..],
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(e) => self.fail(&e, dir),
             }
         }
+        self.undelivered += bytes.len() as u64;
     }
 
     fn fail(&mut self, e: &io::Error, dir: Direction) {

@@ -22,6 +22,9 @@ pub enum Event {
     ClientClosed,
     /// The agent closed its stdout or stderr and everything read was forwarded.
     OutputClosed(Direction),
+    /// The client stopped reading this stream of the agent's: so many bytes
+    /// of it were recorded but not delivered (sent before `OutputClosed`).
+    Undelivered(Direction, u64),
     /// The agent process ended.
     AgentExited(ExitStatus),
     /// acp-tee received a signal.
@@ -61,6 +64,9 @@ pub struct Supervisor {
     kill_at: Option<Instant>,
     stdout_open: bool,
     stderr_open: bool,
+    /// Bytes of the agent's stdout and stderr recorded but not delivered:
+    /// the client stopped reading them.
+    undelivered: [u64; 2],
 }
 
 impl Supervisor {
@@ -78,6 +84,7 @@ impl Supervisor {
             kill_at: None,
             stdout_open: true,
             stderr_open: true,
+            undelivered: [0; 2],
         }
     }
 
@@ -115,6 +122,7 @@ impl Supervisor {
                     }
                 }
                 Ok(Event::OutputClosed(dir)) => self.note_closed(dir),
+                Ok(Event::Undelivered(dir, bytes)) => self.note_undelivered(dir, bytes),
                 Err(RecvTimeoutError::Timeout) => self.on_deadline(),
                 Err(RecvTimeoutError::Disconnected) => {
                     unreachable!("the waiter thread always reports the agent's exit")
@@ -139,6 +147,11 @@ impl Supervisor {
         }
     }
 
+    fn note_undelivered(&mut self, dir: Direction, bytes: u64) {
+        let slot = if dir == Direction::AgentStderr { 1 } else { 0 };
+        self.undelivered[slot] += bytes;
+    }
+
     fn note_closed(&mut self, dir: Direction) {
         match dir {
             Direction::AgentToClient => self.stdout_open = false,
@@ -156,6 +169,7 @@ impl Supervisor {
         while self.stdout_open || self.stderr_open {
             match events.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
                 Ok(Event::OutputClosed(dir)) => self.note_closed(dir),
+                Ok(Event::Undelivered(dir, bytes)) => self.note_undelivered(dir, bytes),
                 Ok(_) => {}
                 Err(_) => {
                     tracing::warn!("{}; not waiting for it", self.why_output_is_open());
@@ -205,7 +219,13 @@ impl Supervisor {
             Some(sig) => format!("the agent was ended by signal {sig}, which acp-tee did not send"),
             None => "the agent exited".to_owned(),
         };
-        [before, ended].into_iter().filter(|part| !part.is_empty()).collect::<Vec<_>>().join("; ")
+        let unread = match self.undelivered {
+            [0, 0] => String::new(),
+            [out, 0] => format!("the client stopped reading acp-tee's stdout: the last {out} bytes of the agent's stdout recorded were not delivered, and the agent's stdout was closed (a broken pipe, as without acp-tee)"),
+            [0, err] => format!("the client stopped reading acp-tee's stderr: the last {err} bytes of the agent's stderr recorded were not delivered, and the agent's stderr was closed (a broken pipe, as without acp-tee)"),
+            [out, err] => format!("the client stopped reading acp-tee's output: the last {out} bytes of the agent's stdout and {err} of its stderr recorded were not delivered, and both were closed (a broken pipe, as without acp-tee)"),
+        };
+        [before, ended, unread].into_iter().filter(|part| !part.is_empty()).collect::<Vec<_>>().join("; ")
     }
 }
 

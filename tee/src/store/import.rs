@@ -172,7 +172,8 @@ impl Import<'_> {
         self.store.write(|conn| {
             conn.execute(
                 "UPDATE traces SET name = ?1, command = ?2, cwd = ?3, mode = ?4, started_at = ?5, ended_at = ?6,
-                                   exit_code = ?7, exit_signal = ?8, end_reason = ?9, missing_frames = ?10
+                                   exit_code = ?7, exit_signal = ?8, end_reason = ?9, missing_frames = ?10,
+                                   missing_unknown = ?12
                  WHERE id = ?11",
                 params![
                     meta.name,
@@ -185,7 +186,8 @@ impl Import<'_> {
                     meta.exit_signal,
                     meta.end_reason,
                     meta.missing_frames,
-                    trace_id
+                    trace_id,
+                    meta.missing_unknown
                 ],
             )?;
             Ok(())

@@ -132,18 +132,30 @@ impl Store {
     /// last frame, the reason says it was cut off. Returns how many. Imports
     /// are left alone: one whose process died is removed by the next import
     /// (`import.rs`).
+    ///
+    /// A trace whose relay left its end ([`crate::end_note`]) is ended as
+    /// the relay said instead, with what was not stored counted: frames are
+    /// missing in a number not known when fewer bytes were stored than
+    /// crossed.
     pub fn end_abandoned_traces(&self) -> Result<usize, StoreError> {
-        let open: Vec<(i64, String, Option<i64>)> = self
+        type Open = (i64, String, Option<i64>, Option<u32>);
+        let open: Vec<Open> = self
             .conn
             .prepare(
-                "SELECT id, started_at, recorder_pid FROM traces WHERE ended_at IS NULL AND imported_from IS NULL",
+                "SELECT id, started_at, recorder_pid, relay_pid FROM traces
+                 WHERE ended_at IS NULL AND imported_from IS NULL",
             )?
-            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?
             .collect::<Result<_, _>>()?;
         let mut ended = 0;
-        for (id, started_at, pid) in open {
+        for (id, started_at, pid, relay) in open {
             // Traces that never had a recorder are not ours to end.
             if pid.is_none_or(crate::proc::process_exists) {
+                continue;
+            }
+            if let Some(note) = relay.and_then(|relay| crate::end_note::read(&self.path, relay, &started_at)) {
+                ended += self.end_from_note(id, &note)?;
+                crate::end_note::remove(&self.path, note.relay_pid, &started_at);
                 continue;
             }
             let (lo, hi) = frame_id_bounds(id);
@@ -165,6 +177,38 @@ impl Store {
             )?;
         }
         Ok(ended)
+    }
+
+    /// Ends trace `id`, whose recorder is gone, as its relay's `note` says,
+    /// comparing the bytes stored with those that crossed.
+    fn end_from_note(&self, id: i64, note: &crate::end_note::EndNote) -> Result<usize, StoreError> {
+        let (stored, _) = super::recording::stored_bytes(&self.conn, id)?;
+        let lost: Vec<u64> = note.crossed.iter().zip(stored).map(|(c, s)| c.saturating_sub(s)).collect();
+        let lost_in = lost.iter().filter(|&&l| l > 0).count() as i64;
+        let reason = if lost_in == 0 {
+            format!(
+                "{}; stored from the end acp-tee left: its recorder was gone before it stored it",
+                note.end.end_reason
+            )
+        } else {
+            format!(
+                "{}; no recorder survived to store the whole run: {} of the {} bytes that crossed were not stored \
+                 (client to agent {}, agent to client {}, agent stderr {}), in how many frames is not known",
+                note.end.end_reason,
+                lost.iter().sum::<u64>(),
+                note.crossed.iter().sum::<u64>(),
+                lost[0],
+                lost[1],
+                lost[2]
+            )
+        };
+        // Each direction that lost bytes lost one frame at least.
+        Ok(self.conn.execute(
+            "UPDATE traces SET ended_at = ?1, exit_code = ?2, exit_signal = ?3, end_reason = ?4,
+                               missing_frames = missing_frames + ?5, missing_unknown = ?6
+             WHERE id = ?7 AND ended_at IS NULL",
+            params![note.ended_at, note.end.exit_code, note.end.exit_signal, reason, lost_in, lost_in > 0, id],
+        )?)
     }
 }
 

@@ -15,6 +15,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../../migrations/0008_batch_replies.sql"),
     include_str!("../../../migrations/0009_replay_source.sql"),
     include_str!("../../../migrations/0010_frames_raw_last.sql"),
+    include_str!("../../../migrations/0011_missing_unknown.sql"),
 ];
 
 /// The schema version this build writes.

@@ -131,7 +131,7 @@ pub(super) fn frame_ref<'a>(row: &'a Row<'_>) -> rusqlite::Result<FrameRef<'a>> 
 }
 
 pub(super) const TRACE_COLUMNS: &str = "id, name, command, cwd, mode, started_at, ended_at, exit_code, exit_signal,
-     end_reason, frame_count, error_count, missing_frames";
+     end_reason, frame_count, error_count, missing_frames, missing_unknown";
 
 pub(super) fn trace_from_row(row: &Row<'_>) -> rusqlite::Result<TraceMeta> {
     let command: String = row.get(2)?;
@@ -151,6 +151,7 @@ pub(super) fn trace_from_row(row: &Row<'_>) -> rusqlite::Result<TraceMeta> {
         frame_count: row.get(10)?,
         error_count: row.get(11)?,
         missing_frames: row.get(12)?,
+        missing_unknown: row.get(13)?,
     })
 }
 

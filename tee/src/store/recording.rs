@@ -93,21 +93,8 @@ impl Recording {
                  WHERE id = ?2",
                 params![own_pid, trace_id],
             )?;
-            let (lo, hi) = frame_id_bounds(trace_id);
-            let mut resumed = Resumed { trace_id, last_seq: 0, stored_bytes: [0; 3] };
-            let mut rows = conn.prepare(
-                "SELECT dir, coalesce(sum(length(raw)), 0), coalesce(max(seq), 0) FROM frames
-                 WHERE id > ?1 AND id < ?2 GROUP BY dir",
-            )?;
-            let mut found = rows.query(params![lo, hi])?;
-            while let Some(row) = found.next()? {
-                let (dir, bytes, last): (String, i64, i64) = (row.get(0)?, row.get(1)?, row.get(2)?);
-                if let Some(i) = Direction::ALL.iter().position(|d| d.as_str() == dir) {
-                    resumed.stored_bytes[i] = bytes as u64;
-                }
-                resumed.last_seq = resumed.last_seq.max(last);
-            }
-            Ok(Some(resumed))
+            let (stored_bytes, last_seq) = stored_bytes(conn, trace_id)?;
+            Ok(Some(Resumed { trace_id, last_seq, stored_bytes }))
         })
     }
 
@@ -237,4 +224,24 @@ impl Store {
     ) -> Result<(), StoreError> {
         end_trace(self, trace_id, end, missing_frames, ended_at)
     }
+}
+
+/// The bytes trace `trace_id` holds per direction ([`Direction::ALL`]
+/// order) and its last seq: what a recorder stored of the bytes that crossed.
+pub(super) fn stored_bytes(conn: &rusqlite::Connection, trace_id: i64) -> rusqlite::Result<([u64; 3], i64)> {
+    let (lo, hi) = frame_id_bounds(trace_id);
+    let (mut bytes_of, mut last_seq) = ([0u64; 3], 0);
+    let mut rows = conn.prepare(
+        "SELECT dir, coalesce(sum(length(raw)), 0), coalesce(max(seq), 0) FROM frames
+         WHERE id > ?1 AND id < ?2 GROUP BY dir",
+    )?;
+    let mut found = rows.query(params![lo, hi])?;
+    while let Some(row) = found.next()? {
+        let (dir, bytes, last): (String, i64, i64) = (row.get(0)?, row.get(1)?, row.get(2)?);
+        if let Some(i) = Direction::ALL.iter().position(|d| d.as_str() == dir) {
+            bytes_of[i] = bytes as u64;
+        }
+        last_seq = last_seq.max(last);
+    }
+    Ok((bytes_of, last_seq))
 }

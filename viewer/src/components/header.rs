@@ -13,8 +13,10 @@ use leptos_router::components::A;
 
 fn summary_line(t: &TraceSummary) -> impl IntoView {
     let (exit, reason) = exit_text(t);
-    let missing = (t.meta.missing_frames > 0).then(|| {
-        view! { <span class="warn">{format!("{} missing", plural(t.meta.missing_frames, "frame"))}</span> }
+    let missing = (t.meta.missing_frames > 0 || t.meta.missing_unknown).then(|| {
+        // Unknown: no recorder survived to count them; the count is a lower bound.
+        let more = if t.meta.missing_unknown { " or more" } else { "" };
+        view! { <span class="warn">{format!("{}{more} missing", plural(t.meta.missing_frames, "frame"))}</span> }
     });
     view! {
         <div class="summary">

@@ -25,20 +25,20 @@ fn summary_select() -> String {
 
 fn summary_of_trace(row: &Row<'_>) -> rusqlite::Result<TraceSummary> {
     let meta = trace_from_row(row)?;
-    let pid: Option<i64> = row.get(13)?;
+    let pid: Option<i64> = row.get(14)?;
     let live = meta.ended_at.is_none() && pid.is_some_and(crate::proc::process_exists);
     // The run is over, or about to be, when its relay or the client that
     // started it is gone (a client's end closes the relay's input).
     let gone = |col: usize| -> rusqlite::Result<bool> {
         Ok(row.get::<_, Option<i64>>(col)?.is_some_and(|pid| !crate::proc::process_exists(pid)))
     };
-    let finishing = live && (gone(16)? || gone(17)?);
+    let finishing = live && (gone(17)? || gone(18)?);
     Ok(TraceSummary {
         meta,
         live,
         finishing,
-        last_t_ns: row.get::<_, Option<i64>>(15)?.unwrap_or(0),
-        imported_from: row.get(14)?,
+        last_t_ns: row.get::<_, Option<i64>>(16)?.unwrap_or(0),
+        imported_from: row.get(15)?,
         findings: None,
     })
 }
