@@ -112,6 +112,9 @@ async fn traces_frames_detail_and_stats_of_a_real_session() {
     assert_eq!(request.update, None);
     let slow: FramePage = get_as(&app, &frames("min_latency_ms=100000")).await;
     assert_eq!(slow.total, 0);
+    // The largest latency a frame can have (i64::MAX ns) is a valid bound.
+    let slowest: FramePage = get_as(&app, &frames("min_latency_ms=9223372036854")).await;
+    assert_eq!(slowest.total, 0);
     let errors: FramePage = get_as(&app, &frames("errors=true")).await;
     assert_eq!(errors.total, 0);
 
@@ -153,6 +156,7 @@ async fn bad_parameters_are_400_and_unknown_ids_404_with_json() {
         "/api/traces/1/frames?errors=maybe",
         "/api/traces/1/frames?min_latency_ms=-5",
         "/api/traces/1/frames?min_latency_ms=NaN",
+        "/api/traces/1/frames?min_latency_ms=9223372036855",
         "/api/traces/1/frames?after=x",
         "/api/traces/1/frames/first",
         "/api/traces/1/export?format=xml",

@@ -482,3 +482,36 @@ fn a_client_that_stops_reading_gives_the_agent_a_broken_pipe_and_the_trace_says_
     // Bounded by the pipes between the agent and the client, not by time.
     assert!(recorded < 8 << 20, "{recorded} bytes recorded");
 }
+
+#[test]
+fn a_relay_held_up_by_a_stopped_recorder_says_so_and_blames_no_one_else() {
+    let store = TempStore::new();
+    let agent = sh("echo $$ > pid; exec yes");
+    let mut cmd = tee_command(&store.db, &["--grace", "200ms"], &as_strs(&agent));
+    cmd.current_dir(store.dir.path());
+    let mut child = cmd.spawn().unwrap();
+    let stdin = child.stdin.take().unwrap();
+    // The client reads everything it is sent.
+    let _out = read_to_end_on_thread(child.stdout.take().unwrap());
+    let err = read_to_end_on_thread(child.stderr.take().unwrap());
+    let recorder = recorder_of(child.id());
+    let agent = pid_from_file(store.dir.path(), "pid");
+    kill(recorder, libc::SIGSTOP);
+    // The recorder takes nothing now: once the pipes on the way are full
+    // the relay blocks, and so does the agent, writing.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !std::fs::read_to_string(format!("/proc/{agent}/wchan")).unwrap_or_default().ends_with("pipe_write") {
+        assert!(Instant::now() < deadline, "the agent never blocked writing");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    kill(child.id(), libc::SIGTERM);
+    let status = wait_within(&mut child, Duration::from_secs(30));
+    drop(stdin);
+    resume(recorder);
+    kill_if_alive(recorder);
+    assert_eq!(status.and_then(|s| s.code()), Some(128 + libc::SIGTERM));
+    let (err, _) = err.recv_timeout(Duration::from_secs(10)).unwrap();
+    let err = String::from_utf8_lossy(&err);
+    assert!(err.contains("acp-tee's recorder is not taking what it is handed"), "{err}");
+    assert!(!err.contains("something it started"), "{err}");
+}

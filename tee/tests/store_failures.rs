@@ -157,3 +157,15 @@ fn wait_for_end(db: &std::path::Path) -> acp_tee_shared::TraceMeta {
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
 }
+
+#[test]
+fn a_directory_given_as_the_store_is_named_as_one() {
+    let store = TempStore::new();
+    for args in [&["list"][..], &["show"], &["export"], &["check"]] {
+        let out = std::process::Command::new(bin()).args(args).arg("--db").arg(store.dir.path()).output().unwrap();
+        assert!(!out.status.success());
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("is a directory"), "{args:?}: {err}");
+        assert!(!err.contains("disk I/O error"), "{args:?}: {err}");
+    }
+}

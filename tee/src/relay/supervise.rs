@@ -181,15 +181,19 @@ impl Supervisor {
 
     /// Why the agent's output is still being forwarded after the drain's
     /// deadline: something the agent started still writes to it, or our own
-    /// pump is blocked writing to a client that does not read.
+    /// pump is blocked: writing to a client that does not read, or handing
+    /// off to a recorder that does not take (stopped, or far behind).
     fn why_output_is_open(&self) -> &'static str {
-        let open = [self.stdout_open, self.stderr_open];
-        let stuck_on_client =
-            self.outputs.iter().zip(open).filter(|(_, open)| *open).all(|(o, _)| hung_up(&o.from) && !writable(&o.to));
-        if stuck_on_client {
+        let open: Vec<&Output> =
+            self.outputs.iter().zip([self.stdout_open, self.stderr_open]).filter(|(_, o)| *o).map(|(o, _)| o).collect();
+        // No writer is left on the agent's side: the pump itself is blocked.
+        if !open.iter().all(|o| hung_up(&o.from)) {
+            "the agent exited but something it started still holds its output open"
+        } else if open.iter().all(|o| !writable(&o.to)) {
             "the client is not reading acp-tee's output"
         } else {
-            "the agent exited but something it started still holds its output open"
+            "acp-tee's recorder is not taking what it is handed (it is stopped or far behind), so the agent's last \
+             output is not forwarded"
         }
     }
 

@@ -108,6 +108,8 @@ pub struct Engine<'s> {
     requests_of: HashMap<String, (usize, Vec<usize>)>,
     /// When the current step became the next one.
     since: Instant,
+    /// Messages received from the peer since then.
+    received_since: u64,
     started: Instant,
     /// What was counted.
     pub tally: Tally,
@@ -164,6 +166,7 @@ impl<'s> Engine<'s> {
             has_answer,
             requests_of,
             since: Instant::now(),
+            received_since: 0,
             started: Instant::now(),
             tally: Tally::default(),
         }
@@ -238,6 +241,7 @@ impl<'s> Engine<'s> {
         self.tally.sent += 1;
         self.next += 1;
         self.since = Instant::now();
+        self.received_since = 0;
         Ok(())
     }
 
@@ -249,6 +253,7 @@ impl<'s> Engine<'s> {
     /// request the recording has no answer to.
     pub fn receive(&mut self, v: Value, out: &mut impl Write) -> std::io::Result<()> {
         self.tally.received += 1;
+        self.received_since += 1;
         let theirs = match self.ours {
             Direction::ClientToAgent => Direction::AgentToClient,
             _ => Direction::ClientToAgent,
@@ -330,6 +335,11 @@ impl<'s> Engine<'s> {
             .collect();
         let same = |i: &&usize| self.script.messages[**i].value.get("params").unwrap_or(&Value::Null) == &params;
         candidates.iter().find(same).or(candidates.first()).copied()
+    }
+
+    /// How many messages the peer sent while the next step waited.
+    pub fn received_while_waiting(&self) -> u64 {
+        self.received_since
     }
 
     /// How long the next step has waited, and for what (for a divergence).

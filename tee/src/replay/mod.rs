@@ -273,7 +273,13 @@ fn drive_client(
         }
         let (waited, what) = engine.waiting();
         if waited >= step_timeout {
-            return Outcome::Diverged(format!("{what}: nothing within {}", humantime(step_timeout)));
+            // The timeout is per step, not an idle time: say what did come.
+            let came = match engine.received_while_waiting() {
+                0 => "nothing came".to_owned(),
+                1 => "1 message came, not the one awaited".to_owned(),
+                n => format!("{n} messages came, none the one awaited"),
+            };
+            return Outcome::Diverged(format!("{what}: {came} within {}", humantime(step_timeout)));
         }
         let mut wait = step_timeout - waited;
         if let Some(due) = engine.due_in() {

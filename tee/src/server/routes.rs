@@ -56,8 +56,10 @@ pub fn validate(q: &FrameQuery) -> Result<(), AppError> {
     if q.offset.is_some_and(|o| o < 0) {
         return bad("offset must not be negative");
     }
-    if q.min_latency_ms.is_some_and(|ms| !(0.0..=1e12).contains(&ms)) {
-        return bad("min_latency_ms must be a number of milliseconds, 0 or more");
+    // The largest latency a frame can have: i64::MAX nanoseconds.
+    const MAX_LATENCY_MS: f64 = i64::MAX as f64 / 1e6;
+    if q.min_latency_ms.is_some_and(|ms| !(0.0..=MAX_LATENCY_MS).contains(&ms)) {
+        return bad("min_latency_ms must be a number of milliseconds from 0 to 9223372036854 (the largest latency a frame can have)");
     }
     if q.q.as_ref().is_some_and(|t| t.len() > 1000) {
         return bad("the search text must be at most 1000 bytes");

@@ -191,6 +191,11 @@ impl Store {
         if !path.exists() {
             return Err(StoreError::Missing { path: path.to_owned() });
         }
+        if path.is_dir() {
+            // SQLite would say "disk I/O error".
+            let source = std::io::Error::from(std::io::ErrorKind::IsADirectory);
+            return Err(StoreError::Io { path: path.to_owned(), source });
+        }
         match Self::open_with(path, Access::ReadWrite) {
             Err(e) if e.is_read_only() => match Self::open_read_only(path) {
                 // Not even readable: the first error says why.

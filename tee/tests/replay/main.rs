@@ -208,6 +208,27 @@ fn an_agent_that_stops_answering_diverges_after_the_step_timeout() {
     assert!(started.elapsed() < std::time::Duration::from_secs(30));
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(text.contains("diverged") && text.contains("answer to initialize") && text.contains("within 1s"), "{text}");
+    assert!(text.contains("nothing came within 1s"), "{text}");
+}
+
+#[test]
+fn an_agent_that_talks_but_never_answers_diverges_saying_what_came() {
+    // The step timeout is no idle timeout: notifications keep coming, the
+    // answer never does, and the divergence must not say "nothing".
+    let (run, _) = record_elizacp();
+    let talker = sh("while :; do echo '{\"jsonrpc\":\"2.0\",\"method\":\"x\"}'; sleep 0.01; done");
+    let mut cmd = Command::new(bin());
+    cmd.args(["replay", "--db", run.store.db.to_str().unwrap(), "--trace", &run.trace_id.to_string()])
+        .args(["--grace", GRACE, "--step-timeout", "1s", "--"])
+        .args(&talker);
+    let out = run_within(cmd);
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("answer to initialize") && text.contains("messages came, none the one awaited within 1s"),
+        "{text}"
+    );
+    assert!(!text.contains("nothing came"), "{text}");
 }
 
 #[test]
