@@ -35,6 +35,10 @@ pub struct EndNote {
     /// Bytes that crossed the relay, per direction, in
     /// [`acp_tee_shared::Direction::ALL`] order.
     pub crossed: [u64; 3],
+    /// The recorder masked secrets in what it stored (`--redact`): stored
+    /// frames are then not the bytes that crossed, and cannot be compared.
+    #[serde(default)]
+    pub masked: bool,
 }
 
 /// The folder of notes for the store at `db`: `DB-ends`.
@@ -98,6 +102,7 @@ mod tests {
             ended_at: "2026-12-02T09:00:01.000000Z".into(),
             end: TraceEnd { exit_code: Some(0), exit_signal: None, end_reason: "the agent exited".into() },
             crossed: [1, 2, 3],
+            masked: false,
         };
         write(&db, &note);
         assert_eq!(read(&db, 42, &note.started_at), Some(note.clone()));

@@ -163,6 +163,7 @@ pub fn run(opts: &WrapOptions) -> Result<i32, SpawnError> {
             ended_at: crate::clock::now_rfc3339(),
             end: end.clone(),
             crossed: handoff.crossed(),
+            masked: opts.redact.is_some(),
         },
     );
     handoff.end(&end);

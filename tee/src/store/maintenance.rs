@@ -185,6 +185,21 @@ impl Store {
         let (stored, _) = super::recording::stored_bytes(&self.conn, id)?;
         let lost: Vec<u64> = note.crossed.iter().zip(stored).map(|(c, s)| c.saturating_sub(s)).collect();
         let lost_in = lost.iter().filter(|&&l| l > 0).count() as i64;
+        if note.masked {
+            // Masked frames are not the bytes that crossed: whether all
+            // were stored cannot be told.
+            let reason = format!(
+                "{}; stored from the end acp-tee left: its recorder was gone before it stored it, and whether it \
+                 had stored every frame cannot be told (frames are stored masked)",
+                note.end.end_reason
+            );
+            return Ok(self.conn.execute(
+                "UPDATE traces SET ended_at = ?1, exit_code = ?2, exit_signal = ?3, end_reason = ?4,
+                                   missing_unknown = 1
+                 WHERE id = ?5 AND ended_at IS NULL",
+                params![note.ended_at, note.end.exit_code, note.end.exit_signal, reason, id],
+            )?);
+        }
         let reason = if lost_in == 0 {
             format!(
                 "{}; stored from the end acp-tee left: its recorder was gone before it stored it",
