@@ -4,7 +4,7 @@
 //! connection's trace); a WebSocket upgrade goes to [`super::ws`].
 
 use super::connection::Connection;
-use super::tap::{NoRoom, Tap, TooLarge};
+use super::tap::{NoRoom, Stalled, Tap, TooLarge};
 use super::{
     end_to_end, facts, header_text, headers_json, own_answer, Proxy, CONNECTION_ID, MAX_CONNECTIONS, MAX_MESSAGE_BYTES,
     SESSION_ID,
@@ -12,7 +12,7 @@ use super::{
 use acp_tee_shared::Direction;
 use axum::body::Body;
 use axum::extract::{Request, State};
-use axum::http::{header, request::Parts, Method, StatusCode, Uri};
+use axum::http::{header, request::Parts, Method, StatusCode};
 use axum::response::Response;
 use std::sync::Arc;
 
@@ -32,8 +32,23 @@ pub async fn handle(State(proxy): State<Arc<Proxy>>, req: Request) -> Response {
         connection: header_text(&parts.headers, &CONNECTION_ID),
         session: header_text(&parts.headers, &SESSION_ID),
     };
-    let Some((conn, fresh)) = proxy.connection_for(ids.connection.as_deref()) else {
-        return too_many();
+    let known = ids.connection.as_deref().and_then(|id| proxy.registry.get(id));
+    let (conn, fresh, body) = match known {
+        Some(conn) => (conn, false, body),
+        // The initialize: it takes a recording (a slot, a recorder process)
+        // only once its message is whole, so a client that stalls takes none.
+        None if parts.method == Method::POST && ids.connection.is_none() => {
+            let whole = match super::gather::initialize(&parts.headers, body).await {
+                Ok(whole) => whole,
+                Err(refused) => return refused.answer(),
+            };
+            let Some(conn) = Connection::start(&proxy.record) else { return too_many() };
+            (conn, true, Body::from(whole))
+        }
+        // A connection the proxy never saw begin (a made-up id, or one from
+        // before the proxy started), a GET or DELETE naming none, a CORS
+        // preflight: no connection to record it in.
+        None => return proxy.pass_on_unrecorded(parts, body).await,
     };
     let method = parts.method.clone();
     let body = if method == Method::POST {
@@ -66,12 +81,16 @@ pub async fn handle(State(proxy): State<Arc<Proxy>>, req: Request) -> Response {
             proxy.unknown_ends(fresh, &ids, &conn, "its first POST was refused as too large");
             return too_large();
         }
+        Err(e) if caused_by::<Stalled>(&e) => {
+            proxy.unknown_ends(fresh, &ids, &conn, "its first POST stalled");
+            return super::gather::Refused::Stalled.answer();
+        }
         Err(e) if caused_by::<NoRoom>(&e) => {
             proxy.unknown_ends(fresh, &ids, &conn, "its first POST was refused: no room to gather it");
             return own_answer(StatusCode::SERVICE_UNAVAILABLE, format!("{NoRoom}; try again"));
         }
         Err(e) => {
-            let error = format!("the upstream {} failed for {method}: {}", proxy.upstream, error_chain(&e));
+            let error = format!("the upstream {} failed for {method}: {}", proxy.upstream.shown, error_chain(&e));
             conn.note(&error);
             proxy.unknown_ends(fresh, &ids, &conn, &error);
             return own_answer(StatusCode::BAD_GATEWAY, format!("acp-tee http-proxy: {error}"));
@@ -129,20 +148,23 @@ pub async fn handle(State(proxy): State<Arc<Proxy>>, req: Request) -> Response {
 }
 
 impl Proxy {
-    /// The recording of connection `id`; a new one for a request naming no
-    /// connection (the `initialize`) or one the proxy did not see begin
-    /// (then known by that id from now on), and whether it is new. `None`
-    /// when [`MAX_CONNECTIONS`] are recorded already.
-    pub(super) fn connection_for(&self, id: Option<&str>) -> Option<(Arc<Connection>, bool)> {
-        if let Some(conn) = id.and_then(|id| self.registry.get(id)) {
-            return Some((conn, false));
+    /// Passes a request that belongs to no recorded connection on as it
+    /// came, and its answer back, recording neither: what the upstream
+    /// says to it (a 400, a 404 for a made-up id) is the client's to see.
+    async fn pass_on_unrecorded(&self, parts: Parts, body: Body) -> Response {
+        let method = parts.method.clone();
+        let request = self.upstream_request(&parts, body, false);
+        match self.client.request(request).await {
+            Ok(response) => {
+                let (mut head, body) = response.into_parts();
+                head.headers = end_to_end(&head.headers, false);
+                Response::from_parts(head, Body::new(body))
+            }
+            Err(e) => {
+                let error = format!("the upstream {} failed for {method}: {}", self.upstream.shown, error_chain(&e));
+                own_answer(StatusCode::BAD_GATEWAY, format!("acp-tee http-proxy: {error}"))
+            }
         }
-        let conn = Connection::start(&self.record)?;
-        if let Some(id) = id {
-            conn.note(format!("connection {id} began before the proxy saw it"));
-            self.registry.insert(id.to_owned(), conn.clone());
-        }
-        Some((conn, true))
     }
 
     /// The exchange failed for `reason`: a connection begun by it (`fresh`)
@@ -158,21 +180,14 @@ impl Proxy {
     /// The request passed on upstream: the same method, the upstream's
     /// endpoint with the request's query, the end-to-end headers, `body`.
     pub(super) fn upstream_request(&self, parts: &Parts, body: Body, upgrade: bool) -> axum::http::Request<Body> {
-        let mut uri = self.upstream.clone();
-        if let Some(query) = parts.uri.query() {
-            let path = self.upstream.path();
-            let mut builder = Uri::builder().path_and_query(format!("{path}?{query}"));
-            if let (Some(scheme), Some(authority)) = (self.upstream.scheme(), self.upstream.authority()) {
-                builder = builder.scheme(scheme.clone()).authority(authority.clone());
-            }
-            if let Ok(with_query) = builder.build() {
-                uri = with_query;
-            }
-        }
         let mut request = axum::http::Request::new(body);
         *request.method_mut() = parts.method.clone();
-        *request.uri_mut() = uri;
+        *request.uri_mut() = self.upstream.with_query(parts.uri.query());
         *request.headers_mut() = end_to_end(&parts.headers, upgrade);
+        if let Some(basic) = &self.upstream.basic {
+            // The URL's userinfo, unless the client brought credentials of its own.
+            request.headers_mut().entry(header::AUTHORIZATION).or_insert_with(|| basic.clone());
+        }
         request
     }
 }

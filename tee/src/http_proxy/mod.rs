@@ -26,13 +26,15 @@
 
 mod connection;
 mod exchange;
+mod gather;
 mod sse;
 mod tap;
+mod upstream;
 mod ws;
 
 use anyhow::Context as _;
 use axum::body::Body;
-use axum::http::{header, HeaderMap, HeaderName, HeaderValue, Uri};
+use axum::http::{header, HeaderMap, HeaderName, HeaderValue};
 use connection::{RecordTo, Registry};
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
@@ -108,14 +110,14 @@ type Upstream = Client<hyper_rustls::HttpsConnector<HttpConnector>, Body>;
 struct Proxy {
     client: Upstream,
     /// The upstream endpoint, `http` or `https`.
-    upstream: Uri,
+    upstream: upstream::UpstreamUrl,
     record: RecordTo,
     registry: Registry,
 }
 
 /// Runs the proxy until SIGINT, SIGTERM or SIGHUP; returns the exit code.
 pub fn run(opts: HttpProxyOptions) -> anyhow::Result<i32> {
-    let upstream = upstream_uri(&opts.upstream)?;
+    let upstream = upstream::UpstreamUrl::parse(&opts.upstream)?;
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     let served = runtime.block_on(serve(opts, upstream));
     STOPPING.store(true, Ordering::Relaxed);
@@ -124,20 +126,6 @@ pub fn run(opts: HttpProxyOptions) -> anyhow::Result<i32> {
     runtime.shutdown_timeout(Duration::from_millis(100));
     connection::wait_for_recordings(STOP_WAIT);
     served.map(|()| 0)
-}
-
-/// The upstream URL as an `http`/`https` URI (`ws`/`wss` mean the same).
-fn upstream_uri(text: &str) -> anyhow::Result<Uri> {
-    let uri: Uri =
-        text.parse().with_context(|| format!("--upstream {text:?} is not a URL; pass http://HOST:PORT/acp"))?;
-    let scheme = match uri.scheme_str() {
-        Some("http" | "ws") => "http",
-        Some("https" | "wss") => "https",
-        _ => anyhow::bail!("--upstream {text:?} must start with http://, https://, ws:// or wss://"),
-    };
-    let authority = uri.authority().with_context(|| format!("--upstream {text:?} names no host"))?;
-    let path = uri.path_and_query().map_or("/", |p| p.as_str());
-    Ok(Uri::builder().scheme(scheme).authority(authority.as_str()).path_and_query(path).build()?)
 }
 
 /// Builds the upstream client.
@@ -164,14 +152,16 @@ fn client(https: bool) -> anyhow::Result<Upstream> {
     Ok(Client::builder(TokioExecutor::new()).build(connector))
 }
 
-async fn serve(opts: HttpProxyOptions, upstream: Uri) -> anyhow::Result<()> {
-    let client = client(upstream.scheme_str() == Some("https"))?;
+async fn serve(opts: HttpProxyOptions, upstream: upstream::UpstreamUrl) -> anyhow::Result<()> {
+    let client = client(upstream.uri.scheme_str() == Some("https"))?;
     let listener = tokio::net::TcpListener::bind(opts.listen)
         .await
         .with_context(|| format!("cannot listen on {}; pass another --listen", opts.listen))?;
     let addr = listener.local_addr()?;
+    // The trace's command shows the upstream without its credentials.
     let record =
-        RecordTo { db: opts.db.clone(), name: opts.name, upstream: opts.upstream.clone(), redact: opts.redact };
+        RecordTo { db: opts.db.clone(), name: opts.name, upstream: upstream.shown.clone(), redact: opts.redact };
+    let shown = upstream.shown.clone();
     let proxy = Arc::new(Proxy { client, upstream, record, registry: Registry::default() });
     let app = axum::Router::new().route(ACP_PATH, axum::routing::any(exchange::handle)).with_state(proxy.clone());
     // The address is what a test (or a script) reads to know the port.
@@ -181,14 +171,13 @@ async fn serve(opts: HttpProxyOptions, upstream: Uri) -> anyhow::Result<()> {
         let mut stdout = std::io::stdout().lock();
         let _ = writeln!(
             stdout,
-            "acp-tee: http-proxy at http://{addr}{ACP_PATH} to {}, recording into {}",
-            opts.upstream,
+            "acp-tee: http-proxy at http://{addr}{ACP_PATH} to {shown}, recording into {}",
             opts.db.display()
         )
         .and_then(|()| stdout.flush());
     }
     let stopped = tokio::select! {
-        served = axum::serve(listener, app) => served.map(|()| None).map_err(anyhow::Error::from),
+        served = accept(listener, app) => served.map(|()| None).map_err(anyhow::Error::from),
         signal = stop_signal() => Ok(Some(signal)),
         () = forget_idle(&proxy, opts.idle) => unreachable!("forgetting idle connections never ends"),
     };
@@ -199,6 +188,47 @@ async fn serve(opts: HttpProxyOptions, upstream: Uri) -> anyhow::Result<()> {
     };
     proxy.registry.forget_all(&reason);
     stopped.map(|_| ())
+}
+
+/// How long a client may take to send a request's headers (the first
+/// request of a connection and each one after): a socket that sends part
+/// of its headers and stalls is closed then, as is one kept open with
+/// nothing sent.
+pub const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Request headers taken, at most (hyper refuses more with 431).
+pub const MAX_HEADERS: usize = 1000;
+
+/// Serves `app` on every connection `listener` accepts, with
+/// [`HEADER_TIMEOUT`] and WebSocket upgrades (what `axum::serve` does, with
+/// the time limit it has no way to set).
+async fn accept(listener: tokio::net::TcpListener, app: axum::Router) -> std::io::Result<()> {
+    use hyper_util::rt::{TokioIo, TokioTimer};
+    loop {
+        let stream = match listener.accept().await {
+            Ok((stream, _)) => stream,
+            // Out of descriptors and the like: the listener itself is fine.
+            Err(e) => {
+                tracing::debug!("http-proxy: accept failed: {e}");
+                tokio::time::sleep(Duration::from_millis(10)).await;
+                continue;
+            }
+        };
+        let _ = stream.set_nodelay(true);
+        let service = hyper_util::service::TowerToHyperService::new(app.clone());
+        tokio::spawn(async move {
+            let served = hyper::server::conn::http1::Builder::new()
+                .timer(TokioTimer::new())
+                .header_read_timeout(HEADER_TIMEOUT)
+                .max_headers(MAX_HEADERS)
+                .serve_connection(TokioIo::new(stream), service)
+                .with_upgrades()
+                .await;
+            if let Err(e) = served {
+                tracing::debug!("http-proxy: a client connection ended: {e}");
+            }
+        });
+    }
 }
 
 /// Forgets idle connections (see [`Registry::forget_idle`]), looking a few
@@ -319,13 +349,5 @@ mod tests {
         let upgrade = end_to_end(&h, true);
         let names: Vec<&str> = upgrade.keys().map(HeaderName::as_str).collect();
         assert_eq!(names, ["connection", "authorization", "upgrade", "cookie"]);
-    }
-
-    #[test]
-    fn upstream_urls_are_http_or_https() {
-        assert_eq!(upstream_uri("ws://127.0.0.1:9/acp").unwrap().to_string(), "http://127.0.0.1:9/acp");
-        assert_eq!(upstream_uri("wss://h/acp?x=1").unwrap().to_string(), "https://h/acp?x=1");
-        assert!(upstream_uri("ftp://h/").unwrap_err().to_string().contains("must start with http://"));
-        assert!(upstream_uri("not a url").is_err());
     }
 }

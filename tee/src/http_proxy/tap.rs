@@ -77,7 +77,15 @@ pub struct Tap<B> {
     empty: bool,
     /// Bytes this body counts in [`GATHERING`].
     gathered: usize,
+    /// When a request body must have arrived whole ([`super::gather::BODY_DEADLINE`]).
+    deadline: Option<Pin<Box<tokio::time::Sleep>>>,
 }
+
+/// A request body not whole within [`super::gather::BODY_DEADLINE`]: the
+/// proxy stops sending it upstream and answers 408.
+#[derive(Debug, thiserror::Error)]
+#[error("the body did not arrive whole within BODY_DEADLINE ({}s)", super::gather::BODY_DEADLINE.as_secs())]
+pub struct Stalled;
 
 impl<B: Body> Tap<B> {
     /// A body carrying one message (or none), going `dir`.
@@ -94,12 +102,15 @@ impl<B: Body> Tap<B> {
     /// [`MAX_MESSAGE_BYTES`].
     pub fn refusing_oversized(mut self) -> Self {
         self.refuse_oversized = true;
+        // A request body that stalls must not hold its room for ever.
+        self.deadline = Some(Box::pin(tokio::time::sleep(super::gather::BODY_DEADLINE)));
         self
     }
 
     fn new(inner: B, conn: Arc<Connection>, dir: Direction, facts: Arc<[u8]>, what: String, reading: Reading) -> Self {
         let empty = inner.size_hint().exact() == Some(0);
         Tap {
+            deadline: None,
             gathered: 0,
             empty,
             inner,
@@ -232,6 +243,12 @@ where
             }
             if this.done {
                 return Poll::Ready(None);
+            }
+            if this.deadline.as_mut().is_some_and(|d| std::future::Future::poll(d.as_mut(), cx).is_ready()) {
+                this.conn.note(format!("{} was refused (408): {Stalled}", this.what));
+                this.done = true;
+                regather(&mut this.gathered, 0);
+                return Poll::Ready(Some(Err(BoxError::from(Stalled))));
             }
             match ready!(Pin::new(&mut this.inner).poll_frame(cx)) {
                 Some(Ok(frame)) => match frame.into_data() {

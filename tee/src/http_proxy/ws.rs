@@ -28,7 +28,7 @@ use tokio_tungstenite::WebSocketStream;
 /// Passes a WebSocket upgrade on and, once both sides are upgraded,
 /// relays and records its messages.
 pub async fn relay(proxy: Arc<Proxy>, mut req: Request) -> Response {
-    let Some((conn, _)) = proxy.connection_for(None) else {
+    let Some(conn) = Connection::start(&proxy.record) else {
         return super::exchange::too_many();
     };
     let client_side = hyper::upgrade::on(&mut req);
@@ -37,7 +37,7 @@ pub async fn relay(proxy: Arc<Proxy>, mut req: Request) -> Response {
     let mut response = match proxy.client.request(request).await {
         Ok(response) => response,
         Err(e) => {
-            let error = format!("the upstream {} failed for a WebSocket upgrade: {e}", proxy.upstream);
+            let error = format!("the upstream {} failed for a WebSocket upgrade: {e}", proxy.upstream.shown);
             conn.note(&error);
             conn.fail_because(&error);
             return own_answer(StatusCode::BAD_GATEWAY, format!("acp-tee http-proxy: {error}"));

@@ -83,15 +83,12 @@ fn a_post_past_max_message_bytes_is_refused_413_whether_its_length_is_declared_o
     let head = "POST /acp HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n";
     let (status, _) = raw_exchange(&proxy, head, &chunked);
     assert!(status.contains(" 413 "), "{status}");
-    let traces = store.ended_traces(2);
-    for trace in &traces {
-        assert_eq!(trace.exit_code, Some(1), "{trace:?}");
-        let frames = store.frames(trace.id);
-        assert!(frames.iter().all(|f| f.kind == FrameKind::Stderr), "nothing of a refused body is a message");
-        assert!(notes(&store, trace.id).iter().any(|n| n.contains("refused (413)")), "{:?}", notes(&store, trace.id));
-    }
-    // The proxy goes on serving.
+    // A first message refused makes no connection, so no trace; the proxy
+    // goes on serving, and the one trace is the next client's.
     client(&proxy.url, &[]);
+    let traces = store.ended_traces(1);
+    assert_eq!(traces.len(), 1, "{traces:?}");
+    assert_eq!(traces[0].exit_code, Some(0), "{traces:?}");
 }
 
 #[test]
@@ -194,6 +191,13 @@ fn sse_upstream(events: usize, size: usize) -> (String, std::sync::Arc<std::sync
                         });
                         ([("content-type", "text/event-stream")], axum::body::Body::from_stream(stream))
                     }
+                })
+                // The initialize, which makes the connection the GET names.
+                .post(|| async {
+                    (
+                        [("content-type", "application/json"), ("acp-connection-id", "c1")],
+                        r#"{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1}}"#,
+                    )
                 }),
             );
             axum::serve(listener, app).await.unwrap();
@@ -221,7 +225,11 @@ fn a_slow_sse_reader_holds_the_upstream_back_without_the_proxy_buffering_and_the
     let store = TempStore::new();
     let mut proxy = Proxy::start(&store.db, &upstream);
     let addr = proxy.url.trim_start_matches("http://").split('/').next().unwrap().to_owned();
-    let mut reader = TcpStream::connect(addr).unwrap();
+    let head =
+        format!("POST /acp HTTP/1.1\r\nHost: t\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", INITIALIZE.len());
+    let (status, _) = raw_exchange(&proxy, &head, INITIALIZE.as_bytes());
+    assert!(status.contains(" 200 "), "{status}");
+    let mut reader = TcpStream::connect(&addr).unwrap();
     write!(reader, "GET /acp HTTP/1.1\r\nHost: t\r\nAccept: text/event-stream\r\nAcp-Connection-Id: c1\r\n\r\n")
         .unwrap();
     // The reader reads nothing: the upstream must come to a stop, far short
@@ -259,7 +267,11 @@ fn a_slow_sse_reader_holds_the_upstream_back_without_the_proxy_buffering_and_the
     drop(reader);
     assert!(proxy.stop().success());
     let trace = store.only_trace();
-    let messages: Vec<_> = store.frames(trace.id).into_iter().filter(|f| f.kind != FrameKind::Stderr).collect();
+    let messages: Vec<_> = store
+        .frames(trace.id)
+        .into_iter()
+        .filter(|f| f.kind != FrameKind::Stderr && f.method.as_deref() == Some("x/big"))
+        .collect();
     assert_eq!(messages.len(), EVENTS);
     for (i, f) in messages.iter().enumerate() {
         let json: Value = serde_json::from_slice(&f.raw).unwrap();
@@ -325,4 +337,177 @@ fn a_connection_left_without_delete_ends_after_idle_seconds() {
         assert_paired(&frames, method);
     }
     drop(proxy);
+}
+
+/// A socket to the proxy that sent `head` (and `body`) and then stalls,
+/// holding the connection open.
+fn stalled(proxy: &Proxy, head: &str, body: &[u8]) -> TcpStream {
+    let addr = proxy.url.trim_start_matches("http://").split('/').next().unwrap().to_owned();
+    let mut conn = TcpStream::connect(addr).unwrap();
+    conn.write_all(head.as_bytes()).unwrap();
+    // A refused body may be answered (and its connection closed) early.
+    let _ = conn.write_all(body);
+    conn
+}
+
+#[test]
+fn stalled_requests_and_made_up_connection_ids_lock_no_honest_client_out() {
+    let agent = Agent::start();
+    let store = TempStore::new();
+    let proxy = Proxy::start(&store.db, &agent.url);
+    // A session opened before the stalls, held open across them.
+    let mut before = held_client(&proxy.url, 1);
+    let mut held = Vec::new();
+    // 1: headers of a body that never comes, as many as connections are recorded.
+    let head = "POST /acp HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n";
+    for _ in 0..acp_tee::HTTP_MAX_CONNECTIONS {
+        held.push(stalled(&proxy, head, b""));
+    }
+    // 2: sixteen bodies of MAX_MESSAGE_BYTES, all but the last byte sent.
+    let big = acp_tee::HTTP_MAX_MESSAGE_BYTES;
+    let head =
+        format!("POST /acp HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\nContent-Length: {big}\r\n\r\n");
+    let body = vec![b' '; big - 1];
+    for _ in 0..16 {
+        held.push(stalled(&proxy, &head, &body));
+    }
+    // 3: connection ids the proxy never saw: passed on, answered by the
+    // upstream (its 400 for a body that is no JSON), holding nothing.
+    for i in 0..acp_tee::HTTP_MAX_CONNECTIONS {
+        let head = format!(
+            "POST /acp HTTP/1.1\r\nHost: t\r\nAcp-Connection-Id: made-up-{i}\r\nContent-Length: 1\r\nConnection: close\r\n\r\n"
+        );
+        let (status, _) = raw_exchange(&proxy, &head, b"x");
+        let direct = raw_exchange_to(&agent.url, &head, b"x").0;
+        assert_eq!(status, direct, "a made-up connection id is answered as the upstream answers it");
+    }
+    // No stall and no made-up id took a recording: only the held session has a recorder.
+    assert_eq!(recorders_of(proxy.pid()).len(), 1, "recorders besides the held session's");
+    // While all of that is held open, the SDK's clients work as they do direct.
+    for args in [&[][..], &["--ws"]] {
+        let direct = client(&agent.url, args);
+        let through = client(&proxy.url, args);
+        assert_eq!(through, direct, "{args:?}");
+    }
+    // And the session opened before the stalls ends as it should (its
+    // close goes through).
+    before.stdin.take().unwrap().write_all(b"go\n").unwrap();
+    let status = wait_within(&mut before, Duration::from_secs(60)).expect("the held session ended");
+    assert!(status.success(), "the session opened before the stalls failed");
+    drop(held);
+}
+
+/// Like [`raw_exchange`], to any `http://HOST:PORT/...` URL.
+fn raw_exchange_to(url: &str, head: &str, body: &[u8]) -> (String, String) {
+    let addr = url.trim_start_matches("http://").split('/').next().unwrap().to_owned();
+    let mut conn = TcpStream::connect(addr).unwrap();
+    conn.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    conn.write_all(head.as_bytes()).unwrap();
+    let _ = conn.write_all(body);
+    let mut answer = Vec::new();
+    let _ = conn.read_to_end(&mut answer);
+    let answer = String::from_utf8_lossy(&answer).into_owned();
+    (
+        answer.lines().next().unwrap_or_default().to_owned(),
+        answer.split("\r\n\r\n").nth(1).unwrap_or_default().to_owned(),
+    )
+}
+
+#[test]
+fn the_upstreams_credentials_reach_the_upstream_only() {
+    // An upstream that takes one request and tells what it got.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let seen = std::thread::spawn(move || {
+        let (mut conn, _) = listener.accept().unwrap();
+        conn.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        let mut head = Vec::new();
+        let mut byte = [0u8; 1];
+        while !head.ends_with(b"\r\n\r\n") && conn.read(&mut byte).unwrap() == 1 {
+            head.push(byte[0]);
+        }
+        conn.write_all(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n").unwrap();
+        String::from_utf8(head).unwrap()
+    });
+    let upstream = format!("http://alice:USERINFO_SECRET@127.0.0.1:{port}/acp?token=QUERY_SECRET");
+    let store = TempStore::new();
+    let proxy = Proxy::start_with(&store.db, &upstream, &["--redact"]);
+    let head = format!(
+        "POST /acp?token=other&x=1 HTTP/1.1\r\nHost: t\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        INITIALIZE.len()
+    );
+    let (status, _) = raw_exchange(&proxy, &head, INITIALIZE.as_bytes());
+    assert!(status.contains(" 400 "), "{status}");
+    let got = seen.join().unwrap().to_lowercase();
+    // The userinfo as the Basic credentials it means; the configured query
+    // kept (the client's `token` cannot replace it), the client's added.
+    use base64::Engine as _;
+    let basic = base64::engine::general_purpose::STANDARD.encode("alice:USERINFO_SECRET").to_lowercase();
+    assert!(got.contains(&format!("authorization: basic {basic}")), "{got}");
+    assert!(got.starts_with("post /acp?token=query_secret&x=1 http/1.1"), "{got}");
+    assert!(!got.contains("userinfo_secret@"), "{got}");
+
+    // Unreachable now: the 502 says which upstream without its secrets,
+    // and nothing stored or shown holds them.
+    let (status, body) = raw_exchange(&proxy, &head, INITIALIZE.as_bytes());
+    assert!(status.contains(" 502 "), "{status}");
+    assert!(body.contains("127.0.0.1") && !body.contains("SECRET"), "{body}");
+    let traces = store.ended_traces(2);
+    for trace in &traces {
+        assert!(!trace.command.join(" ").contains("SECRET"), "{:?}", trace.command);
+    }
+    let export =
+        Command::new(bin()).args(["export", "--trace", "all", "--no-redact", "--db"]).arg(&store.db).output().unwrap();
+    assert!(export.status.success());
+    assert!(!String::from_utf8_lossy(&export.stdout).contains("SECRET"), "the store holds a secret of --upstream");
+}
+
+#[test]
+fn requests_of_no_connection_pass_on_unrecorded_and_make_no_trace() {
+    let agent = Agent::start();
+    let store = TempStore::new();
+    let proxy = Proxy::start(&store.db, &agent.url);
+    for head in [
+        "GET /acp HTTP/1.1\r\nHost: t\r\nAccept: text/event-stream\r\nConnection: close\r\n\r\n",
+        "OPTIONS /acp HTTP/1.1\r\nHost: t\r\nOrigin: http://x\r\nAccess-Control-Request-Method: POST\r\nConnection: close\r\n\r\n",
+        "DELETE /acp HTTP/1.1\r\nHost: t\r\nAcp-Connection-Id: never-seen\r\nConnection: close\r\n\r\n",
+    ] {
+        for _ in 0..20 {
+            let (through, _) = raw_exchange(&proxy, head, b"");
+            let (direct, _) = raw_exchange_to(&agent.url, head, b"");
+            assert_eq!(through, direct, "{head}");
+        }
+    }
+    assert!(recorders_of(proxy.pid()).is_empty(), "a recorder for a request of no connection");
+    // The one trace is the honest client's.
+    client(&proxy.url, &[]);
+    assert_eq!(store.ended_traces(1).len(), 1);
+}
+
+#[test]
+fn headers_and_bodies_that_stall_are_cut_off_in_time() {
+    let agent = Agent::start();
+    let store = TempStore::new();
+    let proxy = Proxy::start(&store.db, &agent.url);
+    let started = Instant::now();
+    // Half a request head, then nothing: closed after the header timeout.
+    let mut half = stalled(&proxy, "POST /acp HTTP/1.1\r\nHost: t\r\n", b"");
+    half.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    // A whole head and part of its body: 408 after the body deadline.
+    let head = format!("POST /acp HTTP/1.1\r\nHost: t\r\nContent-Length: {}\r\n\r\n", INITIALIZE.len());
+    let mut part = stalled(&proxy, &head, &INITIALIZE.as_bytes()[..10]);
+    part.set_read_timeout(Some(Duration::from_secs(90))).unwrap();
+    let mut answer = Vec::new();
+    let _ = half.read_to_end(&mut answer);
+    let closed_after = started.elapsed();
+    assert!(closed_after < Duration::from_secs(30), "half a head held its socket {closed_after:?}");
+    let mut answer = Vec::new();
+    let _ = part.read_to_end(&mut answer);
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    assert!(answer.contains("BODY_DEADLINE"), "{answer}");
+    assert!(started.elapsed() < Duration::from_secs(80), "the stalled body was held {:?}", started.elapsed());
+    // Neither ever made a trace.
+    client(&proxy.url, &[]);
+    assert_eq!(store.ended_traces(1).len(), 1);
 }
