@@ -68,6 +68,7 @@ pub async fn handle(State(proxy): State<Arc<Proxy>>, req: Request) -> Response {
         }));
         Body::new(
             Tap::whole(body, conn.clone(), Direction::ClientToAgent, facts, "a POST's body".into())
+                .coded(&parts.headers)
                 .refusing_oversized(),
         )
     } else {
@@ -130,7 +131,7 @@ pub async fn handle(State(proxy): State<Arc<Proxy>>, req: Request) -> Response {
             "transport": "http", "via": "sse", "stream": stream, "status": status.as_u16(),
             "connectionId": connection, "sessionId": ids.session,
         }));
-        Body::new(Tap::events(body, conn, Direction::AgentToClient, facts, what))
+        Body::new(Tap::events(body, conn, Direction::AgentToClient, facts, what).coded(&head.headers))
     } else {
         if !status.is_success() || method != Method::POST {
             conn.note(format!("{method} answered {status}"));
@@ -141,7 +142,7 @@ pub async fn handle(State(proxy): State<Arc<Proxy>>, req: Request) -> Response {
             "httpHeaders": headers_json(&head.headers),
         }));
         let what = format!("the answer to a {method}");
-        Body::new(Tap::whole(body, conn, Direction::AgentToClient, facts, what))
+        Body::new(Tap::whole(body, conn, Direction::AgentToClient, facts, what).coded(&head.headers))
     };
     head.headers = end_to_end(&head.headers, false);
     Response::from_parts(head, body)
@@ -178,12 +179,15 @@ impl Proxy {
     }
 
     /// The request passed on upstream: the same method, the upstream's
-    /// endpoint with the request's query, the end-to-end headers, `body`.
+    /// endpoint with the request's query, the end-to-end headers (with an
+    /// `Accept-Encoding` of the codings the proxy decodes), `body`.
     pub(super) fn upstream_request(&self, parts: &Parts, body: Body, upgrade: bool) -> axum::http::Request<Body> {
         let mut request = axum::http::Request::new(body);
         *request.method_mut() = parts.method.clone();
         *request.uri_mut() = self.upstream.with_query(parts.uri.query());
         *request.headers_mut() = end_to_end(&parts.headers, upgrade);
+        // Only codings the proxy can decode for the recording.
+        request.headers_mut().insert(header::ACCEPT_ENCODING, super::coding::accepted(&parts.headers));
         if let Some(basic) = &self.upstream.basic {
             // The URL's userinfo, unless the client brought credentials of its own.
             request.headers_mut().entry(header::AUTHORIZATION).or_insert_with(|| basic.clone());

@@ -24,6 +24,7 @@
 //! full, never drops it), and no message held in memory exceeds
 //! [`MAX_MESSAGE_BYTES`].
 
+mod coding;
 mod connection;
 mod exchange;
 mod gather;

@@ -10,6 +10,7 @@
 //! before it is queued for recording, and the recorded order is the order
 //! the messages crossed the proxy.
 
+use super::coding::Coding;
 use super::connection::Connection;
 use super::sse::{Event, SseEvents};
 use super::{GATHER_BYTES, MAX_MESSAGE_BYTES};
@@ -79,6 +80,8 @@ pub struct Tap<B> {
     gathered: usize,
     /// When a request body must have arrived whole ([`super::gather::BODY_DEADLINE`]).
     deadline: Option<Pin<Box<tokio::time::Sleep>>>,
+    /// The body's content coding, decoded for the recording only.
+    coding: Coding,
 }
 
 /// A request body not whole within [`super::gather::BODY_DEADLINE`]: the
@@ -107,9 +110,27 @@ impl<B: Body> Tap<B> {
         self
     }
 
+    /// Records the messages of a body coded as `headers` say (`gzip`,
+    /// `deflate`) decoded; the bytes go on as they came. A body in a coding
+    /// the proxy does not decode is recorded as it came, and noted.
+    pub fn coded(mut self, headers: &axum::http::HeaderMap) -> Self {
+        self.coding = match Coding::of(headers) {
+            Coding::Undecodable(name) => {
+                self.conn.note(format!(
+                    "{} came {name}-coded, which acp-tee does not decode: its bytes are recorded as they came",
+                    self.what
+                ));
+                Coding::Identity
+            }
+            coding => coding,
+        };
+        self
+    }
+
     fn new(inner: B, conn: Arc<Connection>, dir: Direction, facts: Arc<[u8]>, what: String, reading: Reading) -> Self {
         let empty = inner.size_hint().exact() == Some(0);
         Tap {
+            coding: Coding::Identity,
             deadline: None,
             gathered: 0,
             empty,
@@ -131,6 +152,50 @@ impl<B: Body> Tap<B> {
 
     /// Takes in a chunk: queues the messages it completes and what to hand on.
     fn take(&mut self, data: Bytes) -> Result<(), Refused> {
+        let mut coding = std::mem::replace(&mut self.coding, Coding::Identity);
+        let mut refused = Ok(());
+        let decoded = coding.decode(&data, &mut |plain| {
+            if refused.is_ok() {
+                refused = self.record_part(plain);
+            }
+        });
+        self.coding = coding;
+        refused?;
+        if let Err(e) = decoded {
+            self.undecodable(&e);
+        }
+        match &mut self.reading {
+            Reading::Events(_) => self.out.push_back(Frame::data(data)),
+            Reading::Whole { .. } => {
+                if let Some(prev) = self.held.replace(data) {
+                    self.out.push_back(Frame::data(prev));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The coded body did not decode (`e`): the rest of it goes on
+    /// unrecorded, and a message it was carrying is not recorded in part.
+    fn undecodable(&mut self, e: &str) {
+        self.conn.note(format!(
+            "{} is {}-coded and did not decode ({e}): passed on unrecorded from there",
+            self.what,
+            self.coding.name()
+        ));
+        match &mut self.reading {
+            // Nothing more is decoded, so the parser sees no more.
+            Reading::Events(sse) => *sse = SseEvents::new(MAX_MESSAGE_BYTES),
+            Reading::Whole { acc, over } => {
+                *over = true;
+                *acc = Vec::new();
+            }
+        }
+        regather(&mut self.gathered, 0);
+    }
+
+    /// Takes in `data`, plain bytes of the body's messages.
+    fn record_part(&mut self, data: &[u8]) -> Result<(), Refused> {
         match &mut self.reading {
             Reading::Events(sse) => {
                 let (ready, conn, what) = (&mut self.ready, &self.conn, &self.what);
@@ -141,12 +206,11 @@ impl<B: Body> Tap<B> {
                          or no room left in GATHER_BYTES"
                     )),
                 };
-                sse.push(&data, &mut emit);
+                sse.push(data, &mut emit);
                 if !regather(&mut self.gathered, sse.held()) {
                     sse.give_up_event();
                     regather(&mut self.gathered, sse.held());
                 }
-                self.out.push_back(Frame::data(data));
             }
             Reading::Whole { acc, over } => {
                 if !*over
@@ -181,10 +245,7 @@ impl<B: Body> Tap<B> {
                     ));
                 }
                 if !*over {
-                    acc.extend_from_slice(&data);
-                }
-                if let Some(prev) = self.held.replace(data) {
-                    self.out.push_back(Frame::data(prev));
+                    acc.extend_from_slice(data);
                 }
             }
         }
@@ -192,7 +253,19 @@ impl<B: Body> Tap<B> {
     }
 
     /// The body ended: the last message is queued, then the held chunk goes.
-    fn finish(&mut self) {
+    fn finish(&mut self) -> Result<(), Refused> {
+        let mut coding = std::mem::replace(&mut self.coding, Coding::Identity);
+        let mut refused = Ok(());
+        let decoded = coding.finish(&mut |plain| {
+            if refused.is_ok() {
+                refused = self.record_part(plain);
+            }
+        });
+        self.coding = coding;
+        refused?;
+        if let Err(e) = decoded {
+            self.undecodable(&e);
+        }
         match &mut self.reading {
             Reading::Events(sse) => {
                 let (ready, conn, what) = (&mut self.ready, &self.conn, &self.what);
@@ -216,6 +289,7 @@ impl<B: Body> Tap<B> {
             self.out.push_back(Frame::data(last));
         }
         self.done = true;
+        Ok(())
     }
 }
 
@@ -252,12 +326,17 @@ where
             }
             match ready!(Pin::new(&mut this.inner).poll_frame(cx)) {
                 Some(Ok(frame)) => match frame.into_data() {
-                    Ok(data) => this.take(data).map_err(|refused| match refused {
-                        Refused::TooLarge => BoxError::from(TooLarge),
-                        Refused::NoRoom => BoxError::from(NoRoom),
-                    })?,
+                    Ok(data) => {
+                        this.take(data).map_err(Refused::into_error)?;
+                        // A body of known length may be dropped once it is
+                        // all out, never polled for its end.
+                        if this.inner.is_end_stream() {
+                            this.end_note = matches!(this.reading, Reading::Events(_));
+                            this.finish().map_err(Refused::into_error)?;
+                        }
+                    }
                     Err(trailers) => {
-                        this.finish();
+                        this.finish().map_err(Refused::into_error)?;
                         this.out.push_back(trailers);
                     }
                 },
@@ -269,7 +348,7 @@ where
                 }
                 None => {
                     this.end_note = matches!(this.reading, Reading::Events(_));
-                    this.finish();
+                    this.finish().map_err(Refused::into_error)?;
                 }
             }
         }
@@ -303,6 +382,15 @@ impl<B> Drop for Tap<B> {
 enum Refused {
     TooLarge,
     NoRoom,
+}
+
+impl Refused {
+    fn into_error(self) -> BoxError {
+        match self {
+            Refused::TooLarge => BoxError::from(TooLarge),
+            Refused::NoRoom => BoxError::from(NoRoom),
+        }
+    }
 }
 
 /// Makes a body's count in [`GATHERING`] `now` bytes, if there is room

@@ -511,3 +511,86 @@ fn headers_and_bodies_that_stall_are_cut_off_in_time() {
     client(&proxy.url, &[]);
     assert_eq!(store.ended_traces(1).len(), 1);
 }
+
+/// An upstream of our own whose event stream (`GET /acp`) is gzip-coded:
+/// three events, compressed whole, or (with `?broken`) bytes that claim
+/// to be gzip and are not. Returns its URL and the coded stream.
+fn gzip_sse_upstream() -> (String, Vec<u8>) {
+    use flate2::write::GzEncoder;
+    let mut gz = GzEncoder::new(Vec::new(), flate2::Compression::default());
+    for i in 0..3 {
+        write!(gz, "data: {{\"jsonrpc\":\"2.0\",\"method\":\"x/zipped\",\"params\":{{\"i\":{i}}}}}\n\n").unwrap();
+    }
+    let coded = gz.finish().unwrap();
+    let body = coded.clone();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        runtime.block_on(async move {
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            tx.send(listener.local_addr().unwrap()).unwrap();
+            let app = axum::Router::new().route(
+                "/acp",
+                axum::routing::get(move |q: axum::extract::RawQuery| {
+                    let body = if q.0.is_some() { b"data: not gzip at all\n\n".to_vec() } else { body.clone() };
+                    async move { ([("content-type", "text/event-stream"), ("content-encoding", "gzip")], body) }
+                })
+                .post(|| async {
+                    (
+                        [("content-type", "application/json"), ("acp-connection-id", "c1")],
+                        r#"{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1}}"#,
+                    )
+                }),
+            );
+            axum::serve(listener, app).await.unwrap();
+        });
+    });
+    (format!("http://{}/acp", rx.recv().unwrap()), coded)
+}
+
+#[test]
+fn a_gzip_coded_event_stream_goes_on_as_it_came_and_is_recorded_decoded() {
+    let (upstream, coded) = gzip_sse_upstream();
+    let store = TempStore::new();
+    let mut proxy = Proxy::start(&store.db, &upstream);
+    let head =
+        format!("POST /acp HTTP/1.1\r\nHost: t\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", INITIALIZE.len());
+    let (status, _) = raw_exchange(&proxy, &head, INITIALIZE.as_bytes());
+    assert!(status.contains(" 200 "), "{status}");
+    let get = |query: &str| {
+        let addr = proxy.url.trim_start_matches("http://").split('/').next().unwrap().to_owned();
+        let mut conn = TcpStream::connect(addr).unwrap();
+        conn.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        write!(
+            conn,
+            "GET /acp{query} HTTP/1.1\r\nHost: t\r\nAccept: text/event-stream\r\nAccept-Encoding: gzip\r\n\
+             Acp-Connection-Id: c1\r\nConnection: close\r\n\r\n"
+        )
+        .unwrap();
+        let mut answer = Vec::new();
+        let _ = conn.read_to_end(&mut answer);
+        answer
+    };
+    let answer = get("");
+    let end = answer.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
+    let head = String::from_utf8_lossy(&answer[..end]).to_lowercase();
+    assert!(head.contains("content-encoding: gzip"), "{head}");
+    // The body came as the upstream sent it (one chunk, or its length).
+    let body = &answer[end..];
+    assert!(body.windows(coded.len()).any(|w| w == coded.as_slice()), "the coded bytes did not come through as sent");
+    let broken = get("?broken");
+    assert!(broken.ends_with(b"data: not gzip at all\n\n") || broken.windows(8).any(|w| w == b"not gzip"));
+    assert!(proxy.stop().success());
+    let trace = store.only_trace();
+    let zipped: Vec<Value> = store
+        .frames(trace.id)
+        .into_iter()
+        .filter(|f| f.method.as_deref() == Some("x/zipped"))
+        .map(|f| serde_json::from_slice(&f.raw).unwrap())
+        .collect();
+    assert_eq!(zipped.iter().map(|m| m["params"]["i"].as_i64().unwrap()).collect::<Vec<_>>(), [0, 1, 2]);
+    assert!(store.frames(trace.id).iter().all(|f| f.kind != FrameKind::Invalid));
+    let notes = notes(&store, trace.id);
+    assert!(notes.iter().any(|n| n.contains("is gzip-coded and did not decode")), "{notes:#?}");
+    assert!(!notes.iter().any(|n| n.contains("MAX_MESSAGE_BYTES")), "{notes:#?}");
+}

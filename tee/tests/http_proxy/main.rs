@@ -246,6 +246,54 @@ fn the_sdks_websocket_client_gets_the_same_answers_through_the_proxy_and_every_m
     run_both_ways(true);
 }
 
+/// The head (status line and headers, lowercased) of the answer to one
+/// `initialize` POST sent to `url` with `accept_encoding`.
+fn initialize_answer_head(url: &str, accept_encoding: &str) -> String {
+    use std::io::Read;
+    let addr = url.trim_start_matches("http://").split('/').next().unwrap().to_owned();
+    let body = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1}}"#;
+    let mut conn = std::net::TcpStream::connect(&addr).unwrap();
+    conn.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let head = format!(
+        "POST /acp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nAccept-Encoding: {accept_encoding}\r\n\
+         Connection: close\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    conn.write_all(head.as_bytes()).unwrap();
+    let mut answer = Vec::new();
+    let _ = conn.read_to_end(&mut answer);
+    let end = answer.windows(4).position(|w| w == b"\r\n\r\n").expect("an answer head");
+    String::from_utf8_lossy(&answer[..end]).to_lowercase()
+}
+
+#[test]
+fn answers_the_upstream_compresses_are_recorded_decoded_and_passed_on_as_they_came() {
+    let agent = Agent::start_with(&["--gzip"]);
+    // The upstream does compress what the SDK's client accepts compressed.
+    assert!(initialize_answer_head(&agent.url, "gzip").contains("content-encoding: gzip"));
+    let store = TempStore::new();
+    let proxy = Proxy::start(&store.db, &agent.url);
+    let direct = client(&agent.url, &[]);
+    let through = client(&proxy.url, &[]);
+    assert_eq!(through, direct, "the client saw something else through the proxy");
+    // Every message is recorded as JSON, paired, none `invalid`.
+    let trace = store.only_trace();
+    assert_conversation(&store, &trace, "http");
+    // The client gets the compressed bytes the upstream sent; a client that
+    // accepts only a coding the proxy does not decode gets them plain.
+    assert!(initialize_answer_head(&proxy.url, "gzip").contains("content-encoding: gzip"));
+    let head = initialize_answer_head(&proxy.url, "br");
+    assert!(head.starts_with("http/1.1 200") && !head.contains("content-encoding"), "{head}");
+    let mut proxy = proxy;
+    proxy.stop();
+    for trace in store.ended_traces(3).iter().skip(1) {
+        let frames = exported_frames(&store.db, trace.id);
+        assert!(frames.iter().any(|f| f["method"] == "initialize" && f["kind"] == "response"), "{frames:#?}");
+        assert!(frames.iter().all(|f| f["kind"] != "invalid"), "{frames:#?}");
+    }
+}
+
 #[test]
 fn concurrent_connections_over_http_and_websocket_are_separate_traces() {
     let agent = Agent::start();

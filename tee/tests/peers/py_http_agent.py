@@ -14,6 +14,8 @@ Options:
   --tls CERT KEY    serve https (and wss) with this certificate and key
                     (PEM files); the URL printed is then https://
   --no-permission   the agent runs its tool call without asking
+  --gzip            compress every answer the client accepts gzip for
+                    (Starlette's GZipMiddleware, as a deployed server may)
 """
 
 from __future__ import annotations
@@ -31,12 +33,16 @@ from acp.http.asgi import create_asgi_app  # noqa: E402
 from py_agent import PyAgent  # noqa: E402
 
 
-async def serve(port: int, permission: bool, tls: list[str] | None) -> None:
+async def serve(port: int, permission: bool, tls: list[str] | None, gzip: bool) -> None:
     app = create_asgi_app(
         lambda _conn: PyAgent(
             permission=permission, reject_only=False, usage_update=False, tool_kind="edit", until_cancel=False
         )
     )
+    if gzip:
+        from starlette.middleware.gzip import GZipMiddleware
+
+        app = GZipMiddleware(app, minimum_size=1)
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", port))
@@ -67,8 +73,9 @@ def main() -> None:
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--no-permission", action="store_true")
     parser.add_argument("--tls", nargs=2, metavar=("CERT", "KEY"))
+    parser.add_argument("--gzip", action="store_true")
     args = parser.parse_args()
-    asyncio.run(serve(args.port, permission=not args.no_permission, tls=args.tls))
+    asyncio.run(serve(args.port, permission=not args.no_permission, tls=args.tls, gzip=args.gzip))
 
 
 if __name__ == "__main__":
