@@ -158,8 +158,9 @@ fn render(name: &str, r: &TraceFindings) -> String {
     let mut text = String::new();
     for f in &r.findings {
         let frames = f.seqs.iter().map(i64::to_string).collect::<Vec<_>>().join(",");
-        let at = if frames.is_empty() { String::new() } else { format!(" frame {frames}") };
-        text.push_str(&format!("{name}:{at}: {} {}: {}\n", f.severity, f.code, printable(&f.message)));
+        // A finding of no frame (`check.limit`) says no frame part.
+        let at = if frames.is_empty() { String::new() } else { format!(": frame {frames}") };
+        text.push_str(&format!("{name}{at}: {} {}: {}\n", f.severity, f.code, printable(&f.message)));
     }
     let plural = |n: u64, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
     text.push_str(&format!(

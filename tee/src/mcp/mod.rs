@@ -33,6 +33,7 @@ use rmcp::schemars::JsonSchema;
 use rmcp::{tool, tool_handler, tool_router, ServerHandler, ServiceExt};
 use serde::Deserialize;
 use serde_json::{json, Value};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use tokio::sync::Mutex;
 
@@ -515,11 +516,24 @@ fn frame(cx: &Cx<'_>, a: GetFrame) -> Result<Value, ToolError> {
 pub fn run(reader: Reader, redact: bool) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     runtime.block_on(async {
-        let service = TraceTools::new(reader, redact)
-            .serve((input::Bounded::new(tokio::io::stdin(), MAX_REQUEST_BYTES), tokio::io::stdout()))
-            .await
-            .map_err(|e| anyhow::anyhow!("the MCP client did not initialize: {e}"))?;
+        let stdin = input::Bounded::new(tokio::io::stdin(), MAX_REQUEST_BYTES);
+        let refused = stdin.refused();
+        let too_long = || {
+            anyhow::anyhow!(
+                "a message from the MCP client is longer than {MAX_REQUEST_BYTES} bytes; it was not read, and the session ended"
+            )
+        };
+        let service = match TraceTools::new(reader, redact).serve((stdin, tokio::io::stdout())).await {
+            Ok(service) => service,
+            Err(_) if refused.load(Ordering::SeqCst) => return Err(too_long()),
+            Err(e) => return Err(anyhow::anyhow!("the MCP client did not initialize: {e}")),
+        };
         service.waiting().await.map_err(|e| anyhow::anyhow!("the MCP server stopped: {e}"))?;
+        // The transport takes the refusal as the end of input: the session
+        // did not end as the client meant it to.
+        if refused.load(Ordering::SeqCst) {
+            return Err(too_long());
+        }
         Ok(())
     })
 }
