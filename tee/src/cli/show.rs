@@ -71,7 +71,7 @@ pub fn show_command(a: ShowArgs) -> anyhow::Result<i32> {
         TraceSelection::Latest => store.latest_trace_id()?,
         TraceSelection::All => anyhow::bail!("show takes one trace: an id from `acp-tee list` or `latest`"),
     };
-    super::settle(&store, id, !a.no_wait)?;
+    super::settle(&store, id, !a.no_wait, "show tells of")?;
     let trace = store.trace_summary(id)?;
     let redactor = crate::server::redactor(!a.no_redact);
     let redact = (!redactor.is_noop()).then_some(&redactor);
