@@ -368,6 +368,13 @@ pub struct ToolCall {
     pub permissions: Vec<Permission>,
     /// Updates it got.
     pub updates: u64,
+    /// The frame of its first `tool_call` (none when only updates came).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub announced_seq: Option<i64>,
+    /// The frame of an update that came before any `tool_call` announced
+    /// it (out of order: not a normal step of its statuses).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unannounced_update: Option<i64>,
 }
 
 /// A tool call's status at one moment.

@@ -46,6 +46,7 @@ mod server;
 mod session;
 mod store;
 
+pub use check::MAX_SESSIONS as CHECK_MAX_SESSIONS;
 pub use cli::main;
 pub use frame::Framer;
 pub use http_proxy::{MAX_CONNECTIONS as HTTP_MAX_CONNECTIONS, MAX_MESSAGE_BYTES as HTTP_MAX_MESSAGE_BYTES};

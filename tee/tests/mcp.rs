@@ -287,6 +287,8 @@ fn texts_are_masked_as_serve_masks_them_unless_no_redact() {
     assert_eq!(answer(&whole, 2)["raw"].as_str(), Some(stored.as_str()));
 }
 
+/// A message over the bound is not read, and the server does not pretend
+/// the session ended as the client meant: it exits non-zero, saying why.
 #[test]
 fn a_message_longer_than_the_bound_ends_the_session_unread() {
     let store = TempStore::new();
@@ -309,15 +311,16 @@ fn a_message_longer_than_the_bound_ends_the_session_unread() {
         }
         stdin
     });
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    while server.try_wait().unwrap().is_none() {
-        assert!(std::time::Instant::now() < deadline, "acp-tee mcp still reads an endless line");
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    let status = wait_within(&mut server, std::time::Duration::from_secs(20));
+    let status = status.expect("acp-tee mcp still reads an endless line");
     let _stdin = writer.join().unwrap();
     let mut stderr = String::new();
     std::io::Read::read_to_string(&mut server.stderr.take().unwrap(), &mut stderr).unwrap();
-    assert!(stderr.contains(&format!("longer than {} bytes", acp_tee::MCP_MAX_REQUEST_BYTES)), "{stderr}");
+    assert_eq!(status.code(), Some(1), "{stderr}");
+    // The last line is the error acp-tee ends with (rmcp logs the failed read before it).
+    let last = stderr.lines().last().unwrap_or_default();
+    assert!(last.starts_with("acp-tee: error: "), "{stderr}");
+    assert!(last.contains(&format!("longer than {} bytes", acp_tee::MCP_MAX_REQUEST_BYTES)), "{stderr}");
 }
 
 /// The threads of process `pid` now (0 once it is gone).

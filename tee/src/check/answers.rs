@@ -3,7 +3,7 @@
 //! session's start, `initialize`'s capabilities).
 
 use super::rules::Rule;
-use super::{cut, quote, schema, who, wire, Checker, Request, What};
+use super::{hash_of, quote, schema, who, wire, Checker, Request, What, ANSWERED_HASHED, ANSWERED_REMEMBERED};
 use crate::frame::id_key;
 use serde_json::value::RawValue;
 
@@ -16,7 +16,14 @@ impl Checker {
         result: Option<&RawValue>,
         error: Option<&RawValue>,
     ) {
-        let key = (!from_client, id_key(id.get()).into_owned().into_boxed_str());
+        let mut key = (!from_client, id_key(id.get()).into_owned().into_boxed_str());
+        if id.get() == "null" && error.is_some() && !self.in_flight.contains_key(&key) {
+            // An error answering a request whose id could not be read:
+            // the oldest such request of the other peer still in flight.
+            if let Some(bad) = self.oldest_bad_id(!from_client) {
+                key = bad;
+            }
+        }
         let Some(request) = self.in_flight.remove(&key) else {
             if let Some(&(asked, answered)) = self.answered.get(&key) {
                 let message = format!(
@@ -24,7 +31,15 @@ impl Checker {
                     who(from_client)
                 );
                 self.find(Rule::AnsweredTwice, vec![asked, answered, seq], message);
-            } else if self.unfollowed == 0 && id.get() != "null" {
+            } else if self.answered_hashes.contains(&hash_of(&key)) {
+                let message = format!(
+                    "{} answered the id {} a second time (its first answer is older than the last \
+                     {ANSWERED_REMEMBERED} answers, whose frames are kept)",
+                    who(from_client),
+                    quote(id.get())
+                );
+                self.find(Rule::AnsweredTwice, vec![seq], message);
+            } else if self.unfollowed == 0 && !self.answered_forgotten && id.get() != "null" {
                 let message = format!(
                     "{} answered the id {}, which {} never asked",
                     who(from_client),
@@ -35,6 +50,14 @@ impl Checker {
             }
             return;
         };
+        if self.answered_hashes.len() < ANSWERED_HASHED {
+            self.answered_hashes.insert(hash_of(&key));
+        } else if !self.answered_hashes.contains(&hash_of(&key)) && !self.answered_forgotten {
+            // From here an answer to an id not known may answer a request
+            // no longer remembered: such answers are not judged.
+            self.answered_forgotten = true;
+            self.limit(seq, &format!("more than {ANSWERED_HASHED} requests were answered"));
+        }
         self.answered.insert(key, (request.seq, seq));
         let both = result.is_some() && error.is_some();
         if let Some(e) = error {
@@ -141,7 +164,7 @@ impl Checker {
                 let Some(chosen) = result.outcome.option_id.filter(|_| result.outcome.outcome == "selected") else {
                     return;
                 };
-                if !options.iter().any(|o| **o == *cut(&chosen)) {
+                if !options.contains(&hash_of(&*chosen)) {
                     let message = format!(
                         "the client selected the option {}, which the permission request of frame {} did not offer",
                         quote(&chosen),
@@ -152,5 +175,20 @@ impl Checker {
             }
             What::Permission(None) | What::Other => {}
         }
+    }
+}
+
+impl Checker {
+    /// The oldest request `from_client` sent with an id that is no JSON-RPC
+    /// id and that is still in flight, taken from the queue.
+    fn oldest_bad_id(&mut self, from_client: bool) -> Option<super::Key> {
+        let queue = &mut self.bad_ids[usize::from(from_client)];
+        // Requests answered since are dropped on the way.
+        while let Some(key) = queue.pop_front() {
+            if self.in_flight.contains_key(&key) {
+                return Some(key);
+            }
+        }
+        None
     }
 }

@@ -12,8 +12,9 @@
 //!
 //! Memory is bounded whatever the trace holds: at most [`MAX_IN_FLIGHT`]
 //! requests awaiting answers are followed, [`ANSWERED_REMEMBERED`] answered
-//! ids remembered (to tell a second answer from an unknown one),
-//! [`MAX_SESSIONS`] sessions followed and [`MAX_FINDINGS`] findings listed;
+//! ids remembered with their frames and [`ANSWERED_HASHED`] as hashes (to
+//! tell a second answer from an unknown one), [`TOOL_CALLS_FOLLOWED`] tool
+//! calls, [`MAX_SESSIONS`] sessions followed and [`MAX_FINDINGS`] findings listed;
 //! past a bound the checker says so once (`check.limit`) and counts.
 
 mod answers;
@@ -67,9 +68,19 @@ use wire::Envelope;
 /// requests are not followed (and answers to them not judged).
 pub const MAX_IN_FLIGHT: usize = 100_000;
 
-/// Answered requests remembered, the latest, to tell a second answer from
-/// an answer to an id never asked.
+/// Answered requests remembered with their frames, the latest, to name
+/// both when one is answered a second time.
 pub const ANSWERED_REMEMBERED: usize = 10_000;
+
+/// Answered requests remembered at all (by a 64-bit hash of sender and id),
+/// to tell a second answer from an answer to an id never asked; past this
+/// the checker says so (`check.limit`) and no longer judges answers it
+/// cannot place.
+pub const ANSWERED_HASHED: usize = 1 << 20;
+
+/// `toolCallId`s announced by `tool_call` followed at most (over all
+/// sessions); past this, `session.unknown-tool-call` is not judged.
+pub const TOOL_CALLS_FOLLOWED: usize = 1 << 20;
 
 /// Sessions followed at most; past this, `session.unknown` is not judged.
 pub const MAX_SESSIONS: usize = 10_000;
@@ -81,7 +92,7 @@ pub const MAX_FINDINGS: usize = 10_000;
 /// `transport.line-too-large`.
 pub const DEFAULT_MAX_LINE_BYTES: usize = 10 * 1024 * 1024;
 
-/// Options kept per permission request, and characters kept of each.
+/// Options kept per permission request (each as a hash of its whole id).
 const OPTIONS_MAX: usize = 64;
 
 /// Characters of a peer's text (a method, an id) quoted in a finding.
@@ -121,8 +132,8 @@ enum What {
     Load(Box<str>, u64),
     /// `session/prompt` on a session.
     Prompt(Box<str>),
-    /// The option ids offered (`None`: too many to keep).
-    Permission(Option<Vec<Box<str>>>),
+    /// Hashes of the whole option ids offered (`None`: too many to keep).
+    Permission(Option<Vec<u64>>),
 }
 
 /// A request no answer has come for yet.
@@ -148,6 +159,8 @@ struct Session {
     /// `session/update`s the agent sent for it outside a prompt's turn
     /// (what a `session/load` replays).
     updates: u64,
+    /// Hashes of the `toolCallId`s its `tool_call` updates announced.
+    tool_calls: HashSet<u64>,
 }
 
 /// The fold: feed frames in seq order, then ask for [`Checker::report`].
@@ -160,6 +173,15 @@ pub struct Checker {
     left_out: u64,
     in_flight: HashMap<Key, Request>,
     answered: LruCache<Key, (i64, i64)>,
+    /// Hashes of every answered request's key, up to [`ANSWERED_HASHED`].
+    answered_hashes: HashSet<u64>,
+    /// More requests were answered than [`ANSWERED_HASHED`].
+    answered_forgotten: bool,
+    /// Requests in flight whose id is no JSON-RPC id, oldest first, of the
+    /// agent and of the client (some may have been answered since).
+    bad_ids: [std::collections::VecDeque<Key>; 2],
+    /// `toolCallId`s followed in all sessions.
+    tool_calls: usize,
     /// Requests not followed past [`MAX_IN_FLIGHT`].
     unfollowed: u64,
     initialize: Option<i64>,
@@ -187,6 +209,10 @@ impl Checker {
             left_out: 0,
             in_flight: HashMap::new(),
             answered: LruCache::new(ANSWERED_REMEMBERED),
+            answered_hashes: HashSet::new(),
+            answered_forgotten: false,
+            bad_ids: Default::default(),
+            tool_calls: 0,
             unfollowed: 0,
             initialize: None,
             before_initialize_told: false,
@@ -286,8 +312,9 @@ impl Checker {
             }
         }
         match (method, env.id) {
-            // A request whose id is no id cannot be answered: not followed.
-            (Some(m), Some(id)) => self.request(seq, from_client, &m, id_ok.then_some(id), env.params),
+            // A request whose id is no JSON-RPC id is followed all the
+            // same: its peer may answer it (ids compare by value, `id_key`).
+            (Some(m), Some(id)) => self.request(seq, from_client, &m, id, !id_ok, env.params),
             (Some(m), None) => self.notification(seq, from_client, &m, env.params),
             (None, Some(id)) if env.result.is_some() || env.error.is_some() => {
                 if env.result.is_some() && env.error.is_some() {
@@ -328,8 +355,16 @@ impl Checker {
         self.find(Rule::NotAMessage, vec![seq], format!("{} sent {what}", who(from_client)));
     }
 
-    /// A request; `id` is `None` when it is no JSON-RPC id.
-    fn request(&mut self, seq: i64, from_client: bool, method: &str, id: Option<&RawValue>, params: Option<&RawValue>) {
+    /// A request; `id_bad` when its id is no JSON-RPC id.
+    fn request(
+        &mut self,
+        seq: i64,
+        from_client: bool,
+        method: &str,
+        id: &RawValue,
+        id_bad: bool,
+        params: Option<&RawValue>,
+    ) {
         let is_initialize = matches!(method, "initialize" | "proxy/initialize" | "_proxy/initialize");
         if is_initialize {
             if let Some(first) = self.initialize {
@@ -371,7 +406,6 @@ impl Checker {
             "session/request_permission" => What::Permission(offered(params)),
             _ => What::Other,
         };
-        let Some(id) = id else { return };
         let key = (from_client, id_key(id.get()).into_owned().into_boxed_str());
         if let Some(earlier) = self.in_flight.get(&key) {
             let message = format!(
@@ -395,6 +429,15 @@ impl Checker {
             cancel_request: None,
             what,
         };
+        if id_bad {
+            // An error answering it may have the id `null`.
+            let queue = &mut self.bad_ids[usize::from(from_client)];
+            if queue.len() >= 2 * MAX_IN_FLIGHT {
+                let in_flight = &self.in_flight;
+                queue.retain(|k| in_flight.contains_key(k));
+            }
+            queue.push_back(key.clone());
+        }
         self.in_flight.insert(key, request);
     }
 
@@ -414,6 +457,9 @@ impl Checker {
                     if s.prompt.is_none() {
                         s.updates += 1;
                     }
+                }
+                if let Some(sid) = session.as_deref() {
+                    self.tool_call_update(seq, sid, params);
                 }
             }
             "$/cancel_request" => {
@@ -601,13 +647,21 @@ fn is_string_or_integer(id: &str) -> bool {
     }
 }
 
-/// The option ids a permission request offers (`None` past [`OPTIONS_MAX`]).
-fn offered(params: Option<&RawValue>) -> Option<Vec<Box<str>>> {
+/// The option ids a permission request offers, as hashes of the whole ids
+/// (`None` past [`OPTIONS_MAX`]).
+fn offered(params: Option<&RawValue>) -> Option<Vec<u64>> {
     let p = wire::read::<wire::PermissionParams>(params).unwrap_or_default();
     if p.options.len() > OPTIONS_MAX {
         return None;
     }
-    Some(p.options.iter().map(|o| cut(&o.option_id).into()).collect())
+    Some(p.options.iter().map(|o| hash_of(&*o.option_id)).collect())
+}
+
+/// A 64-bit hash of `value`, the same in every run: what the checker keeps
+/// of ids it must recognise but need not quote.
+fn hash_of(value: &(impl std::hash::Hash + ?Sized)) -> u64 {
+    use std::hash::{BuildHasher, BuildHasherDefault};
+    BuildHasherDefault::<std::collections::hash_map::DefaultHasher>::default().hash_one(value)
 }
 
 /// A peer's text cut to [`QUOTE_MAX_CHARS`].

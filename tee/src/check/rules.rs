@@ -43,6 +43,8 @@ pub enum Rule {
     CapabilityNotAdvertised,
     /// A permission outcome naming an option that was not offered.
     PermissionUnknownOption,
+    /// A `tool_call_update` for a `toolCallId` no `tool_call` announced.
+    UnknownToolCall,
     /// Params that do not fit the method's schema.
     SchemaParams,
     /// A result that does not fit the schema of the request's method.
@@ -59,7 +61,7 @@ pub enum Rule {
 
 impl Rule {
     /// Every rule, in the order the README lists them.
-    pub const ALL: [Rule; 25] = [
+    pub const ALL: [Rule; 26] = [
         Rule::NotJson,
         Rule::NotAMessage,
         Rule::JsonrpcVersion,
@@ -77,6 +79,7 @@ impl Rule {
         Rule::CancelNotHonoured,
         Rule::CancelRequestAnswer,
         Rule::LoadWithoutReplay,
+        Rule::UnknownToolCall,
         Rule::CapabilityNotAdvertised,
         Rule::PermissionUnknownOption,
         Rule::SchemaParams,
@@ -107,6 +110,7 @@ impl Rule {
             Rule::PromptInFlight => "session.prompt-in-flight",
             Rule::CancelNotHonoured => "session.cancel-not-honoured",
             Rule::LoadWithoutReplay => "session.load-without-replay",
+            Rule::UnknownToolCall => "session.unknown-tool-call",
             Rule::CapabilityNotAdvertised => "capability.not-advertised",
             Rule::PermissionUnknownOption => "permission.unknown-option",
             Rule::SchemaParams => "schema.params",
@@ -121,7 +125,11 @@ impl Rule {
     /// How bad a finding of this rule is.
     pub fn severity(self) -> Severity {
         match self {
-            Rule::Unanswered | Rule::LineTooLarge | Rule::LoadWithoutReplay | Rule::UnknownMethod => Severity::Warning,
+            Rule::Unanswered
+            | Rule::LineTooLarge
+            | Rule::LoadWithoutReplay
+            | Rule::UnknownToolCall
+            | Rule::UnknownMethod => Severity::Warning,
             Rule::VersionUnchecked | Rule::CheckLimit => Severity::Info,
             _ => Severity::Error,
         }

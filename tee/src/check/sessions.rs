@@ -2,7 +2,7 @@
 //! on it, and the bound on sessions followed.
 
 use super::rules::Rule;
-use super::{quote, who, wire, Checker, Session, MAX_SESSIONS};
+use super::{hash_of, quote, who, wire, Checker, Session, MAX_SESSIONS, TOOL_CALLS_FOLLOWED};
 use serde_json::value::RawValue;
 use std::borrow::Cow;
 
@@ -18,6 +18,37 @@ impl Checker {
                 quote(sid)
             );
             self.find(Rule::PromptInFlight, vec![earlier, seq], message);
+        }
+    }
+
+    /// A `session/update` of session `sid`: a `tool_call` announces its
+    /// `toolCallId`; a `tool_call_update` for one never announced is
+    /// `session.unknown-tool-call` (once per tool call).
+    pub(super) fn tool_call_update(&mut self, seq: i64, sid: &str, params: Option<&RawValue>) {
+        let Some(update) = wire::read::<wire::UpdateParams>(params).and_then(|p| p.update) else { return };
+        let (Some(kind), Some(id)) = (update.session_update.as_deref(), update.tool_call_id.as_deref()) else {
+            return;
+        };
+        let full = self.tool_calls >= TOOL_CALLS_FOLLOWED;
+        let Some(s) = self.sessions.get_mut(sid) else { return };
+        let hash = hash_of(id);
+        match kind {
+            "tool_call" if !full && s.tool_calls.insert(hash) => self.tool_calls += 1,
+            "tool_call" if !full => {}
+            "tool_call" => self.limit(seq, &format!("more than {TOOL_CALLS_FOLLOWED} tool calls were announced")),
+            "tool_call_update" if !full && !s.tool_calls.contains(&hash) => {
+                // Said once per tool call: its later updates follow this one.
+                s.tool_calls.insert(hash);
+                self.tool_calls += 1;
+                let message = format!(
+                    "the agent sent tool_call_update for the tool call {} of session {}, which no tool_call announced \
+                     before it",
+                    quote(id),
+                    quote(sid)
+                );
+                self.find(Rule::UnknownToolCall, vec![seq], message);
+            }
+            _ => {}
         }
     }
 

@@ -89,6 +89,22 @@ pub struct PromptResult<'a> {
     pub stop_reason: Option<std::borrow::Cow<'a, str>>,
 }
 
+/// `session/update`'s params: the update's kind and tool call.
+#[derive(Deserialize, Default)]
+pub struct UpdateParams<'a> {
+    #[serde(default, borrow)]
+    pub update: Option<ToolUpdate<'a>>,
+}
+
+/// The members of an update that name a tool call.
+#[derive(Deserialize, Default)]
+pub struct ToolUpdate<'a> {
+    #[serde(rename = "sessionUpdate", default, borrow)]
+    pub session_update: Option<std::borrow::Cow<'a, str>>,
+    #[serde(rename = "toolCallId", default, borrow)]
+    pub tool_call_id: Option<std::borrow::Cow<'a, str>>,
+}
+
 /// `$/cancel_request`'s params.
 #[derive(Deserialize)]
 pub struct CancelRequestParams<'a> {

@@ -23,8 +23,15 @@ Checks a stored trace (--trace, default the latest) or FILE, any file
 `acp-tee import` reads (an acp-tee export, the conductor's .jsons, a sacp-tee
 log, ...), read into a temporary store that is removed afterwards.
 
+A trace whose recorder is still storing frames after acp-tee exited is
+waited for (at most a minute; --no-wait does not wait). A trace that is not
+complete (still being recorded) is judged on the frames stored so far, and
+says so.
+
 Exit status: 0 when no finding is an error, 1 when one is, 2 when the input
-cannot be read (no such trace, a file that is no trace).";
+cannot be read (no such trace, a file that is no trace), 3 when no finding
+is an error but a trace checked is not complete (still being recorded or
+finishing): its verdict is not final.";
 
 /// How findings are printed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -72,12 +79,21 @@ pub struct CheckArgs {
     /// Frames longer than this many bytes are transport.line-too-large
     #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_MAX_LINE_BYTES)]
     max_line_bytes: usize,
+    /// Do not wait for a trace whose recorder is still storing frames after
+    /// acp-tee exited (it is judged on the frames stored, exit 3)
+    #[arg(long)]
+    no_wait: bool,
     /// Check this trace file instead of a stored trace (any format `acp-tee import` reads)
     #[arg(value_name = "FILE")]
     file: Option<PathBuf>,
 }
 
-/// Runs `acp-tee check`: 0 clean, 1 errors found, 2 bad input.
+/// The exit status when no finding is an error but a trace checked is not
+/// complete: its verdict is about the frames stored so far.
+pub const EXIT_INCOMPLETE: i32 = 3;
+
+/// Runs `acp-tee check`: 0 clean, 1 errors found, 2 bad input, 3 clean so
+/// far but not complete.
 pub fn check_command(a: CheckArgs) -> anyhow::Result<i32> {
     let opts = CheckOptions { max_line_bytes: a.max_line_bytes };
     let reports = match checked(&a, opts) {
@@ -101,7 +117,13 @@ pub fn check_command(a: CheckArgs) -> anyhow::Result<i32> {
             }
         }
     }
-    Ok(if reports.iter().any(|r| r.counts.errors > 0) { 1 } else { 0 })
+    Ok(if reports.iter().any(|r| r.counts.errors > 0) {
+        1
+    } else if reports.iter().any(|r| r.live) {
+        EXIT_INCOMPLETE
+    } else {
+        0
+    })
 }
 
 /// The findings of each trace asked for.
@@ -110,8 +132,11 @@ fn checked(a: &CheckArgs, opts: CheckOptions) -> anyhow::Result<Vec<TraceFinding
         let store = a.store.open_reader()?;
         let mut reports = Vec::new();
         for trace in export::selected_traces(&store, a.trace.unwrap_or(TraceSelection::Latest))? {
+            // Never a partial trace judged as if complete: a finishing one
+            // is waited for, and one still live is reported as such.
+            let before = super::settle(&store, trace.id, !a.no_wait, "the check judges")?;
             let mut report = check_trace(&store, trace.id, opts)?;
-            report.live = store.trace_summary(trace.id)?.live;
+            report.live = before.live;
             reports.push(report);
         }
         return Ok(reports);
@@ -158,8 +183,9 @@ fn render(name: &str, r: &TraceFindings) -> String {
     let mut text = String::new();
     for f in &r.findings {
         let frames = f.seqs.iter().map(i64::to_string).collect::<Vec<_>>().join(",");
-        let at = if frames.is_empty() { String::new() } else { format!(" frame {frames}") };
-        text.push_str(&format!("{name}:{at}: {} {}: {}\n", f.severity, f.code, printable(&f.message)));
+        // A finding of no frame (`check.limit`) says no frame part.
+        let at = if frames.is_empty() { String::new() } else { format!(": frame {frames}") };
+        text.push_str(&format!("{name}{at}: {} {}: {}\n", f.severity, f.code, printable(&f.message)));
     }
     let plural = |n: u64, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
     text.push_str(&format!(
@@ -168,7 +194,7 @@ fn render(name: &str, r: &TraceFindings) -> String {
         plural(r.counts.warnings, "warning", "warnings"),
         plural(r.counts.infos, "info", "infos"),
         r.frames,
-        if r.live { " (still being recorded: requests may yet be answered)" } else { "" }
+        if r.live { " (not complete: the trace is still being recorded; this verdict is not final)" } else { "" }
     ));
     if r.left_out > 0 {
         text.push_str(&format!("{name}: {} more findings are counted but not listed\n", r.left_out));

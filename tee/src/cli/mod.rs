@@ -16,6 +16,7 @@ use crate::export::{self, ExportOptions, TraceSelection};
 use crate::redact::Redactor;
 use crate::relay::{self, WrapOptions};
 use crate::store::{self, Reader, Store};
+use acp_tee_shared::api::TraceSummary;
 use anyhow::Context;
 use args::OtlpArgs;
 use args::{Command, ExportArgs};
@@ -173,7 +174,7 @@ fn export_command(a: ExportArgs) -> anyhow::Result<i32> {
     let format = a.format;
     let redactor = if a.no_redact { Redactor::without_defaults(Vec::new()) } else { Redactor::new(a.redact) };
     for trace in export::selected_traces(&store, a.trace)? {
-        settle(&store, trace.id, !a.no_wait)?;
+        settle(&store, trace.id, !a.no_wait, "the export holds")?;
     }
     let total: i64 = export::selected_traces(&store, a.trace)?.iter().map(|t| t.frame_count).sum();
     let progress = progress::bar(total as u64, "frames");
@@ -205,33 +206,29 @@ fn export_command(a: ExportArgs) -> anyhow::Result<i32> {
     Ok(0)
 }
 
-/// How long `export` waits, at most, for a finishing trace (acp-tee gone,
-/// its recorder still storing what it was handed) to end.
+/// How long `export`, `show`, `check` and `diff` wait, at most, for a
+/// finishing trace (acp-tee gone, its recorder still storing what it was
+/// handed) to end.
 const FINISH_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
 
-/// Waits (when `wait`) while trace `id` is finishing, up to [`FINISH_WAIT`];
-/// says on stderr when the export will hold a trace that is not complete.
-fn settle(store: &Store, id: i64, wait: bool) -> anyhow::Result<()> {
-    let deadline = std::time::Instant::now() + FINISH_WAIT;
-    loop {
-        let s = store.trace_summary(id)?;
-        if !s.live {
-            return Ok(());
-        }
-        if s.finishing && wait && std::time::Instant::now() < deadline {
-            std::thread::sleep(std::time::Duration::from_millis(20));
-            continue;
-        }
-        let state = if s.finishing {
-            "is still finishing (acp-tee has exited; its recorder is still storing frames)"
-        } else {
-            "is still being recorded"
-        };
-        eprintln!(
-            "acp-tee: note: trace {id} {state}: the export holds the {} frames stored so far",
-            s.meta.frame_count
-        );
-        return Ok(());
+/// Waits (when `wait`) while trace `id` is finishing, up to [`FINISH_WAIT`]
+/// (`Store::wait_while_finishing`); when it is still not complete, says on
+/// stderr that `what` (`the export holds`) the frames stored so far, and
+/// returns the summary (still `live`).
+fn settle(store: &Store, id: i64, wait: bool, what: &str) -> anyhow::Result<TraceSummary> {
+    let s = store.wait_while_finishing(id, if wait { FINISH_WAIT } else { std::time::Duration::ZERO })?;
+    if s.live {
+        eprintln!("acp-tee: note: trace {id} {}: {what} the {} frames stored so far", state_of(&s), s.meta.frame_count);
+    }
+    Ok(s)
+}
+
+/// What a trace that is not complete is doing, for a message.
+fn state_of(s: &TraceSummary) -> &'static str {
+    if s.finishing {
+        "is still finishing (acp-tee has exited; its recorder is still storing frames)"
+    } else {
+        "is still being recorded"
     }
 }
 

@@ -25,8 +25,11 @@ initialize capabilities, each turn's stop reason, and per method the p50 and
 p95 latency of the answers with their ratio (latency never makes traces
 different).
 
+A trace whose recorder is still storing frames after acp-tee exited is
+waited for (at most a minute); one still being recorded is not compared.
+
 Exit status: 0 when the traces are equivalent, 1 when they differ, 2 when A
-or B cannot be read.";
+or B cannot be read or is not complete (still being recorded).";
 
 /// Output formats of `diff`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -75,6 +78,17 @@ fn diff_inner(a: &DiffArgs) -> anyhow::Result<i32> {
     let db = a.store.path()?;
     let side_a = source::open(&a.a, &db)?;
     let side_b = source::open(&a.b, &db)?;
+    for side in [&side_a, &side_b] {
+        // A partial trace is never compared as if complete.
+        let s = side.store().wait_while_finishing(side.trace_id, super::FINISH_WAIT)?;
+        if s.live {
+            anyhow::bail!(
+                "trace {} {}: compare it once it has ended (`acp-tee list` shows when)",
+                side.trace_id,
+                super::state_of(&s)
+            );
+        }
+    }
     let d = diff::diff((&side_a).into(), (&side_b).into(), &DiffOptions { ignore, redactor: None })?;
     let mut out = std::io::stdout().lock();
     match a.format {

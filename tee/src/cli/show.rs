@@ -71,7 +71,7 @@ pub fn show_command(a: ShowArgs) -> anyhow::Result<i32> {
         TraceSelection::Latest => store.latest_trace_id()?,
         TraceSelection::All => anyhow::bail!("show takes one trace: an id from `acp-tee list` or `latest`"),
     };
-    super::settle(&store, id, !a.no_wait)?;
+    super::settle(&store, id, !a.no_wait, "show tells of")?;
     let trace = store.trace_summary(id)?;
     let redactor = crate::server::redactor(!a.no_redact);
     let redact = (!redactor.is_noop()).then_some(&redactor);
@@ -258,8 +258,7 @@ fn turn_text(t: &Turn, out: &mut impl Write) -> anyhow::Result<()> {
     for c in &t.tool_calls {
         let title = c.title.as_deref().map(|t| format!(" \"{}\"", printable(t))).unwrap_or_default();
         let kind = c.kind.as_deref().map(|k| format!(" ({})", printable(k))).unwrap_or_default();
-        let steps: Vec<String> = c.statuses.iter().map(|s| format!("{} #{}", printable(&s.status), s.seq)).collect();
-        writeln!(out, "    tool call {}{title}{kind}: {}", printable(&c.tool_call_id), steps.join(" → "))?;
+        writeln!(out, "    tool call {}{title}{kind}: {}", printable(&c.tool_call_id), tool_steps(c))?;
         for p in &c.permissions {
             let answer = match (p.response_seq, &p.outcome) {
                 (Some(seq), outcome) => format!(
@@ -292,6 +291,28 @@ fn turn_text(t: &Turn, out: &mut impl Write) -> anyhow::Result<()> {
         writeln!(out, "    usage: {} tokens (in {}, out {})", u.total_tokens, u.input_tokens, u.output_tokens)?;
     }
     Ok(())
+}
+
+/// A tool call's statuses in order; those an update gave before any
+/// `tool_call` announced it are set apart, not shown as a step.
+fn tool_steps(c: &acp_tee_shared::session::ToolCall) -> String {
+    let step = |s: &acp_tee_shared::session::StatusChange| format!("{} #{}", printable(&s.status), s.seq);
+    let Some(early) = c.unannounced_update else {
+        return c.statuses.iter().map(step).collect::<Vec<_>>().join(" → ");
+    };
+    let announced = c.announced_seq.unwrap_or(i64::MAX);
+    let (before, after): (Vec<_>, Vec<_>) = c.statuses.iter().partition(|s| s.seq < announced);
+    let before = before.into_iter().map(step).collect::<Vec<_>>().join(" → ");
+    let why = match c.announced_seq {
+        Some(seq) => format!("updated at #{early} before its tool_call #{seq}"),
+        None => format!("updated at #{early}, no tool_call announced it"),
+    };
+    let mut text = if before.is_empty() { format!("({why})") } else { format!("{before} ({why})") };
+    if !after.is_empty() {
+        text.push_str("; then ");
+        text.push_str(&after.into_iter().map(step).collect::<Vec<_>>().join(" → "));
+    }
+    text
 }
 
 fn open_text(o: &OpenRequest, live: bool) -> String {

@@ -3,12 +3,14 @@
 
 use std::io;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use tokio::io::{AsyncRead, ReadBuf};
 
 /// Bytes of one message (one line) from the MCP client at most; a longer
-/// line ends the session with an error, as the memory to hold it is not
-/// spent.
+/// line ends the session, unanswered, and `acp-tee mcp` exits non-zero
+/// ([`Bounded::refused`]), as the memory to hold it is not spent.
 pub const MAX_REQUEST_BYTES: usize = 1024 * 1024;
 
 /// A reader that fails once a line grows past `max` bytes.
@@ -17,12 +19,20 @@ pub struct Bounded<R> {
     /// Bytes since the last newline.
     line: usize,
     max: usize,
+    /// Set once a line was refused.
+    refused: Arc<AtomicBool>,
 }
 
 impl<R> Bounded<R> {
     /// `inner`, whose lines may be at most `max` bytes.
     pub fn new(inner: R, max: usize) -> Bounded<R> {
-        Bounded { inner, line: 0, max }
+        Bounded { inner, line: 0, max, refused: Arc::default() }
+    }
+
+    /// What tells, after the session, whether it ended on a line too long
+    /// (the transport takes the read error as an end of input).
+    pub fn refused(&self) -> Arc<AtomicBool> {
+        self.refused.clone()
     }
 }
 
@@ -39,7 +49,7 @@ impl<R: AsyncRead + Unpin> AsyncRead for Bounded<R> {
             if self.line > self.max {
                 // A read that fails has read nothing.
                 buf.set_filled(before);
-                tracing::error!("mcp: a message from the client is longer than {} bytes; closing", self.max);
+                self.refused.store(true, Ordering::SeqCst);
                 return Poll::Ready(Err(io::Error::new(
                     io::ErrorKind::InvalidData,
                     format!("a message from the MCP client is longer than {} bytes", self.max),

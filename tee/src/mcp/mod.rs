@@ -33,6 +33,7 @@ use rmcp::schemars::JsonSchema;
 use rmcp::{tool, tool_handler, tool_router, ServerHandler, ServiceExt};
 use serde::Deserialize;
 use serde_json::{json, Value};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use tokio::sync::Mutex;
 
@@ -104,6 +105,26 @@ fn trace_id(store: &Store, id: i64) -> Result<i64, ToolError> {
         .trace(id)
         .map_err(|_| ToolError::Bad(format!("there is no trace {id}; list_traces lists the traces there are")))?;
     Ok(id)
+}
+
+/// How long a tool waits, at most, for a finishing trace (acp-tee gone,
+/// its recorder still storing frames) before it refuses to judge it.
+pub const FINISH_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Trace `id` (it exists) once it is not finishing: waits up to
+/// [`FINISH_WAIT`] (`Store::wait_while_finishing`, as `show` and `check`
+/// wait), then refuses, so no answer judges part of a trace as the whole.
+/// A trace still being recorded is answered, `live`.
+fn settled(store: &Store, id: i64) -> Result<acp_tee_shared::api::TraceSummary, ToolError> {
+    trace_id(store, id)?;
+    let s = store.wait_while_finishing(id, FINISH_WAIT)?;
+    if s.finishing {
+        return Err(ToolError::Bad(format!(
+            "trace {id} is still finishing (acp-tee has exited; its recorder is still storing frames): ask again \
+             once list_traces no longer says it is live"
+        )));
+    }
+    Ok(s)
 }
 
 /// Arguments of `list_traces`.
@@ -343,7 +364,8 @@ impl TraceTools {
     async fn method_stats(&self, args: JsonObject) -> Result<String, String> {
         let a: MethodStatsArgs = parse(args)?;
         self.query(Fit::Page("methods"), move |cx| {
-            let id = trace_id(cx.store, a.trace_id)?;
+            let id = a.trace_id;
+            let trace = settled(cx.store, id)?;
             let limit = ranged("limit", a.limit, METHODS_PAGE.0, 1, METHODS_PAGE.1)?;
             let mut stats = cx.store.trace_stats(id)?;
             stats.slowest.iter_mut().for_each(|f| mask::summary(cx.r, f));
@@ -351,6 +373,7 @@ impl TraceTools {
             stats.methods.truncate(limit as usize);
             let mut v = to_value(&stats);
             v["methods_total"] = json!(total);
+            v["live"] = json!(trace.live);
             v["has_more"] = json!(total > limit as usize);
             Ok(v)
         })
@@ -369,8 +392,14 @@ impl TraceTools {
     async fn compare_traces(&self, args: JsonObject) -> Result<String, String> {
         let a: CompareTraces = parse(args)?;
         self.query(Fit::Page("methods"), move |cx| {
-            let (ta, tb) = (trace_id(cx.store, a.a)?, trace_id(cx.store, a.b)?);
-            compare::compare(cx, ta, tb)
+            for id in [a.a, a.b] {
+                if settled(cx.store, id)?.live {
+                    return Err(ToolError::Bad(format!(
+                        "trace {id} is still being recorded: compare it once it has ended"
+                    )));
+                }
+            }
+            compare::compare(cx, a.a, a.b)
         })
         .await
     }
@@ -390,11 +419,11 @@ impl ServerHandler for TraceTools {
 }
 
 fn describe(cx: &Cx<'_>, a: DescribeTrace) -> Result<Value, ToolError> {
-    let id = trace_id(cx.store, a.trace_id)?;
+    let id = a.trace_id;
     let (offset, limit) = paging(a.offset, a.limit, SESSIONS_PAGE)?;
     let turns_offset = ranged("turns_offset", a.turns_offset, 0, 0, i64::MAX)? as u64;
     let turns_limit = ranged("turns_limit", a.turns_limit, TURNS_PAGE.0, 0, TURNS_PAGE.1)? as u32;
-    let trace = cx.store.trace_summary(id)?;
+    let trace = settled(cx.store, id)?;
     let now = now_t_ns(&trace);
     cx.models.with_current(cx.store, id, cx.r, |model| {
         let mut view = model.sessions(now);
@@ -515,11 +544,24 @@ fn frame(cx: &Cx<'_>, a: GetFrame) -> Result<Value, ToolError> {
 pub fn run(reader: Reader, redact: bool) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     runtime.block_on(async {
-        let service = TraceTools::new(reader, redact)
-            .serve((input::Bounded::new(tokio::io::stdin(), MAX_REQUEST_BYTES), tokio::io::stdout()))
-            .await
-            .map_err(|e| anyhow::anyhow!("the MCP client did not initialize: {e}"))?;
+        let stdin = input::Bounded::new(tokio::io::stdin(), MAX_REQUEST_BYTES);
+        let refused = stdin.refused();
+        let too_long = || {
+            anyhow::anyhow!(
+                "a message from the MCP client is longer than {MAX_REQUEST_BYTES} bytes; it was not read, and the session ended"
+            )
+        };
+        let service = match TraceTools::new(reader, redact).serve((stdin, tokio::io::stdout())).await {
+            Ok(service) => service,
+            Err(_) if refused.load(Ordering::SeqCst) => return Err(too_long()),
+            Err(e) => return Err(anyhow::anyhow!("the MCP client did not initialize: {e}")),
+        };
         service.waiting().await.map_err(|e| anyhow::anyhow!("the MCP server stopped: {e}"))?;
+        // The transport takes the refusal as the end of input: the session
+        // did not end as the client meant it to.
+        if refused.load(Ordering::SeqCst) {
+            return Err(too_long());
+        }
         Ok(())
     })
 }

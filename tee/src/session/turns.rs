@@ -348,6 +348,15 @@ impl Builder<'_> {
         let Some(tool) = self.tool(turn, u.tool_call_id.as_deref().unwrap_or(""), f) else { return };
         let call = &mut self.turns[turn].tool_calls[tool];
         call.updates += 1;
+        match u.session_update.as_deref() {
+            Some("tool_call") => {
+                call.announced_seq.get_or_insert(f.seq);
+            }
+            _ if call.announced_seq.is_none() => {
+                call.unannounced_update.get_or_insert(f.seq);
+            }
+            _ => {}
+        }
         call.last_seq = f.seq;
         call.last_t_ns = f.t_ns;
         if let Some(title) = &u.title {

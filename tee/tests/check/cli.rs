@@ -79,3 +79,30 @@ fn help_names_the_exit_statuses_and_choices() {
         assert!(help.contains(needle), "{needle} missing from:\n{help}");
     }
 }
+
+/// A finding of no frame (`check.limit` for too many sessions) is printed
+/// without a frame part: `NAME: info check.limit: ...`, never `NAME:: ...`.
+#[test]
+fn a_finding_of_no_frame_is_printed_without_an_empty_frame_part() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("sessions.log");
+    let mut lines = vec![
+        (true, r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1}}"#.to_owned()),
+        (false, r#"{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1}}"#.to_owned()),
+    ];
+    for i in 1..=acp_tee::CHECK_MAX_SESSIONS + 1 {
+        lines.push((
+            true,
+            format!(r#"{{"jsonrpc":"2.0","id":{i},"method":"session/new","params":{{"cwd":"/","mcpServers":[]}}}}"#),
+        ));
+        lines.push((false, format!(r#"{{"jsonrpc":"2.0","id":{i},"result":{{"sessionId":"s{i}"}}}}"#)));
+    }
+    write_log(&file, &lines);
+    let out = Command::new(bin()).args(["check", file.to_str().unwrap()]).output().unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    let name = file.to_str().unwrap();
+    let limit = text.lines().find(|l| l.contains("check.limit")).unwrap_or_else(|| panic!("no check.limit: {text}"));
+    assert!(limit.starts_with(&format!("{name}: info check.limit: more than ")), "{limit}");
+    assert!(!text.contains("::"), "{text}");
+}

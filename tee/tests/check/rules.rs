@@ -131,6 +131,21 @@ fn cases() -> Vec<Case> {
             &[5, 6],
         ),
         (
+            "session.unknown-tool-call",
+            after_prelude(&[
+                a(
+                    r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"tool_call_update","toolCallId":"t","status":"completed"}}}"#,
+                ),
+                a(
+                    r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"tool_call","toolCallId":"t","title":"Read"}}}"#,
+                ),
+                a(
+                    r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"tool_call_update","toolCallId":"t","status":"completed"}}}"#,
+                ),
+            ]),
+            &[5],
+        ),
+        (
             "capability.not-advertised",
             after_prelude(&[
                 a(
@@ -215,4 +230,64 @@ fn each_broken_trace_gives_exactly_its_finding() {
             assert!(code == "check.limit" || codes_tested.contains(&code), "{code} has no broken trace here");
         }
     }
+}
+
+/// The findings of `lines` (after the prelude) as (code, frames).
+fn findings_of(name: &str, lines: &[(bool, String)]) -> Vec<(String, Vec<i64>)> {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join(format!("{name}.log"));
+    write_log(&file, &after_prelude(lines));
+    let (_, traces) = check_json(&[file.to_str().unwrap()]);
+    traces[0].findings.iter().map(|f| (f.code.clone(), f.seqs.clone())).collect()
+}
+
+fn found(list: &[(&str, &[i64])]) -> Vec<(String, Vec<i64>)> {
+    list.iter().map(|(c, s)| (c.to_string(), s.to_vec())).collect()
+}
+
+/// A prompt whose id is no JSON-RPC id (`3.5`) is still a request its
+/// answer answers (ids compare by value): only the id's type is wrong, no
+/// unknown answer and no prompt left in flight.
+#[test]
+fn a_request_with_an_id_of_the_wrong_type_is_still_answered() {
+    let lines = [
+        c(&PROMPT_2.replace(r#""id":2"#, r#""id":3.5"#)),
+        a(&END_TURN_2.replace(r#""id":2"#, r#""id":3.50"#)),
+        c(&PROMPT_2.replace(r#""id":2"#, r#""id":4"#)),
+        a(&END_TURN_2.replace(r#""id":2"#, r#""id":4"#)),
+    ];
+    assert_eq!(findings_of("id-3.5", &lines), found(&[("rpc.id-type", &[5]), ("rpc.id-type", &[6])]));
+}
+
+/// A second answer to a request answered long ago (more answers since than
+/// the checker keeps frames of) is still a second answer, not an answer to
+/// an id never asked.
+#[test]
+fn a_second_answer_after_ten_thousand_others_is_answered_twice() {
+    let mut lines = Vec::new();
+    for id in 2..=10_200 {
+        lines.push(c(&PING_2.replace(r#""id":2"#, &format!(r#""id":{id}"#))));
+        lines.push(a(&EMPTY_RESULT_2.replace(r#""id":2"#, &format!(r#""id":{id}"#))));
+    }
+    lines.push(a(&EMPTY_RESULT_2.replace(r#""id":2"#, r#""id":100"#)));
+    let last = 4 + lines.len() as i64;
+    assert_eq!(findings_of("answered-twice-late", &lines), found(&[("rpc.answered-twice", &[last])]));
+}
+
+/// Option ids compare whole: a 90-character id that was not offered is an
+/// unknown option even though its first 80 characters are one offered.
+#[test]
+fn option_ids_compare_whole() {
+    let x = "x".repeat(90);
+    let ask = format!(
+        r#"{{"jsonrpc":"2.0","id":"p","method":"session/request_permission","params":{{"sessionId":"s","toolCall":{{"toolCallId":"t"}},"options":[{{"optionId":"{x}-allow","name":"Allow","kind":"allow_once"}}]}}}}"#
+    );
+    let pick = |o: &str| {
+        format!(r#"{{"jsonrpc":"2.0","id":"p","result":{{"outcome":{{"outcome":"selected","optionId":"{x}-{o}"}}}}}}"#)
+    };
+    assert_eq!(findings_of("offered", &[a(&ask), c(&pick("allow"))]), found(&[]));
+    assert_eq!(
+        findings_of("not-offered", &[a(&ask), c(&pick("always"))]),
+        found(&[("permission.unknown-option", &[5, 6])])
+    );
 }

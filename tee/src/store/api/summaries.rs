@@ -58,6 +58,22 @@ impl Store {
         self.conn.query_row(&sql, params![id], summary_of_trace).optional()?.ok_or(StoreError::NoSuchTrace(id))
     }
 
+    /// Trace `id`'s summary once it is no longer finishing (acp-tee gone,
+    /// its recorder still storing what it was handed), waiting at most
+    /// `limit`: what every reader that judges a whole trace (`show`,
+    /// `export`, `check`, `diff`, the MCP tools) waits on. The summary
+    /// returned may still be `live` (recording, or finishing past `limit`).
+    pub fn wait_while_finishing(&self, id: i64, limit: std::time::Duration) -> Result<TraceSummary, StoreError> {
+        let deadline = std::time::Instant::now() + limit;
+        loop {
+            let s = self.trace_summary(id)?;
+            if !s.finishing || std::time::Instant::now() >= deadline {
+                return Ok(s);
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+
     /// Per-method timing, the slowest responses and frames per direction,
     /// read from the aggregates the recorder keeps (see `stats.rs`), so the
     /// cost does not grow with the trace.
