@@ -76,7 +76,10 @@ pub async fn handle(State(proxy): State<Arc<Proxy>>, req: Request) -> Response {
         body
     };
     let request = proxy.upstream_request(&parts, body, false);
-    let response = match proxy.client.request(request).await {
+    let awaiting = Awaiting { conn: &conn, fresh, method: &method, answered: false };
+    let answered = proxy.client.request(request).await;
+    awaiting.answered();
+    let response = match answered {
         Ok(response) => response,
         Err(e) if caused_by::<TooLarge>(&e) => {
             proxy.unknown_ends(fresh, &ids, &conn, "its first POST was refused as too large");
@@ -146,6 +149,39 @@ pub async fn handle(State(proxy): State<Arc<Proxy>>, req: Request) -> Response {
     };
     head.headers = end_to_end(&head.headers, false);
     Response::from_parts(head, body)
+}
+
+/// An exchange waiting for the upstream's answer. Dropped unanswered, the
+/// client went away first (hyper drops the exchange then): that is noted,
+/// and a connection begun by it fails so.
+struct Awaiting<'a> {
+    conn: &'a Connection,
+    fresh: bool,
+    method: &'a Method,
+    answered: bool,
+}
+
+impl Awaiting<'_> {
+    fn answered(mut self) {
+        self.answered = true;
+    }
+}
+
+impl Drop for Awaiting<'_> {
+    fn drop(&mut self) {
+        if self.answered {
+            return;
+        }
+        let what = if super::STOPPING.load(std::sync::atomic::Ordering::Relaxed) {
+            format!("the proxy stopped before the upstream answered a {}", self.method)
+        } else {
+            format!("the client went away before the upstream answered its {}", self.method)
+        };
+        self.conn.note(&what);
+        if self.fresh {
+            self.conn.fail_because(what);
+        }
+    }
 }
 
 impl Proxy {

@@ -114,7 +114,16 @@ struct Proxy {
     upstream: upstream::UpstreamUrl,
     record: RecordTo,
     registry: Registry,
+    /// Why the proxy stops, once it does: each open WebSocket closes with
+    /// 1001 then, and its trace says so.
+    stop: tokio::sync::watch::Sender<Option<String>>,
+    /// Held by each WebSocket relay: the proxy waits (at most
+    /// [`WEBSOCKETS_CLOSE_WAIT`]) for all to drop theirs once it stops.
+    websockets: std::sync::Mutex<Option<tokio::sync::mpsc::Sender<()>>>,
 }
+
+/// How long a stopping proxy waits for its WebSockets to send their close.
+const WEBSOCKETS_CLOSE_WAIT: Duration = Duration::from_secs(2);
 
 /// Runs the proxy until SIGINT, SIGTERM or SIGHUP; returns the exit code.
 pub fn run(opts: HttpProxyOptions) -> anyhow::Result<i32> {
@@ -163,7 +172,15 @@ async fn serve(opts: HttpProxyOptions, upstream: upstream::UpstreamUrl) -> anyho
     let record =
         RecordTo { db: opts.db.clone(), name: opts.name, upstream: upstream.shown.clone(), redact: opts.redact };
     let shown = upstream.shown.clone();
-    let proxy = Arc::new(Proxy { client, upstream, record, registry: Registry::default() });
+    let (websockets, mut websockets_closed) = tokio::sync::mpsc::channel(1);
+    let proxy = Arc::new(Proxy {
+        client,
+        upstream,
+        record,
+        registry: Registry::default(),
+        stop: tokio::sync::watch::Sender::new(None),
+        websockets: std::sync::Mutex::new(Some(websockets)),
+    });
     let app = axum::Router::new().route(ACP_PATH, axum::routing::any(exchange::handle)).with_state(proxy.clone());
     // The address is what a test (or a script) reads to know the port.
     // (A closed stdout is no reason to stop.)
@@ -187,7 +204,11 @@ async fn serve(opts: HttpProxyOptions, upstream: upstream::UpstreamUrl) -> anyho
         Ok(Some(signal)) => format!("the proxy was stopped by signal {signal}"),
         _ => "the proxy stopped".to_owned(),
     };
+    proxy.stop.send_replace(Some(reason.clone()));
     proxy.registry.forget_all(&reason);
+    // Each WebSocket sends its close (1001) both ways before the runtime goes.
+    drop(proxy.websockets.lock().unwrap_or_else(|e| e.into_inner()).take());
+    let _ = tokio::time::timeout(WEBSOCKETS_CLOSE_WAIT, websockets_closed.recv()).await;
     stopped.map(|_| ())
 }
 
@@ -222,6 +243,10 @@ async fn accept(listener: tokio::net::TcpListener, app: axum::Router) -> std::io
                 .timer(TokioTimer::new())
                 .header_read_timeout(HEADER_TIMEOUT)
                 .max_headers(MAX_HEADERS)
+                // A header line that is not valid HTTP (a control byte in
+                // its value) is left out, not the request refused, as the
+                // servers the proxy fronts do not refuse it either.
+                .ignore_invalid_headers(true)
                 .serve_connection(TokioIo::new(stream), service)
                 .with_upgrades()
                 .await;

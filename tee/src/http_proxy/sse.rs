@@ -1,12 +1,14 @@
 //! Cutting a Server-Sent Events stream into its events' data, as the ACP
 //! HTTP transport sends messages: one JSON-RPC message (or batch) per
-//! event, in `data:` lines, an event ended by a blank line. Comments (the
-//! keepalives) and other fields are skipped; several `data:` lines join
-//! with `\n`, as the SSE standard says.
+//! event, in `data:` lines, an event ended by a blank line. As the SSE
+//! standard says: a line ends at `\r\n`, `\n` or a lone `\r`; comments
+//! (the keepalives) and other fields are skipped; several `data:` lines
+//! join with `\n`; an event whose data is empty dispatches nothing.
 //!
-//! Pure and bounded: a line or an event's data longer than the limit it is
-//! given is not kept; the event is reported as [`Event::Oversized`] with
-//! its size instead.
+//! Pure and bounded: an event's data (or a `data` line) longer than the
+//! limit it is given is not kept; the event is reported as
+//! [`Event::Oversized`] with its size instead. A comment or another field
+//! that long is skipped, and the event it is in read on.
 
 /// What an event of the stream was.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -33,21 +35,50 @@ pub struct SseEvents {
     oversized: usize,
     /// The most bytes a line or an event's data may hold.
     max: usize,
+    /// The line is a comment or a field other than `data` too long to
+    /// keep: the rest of it is skipped.
+    skipping: bool,
+    /// The last chunk ended in `\r`: a `\n` first in the next one ends
+    /// no other line.
+    after_cr: bool,
 }
 
 impl SseEvents {
     /// A stream whose events may hold up to `max` bytes of data.
     pub fn new(max: usize) -> Self {
-        SseEvents { line: Vec::new(), line_seen: 0, data: Vec::new(), has_data: false, oversized: 0, max }
+        SseEvents {
+            line: Vec::new(),
+            line_seen: 0,
+            data: Vec::new(),
+            has_data: false,
+            oversized: 0,
+            max,
+            skipping: false,
+            after_cr: false,
+        }
     }
 
     /// Feeds `chunk`; every event it completes goes to `emit`, in order.
     pub fn push(&mut self, chunk: &[u8], mut emit: impl FnMut(Event)) {
         let mut rest = chunk;
-        while let Some(at) = memchr::memchr(b'\n', rest) {
+        if self.after_cr && !rest.is_empty() {
+            self.after_cr = false;
+            if rest[0] == b'\n' {
+                rest = &rest[1..];
+            }
+        }
+        while let Some(at) = memchr::memchr2(b'\n', b'\r', rest) {
             self.take_line_part(&rest[..at]);
             self.end_line(&mut emit);
+            let cr = rest[at] == b'\r';
             rest = &rest[at + 1..];
+            if cr {
+                match rest.first() {
+                    Some(b'\n') => rest = &rest[1..],
+                    Some(_) => {}
+                    None => self.after_cr = true,
+                }
+            }
         }
         self.take_line_part(rest);
     }
@@ -80,29 +111,37 @@ impl SseEvents {
         self.line_seen += part.len();
         if self.oversized > 0 {
             self.oversized += part.len();
-            // Only enough of the line to tell a blank one (`\r`) is kept.
-            let room = 2usize.saturating_sub(self.line.len()).min(part.len());
-            self.line.extend_from_slice(&part[..room]);
-        } else if self.line.len() + part.len() > self.max + 16 {
-            // `data: ` and a `\r` may come on top of the data's own bytes.
-            self.oversized = self.data.len() + self.line.len() + part.len();
-            self.line = Vec::new();
+            return;
+        }
+        if self.skipping {
+            return;
+        }
+        if self.line.len() + part.len() <= self.max + 16 {
+            self.line.extend_from_slice(part);
+            return;
+        }
+        // Too long to keep: skipped when it is not a `data` line (its field
+        // name is done within the first bytes), else the event is
+        // oversized. `data: ` comes on top of the data's own bytes.
+        let head: Vec<u8> = self.line.iter().chain(part).take(5).copied().collect();
+        if head.starts_with(b"data:") || head == b"data" {
+            self.oversized = self.data.len() + self.line_seen;
             self.data = Vec::new();
         } else {
-            self.line.extend_from_slice(part);
+            self.skipping = true;
         }
+        self.line = Vec::new();
     }
 
     fn end_line(&mut self, emit: &mut impl FnMut(Event)) {
         let seen = std::mem::replace(&mut self.line_seen, 0);
         let mut line = std::mem::take(&mut self.line);
-        if line.last() == Some(&b'\r') && seen == line.len() {
-            line.pop();
-        }
-        if self.oversized > 0 {
+        if std::mem::take(&mut self.skipping) {
+            // A comment or another field: nothing of the event.
+        } else if self.oversized > 0 {
             self.oversized += 1;
             // An oversized event ends at its blank line like any other.
-            if line.is_empty() && seen <= 1 {
+            if seen == 0 {
                 self.dispatch(emit);
             }
         } else if line.is_empty() {
@@ -133,7 +172,7 @@ impl SseEvents {
     fn dispatch(&mut self, emit: &mut impl FnMut(Event)) {
         if self.oversized > 0 {
             emit(Event::Oversized(self.oversized));
-        } else if self.has_data {
+        } else if self.has_data && !self.data.is_empty() {
             emit(Event::Data(std::mem::take(&mut self.data)));
         }
         self.oversized = 0;
@@ -170,6 +209,44 @@ mod tests {
         }
         let bytewise: Vec<&[u8]> = stream.chunks(1).collect();
         assert_eq!(events(&bytewise, 100), whole);
+    }
+
+    /// What `stream` gives, whole and split at every byte (one cut, and
+    /// byte by byte): all must agree.
+    fn events_at_every_split(stream: &[u8], max: usize) -> Vec<Event> {
+        let whole = events(&[stream], max);
+        for cut in 0..stream.len() {
+            assert_eq!(events(&[&stream[..cut], &stream[cut..]], max), whole, "cut at {cut}");
+        }
+        let bytewise: Vec<&[u8]> = stream.chunks(1).collect();
+        assert_eq!(events(&bytewise, max), whole);
+        whole
+    }
+
+    #[test]
+    fn a_lone_cr_ends_a_line_as_crlf_and_lf_do() {
+        assert_eq!(events_at_every_split(b"data: {a}\r\rdata: {b}\r\r", 100), vec![data("{a}"), data("{b}")]);
+        assert_eq!(
+            events_at_every_split(b"data: 1\r\ndata: 2\rdata: 3\n\r\ndata: 4\r\n\n", 100),
+            vec![data("1\n2\n3"), data("4")]
+        );
+    }
+
+    #[test]
+    fn an_event_with_empty_data_dispatches_nothing() {
+        assert_eq!(events_at_every_split(b"data\n\ndata:\n\ndata: \r\n\r\ndata: x\n\n", 100), vec![data("x")]);
+        // Two empty data lines make data of one line end, which is not empty.
+        assert_eq!(events_at_every_split(b"data:\ndata:\n\n", 100), vec![data("\n")]);
+    }
+
+    #[test]
+    fn a_comment_or_other_field_past_the_limit_is_skipped_and_its_event_read() {
+        let long = format!(": {}\nevent: {}\r\ndata: {{small}}\n\n", "c".repeat(300), "e".repeat(300));
+        assert_eq!(events_at_every_split(long.as_bytes(), 100), vec![data("{small}")]);
+        // A long data line still makes its event oversized, and only it.
+        let long = format!("data: {}\n\ndata: ok\n\n", "d".repeat(300));
+        let out = events_at_every_split(long.as_bytes(), 100);
+        assert!(matches!(out[..], [Event::Oversized(n), ref ok] if n >= 300 && *ok == data("ok")), "{out:?}");
     }
 
     #[test]

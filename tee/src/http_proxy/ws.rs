@@ -55,9 +55,12 @@ pub async fn relay(proxy: Arc<Proxy>, mut req: Request) -> Response {
     let id = header_text(response.headers(), &CONNECTION_ID);
     conn.note(format!("WebSocket opened ({status}), connection {}", id.as_deref().unwrap_or("without an id")));
     let upstream_side = hyper::upgrade::on(&mut response);
+    let held = proxy.websockets.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    let stop = proxy.stop.subscribe();
     tokio::spawn(async move {
+        let _held = held;
         match tokio::try_join!(client_side, upstream_side) {
-            Ok((client, upstream)) => pump(conn, id, client, upstream).await,
+            Ok((client, upstream)) => pump(conn, id, client, upstream, stop).await,
             Err(e) => {
                 let reason = format!("the WebSocket upgrade did not complete: {e}");
                 conn.note(&reason);
@@ -76,6 +79,7 @@ async fn pump(
     id: Option<String>,
     client: hyper::upgrade::Upgraded,
     upstream: hyper::upgrade::Upgraded,
+    stop: tokio::sync::watch::Receiver<Option<String>>,
 ) {
     let config =
         WebSocketConfig::default().max_message_size(Some(MAX_MESSAGE_BYTES)).max_frame_size(Some(MAX_MESSAGE_BYTES));
@@ -84,14 +88,21 @@ async fn pump(
     let facts = facts(serde_json::json!({"transport": "websocket", "via": "websocket", "connectionId": id}));
     let (to_client, from_client) = client.split();
     let (to_upstream, from_upstream) = upstream.split();
-    let up = one_way(&conn, Direction::ClientToAgent, &facts, from_client, to_upstream);
-    let down = one_way(&conn, Direction::AgentToClient, &facts, from_upstream, to_client);
+    let up = one_way(&conn, Direction::ClientToAgent, &facts, from_client, to_upstream, stop.clone());
+    let down = one_way(&conn, Direction::AgentToClient, &facts, from_upstream, to_client, stop);
     tokio::join!(up, down);
 }
 
-/// Records and sends on what `from` reads until it is closed; then closes `to`.
-async fn one_way<R, W>(conn: &Connection, dir: Direction, facts: &Arc<[u8]>, mut from: R, mut to: W)
-where
+/// Records and sends on what `from` reads until it is closed, or the proxy
+/// stops; then closes `to`.
+async fn one_way<R, W>(
+    conn: &Connection,
+    dir: Direction,
+    facts: &Arc<[u8]>,
+    mut from: R,
+    mut to: W,
+    mut stop: tokio::sync::watch::Receiver<Option<String>>,
+) where
     R: Stream<Item = Result<Message, WsError>> + Unpin,
     W: Sink<Message, Error = WsError> + Unpin,
 {
@@ -100,17 +111,17 @@ where
         _ => "upstream",
     };
     let close = loop {
-        let message = match from.next().await {
+        let next = tokio::select! {
+            next = from.next() => next,
+            stopped = stop.wait_for(Option::is_some) => {
+                let reason = stopped.ok().and_then(|r| r.clone()).unwrap_or_else(|| "the proxy stopped".into());
+                break Some(Closing { code: CloseCode::Away, reason, failed: false, said: "acp-tee http-proxy stopped" });
+            }
+        };
+        let message = match next {
             Some(Ok(message)) => message,
-            Some(Err(WsError::Capacity(e))) => {
-                let reason =
-                    format!("the {side} sent a WebSocket message past MAX_MESSAGE_BYTES ({e}); closed with 1009");
-                break Some((CloseCode::Size, reason));
-            }
-            Some(Err(WsError::ConnectionClosed | WsError::AlreadyClosed)) | None => {
-                break Some((CloseCode::Away, format!("the {side}'s WebSocket ended without a close")));
-            }
-            Some(Err(e)) => break Some((CloseCode::Error, format!("the {side}'s WebSocket broke off: {e}"))),
+            Some(Err(e)) => break Some(Closing::for_error(side, e)),
+            None => break Some(Closing::vanished(side, "ended without a close")),
         };
         match message {
             Message::Text(text) => {
@@ -138,10 +149,62 @@ where
             }
         }
     };
-    if let Some((code, reason)) = close {
+    if let Some(Closing { code, reason, failed, said }) = close {
         conn.note(&reason);
-        conn.fail_because(&reason);
-        let _ = to.send(Message::Close(Some(CloseFrame { code, reason: "acp-tee http-proxy".into() }))).await;
+        if failed {
+            conn.fail_because(&reason);
+        } else {
+            conn.end_because(&reason);
+        }
+        let _ = to.send(Message::Close(Some(CloseFrame { code, reason: said.into() }))).await;
     }
     let _ = to.close().await;
+}
+
+/// How the proxy closes a WebSocket's other side: the code and reason it
+/// sends, the trace's end reason, and whether the connection failed.
+struct Closing {
+    code: CloseCode,
+    reason: String,
+    failed: bool,
+    said: &'static str,
+}
+
+impl Closing {
+    /// `side` is gone without a close: 1001, going away, as it did.
+    fn vanished(side: &str, how: &str) -> Closing {
+        Closing {
+            code: CloseCode::Away,
+            reason: format!("the {side}'s WebSocket {how}"),
+            failed: true,
+            said: "acp-tee http-proxy: the peer went away",
+        }
+    }
+
+    /// `side`'s WebSocket failed with `e`: the code a WebSocket endpoint
+    /// answers that failure with (RFC 6455 7.4.1), so the other side hears
+    /// what it would have heard directly.
+    fn for_error(side: &str, e: WsError) -> Closing {
+        use tokio_tungstenite::tungstenite::error::ProtocolError;
+        let (code, said) = match &e {
+            WsError::Capacity(_) => (CloseCode::Size, "acp-tee http-proxy: message too big"),
+            WsError::Utf8 => (CloseCode::Invalid, "acp-tee http-proxy: invalid UTF-8"),
+            WsError::ConnectionClosed
+            | WsError::AlreadyClosed
+            | WsError::Io(_)
+            | WsError::Protocol(ProtocolError::ResetWithoutClosingHandshake) => {
+                return Closing::vanished(side, &format!("ended without a close ({e})"))
+            }
+            WsError::Protocol(_) => (CloseCode::Protocol, "acp-tee http-proxy: protocol error"),
+            _ => (CloseCode::Error, "acp-tee http-proxy"),
+        };
+        let reason = match code {
+            CloseCode::Size => format!(
+                "the {side} sent a WebSocket message past MAX_MESSAGE_BYTES ({e}); closed with {}",
+                u16::from(code)
+            ),
+            _ => format!("the {side}'s WebSocket broke off: {e}; closed with {}", u16::from(code)),
+        };
+        Closing { code, reason, failed: true, said }
+    }
 }
