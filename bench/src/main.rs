@@ -9,7 +9,8 @@
 //!   and [`rtt`] drive them; [`relays_section`] reports sections 1–3.
 //! - [`tracegen`]: the answering agent and the large traces; [`server`],
 //!   [`webdriver`], [`viewer`], [`export`] and [`check`] measure on them;
-//!   [`trace_section`] reports sections 4–7.
+//!   [`trace_section`] reports sections 4–7; [`show`] records traces of
+//!   concurrent sessions and is section 8.
 //! - [`procs`]: `wait4`, `VmHWM` sampling; [`stats`]: medians, percentiles;
 //!   [`report`]: tables and the machine description.
 
@@ -21,6 +22,7 @@ mod relays_section;
 mod report;
 mod rtt;
 mod server;
+mod show;
 mod stats;
 mod throughput;
 mod trace_section;
@@ -32,7 +34,7 @@ use report::Report;
 use std::path::PathBuf;
 
 /// The sections, in the order they run.
-const SECTIONS: [&str; 7] = ["throughput", "rtt", "ingest", "server", "viewer", "export", "check"];
+const SECTIONS: [&str; 8] = ["throughput", "rtt", "ingest", "server", "viewer", "export", "check", "show"];
 
 /// What to run, and where.
 #[derive(Debug, Clone)]
@@ -71,7 +73,7 @@ in one run and writes a Markdown report. A lost message or frame fails the run (
   --strict         also exit 1 when a target does not hold";
 
 fn usage() -> &'static str {
-    "usage: acp-tee-bench [--quick] [--only throughput,rtt,ingest,server,viewer,export,check] [--reps N] \
+    "usage: acp-tee-bench [--quick] [--only throughput,rtt,ingest,server,viewer,export,check,show] [--reps N] \
      [--out FILE] [--acp-tee PATH] [--dist DIR] [--work DIR] [--strict]"
 }
 
@@ -201,6 +203,10 @@ fn run_sections(cfg: &Config, report: &mut Report) -> Result<()> {
             }
             Err(e) => attempt(report, "trace generation", Err(e)),
         }
+    }
+    if on("show") {
+        let r = show::section(cfg, report);
+        attempt(report, "show", r);
     }
     if !errors.is_empty() {
         bail!("sections failed: {}", errors.join(", "));

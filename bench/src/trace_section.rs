@@ -34,8 +34,8 @@ pub fn generate(cfg: &Config, report: &mut Report) -> Result<Traces> {
          stderr line; 64 requests in flight. Target {} frames, then a tenth of that.\n",
         n(target)
     ));
-    let big = tracegen::generate(&cfg.acp_tee, &db, "big", target)?;
-    let small = tracegen::generate(&cfg.acp_tee, &db, "small", target / 10)?;
+    let big = tracegen::generate(&cfg.acp_tee, &db, "big", target, tracegen::Sessions::InTurn)?;
+    let small = tracegen::generate(&cfg.acp_tee, &db, "small", target / 10, tracegen::Sessions::InTurn)?;
     let size = std::fs::metadata(&db)?.len();
     let rows = [&big, &small]
         .iter()

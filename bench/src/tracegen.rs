@@ -4,7 +4,8 @@
 //!
 //! Request `i` (from 1) has a method picked by `i % 10` (8 in 10 are
 //! `session/prompt`, then `session/set_mode`, `session/new`, `session/load`),
-//! a session `sess-{i / 1000}`; a prompt is answered with two `session/update`
+//! a session `sess-{i / 1000}` (one after another), or with `concurrent`
+//! sessions `sess-{i % concurrent}` (all at once, interleaved); a prompt is answered with two `session/update`
 //! notifications and then its response; every 41st request gets an error
 //! response; every 100th writes one line to stderr. The client keeps 64
 //! requests in flight, so latencies are those of a busy pipeline (tens of
@@ -46,9 +47,21 @@ fn frames(i: u64) -> u64 {
     1 + answers(i) + u64::from(i.is_multiple_of(100))
 }
 
-fn request(i: u64) -> String {
+/// How requests are spread over sessions.
+#[derive(Debug, Clone, Copy)]
+pub enum Sessions {
+    /// `sess-{i / 1000}`: one after another.
+    InTurn,
+    /// `sess-{i % N}`: N sessions at once.
+    Concurrent(u64),
+}
+
+fn request(i: u64, sessions: Sessions) -> String {
     let m = method(i);
-    let session = format!("sess-{}", i / 1000);
+    let session = match sessions {
+        Sessions::InTurn => format!("sess-{}", i / 1000),
+        Sessions::Concurrent(n) => format!("sess-{}", i % n),
+    };
     match m {
         "session/prompt" => format!(
             r#"{{"jsonrpc":"2.0","id":{i},"method":"{m}","params":{{"sessionId":"{session}","prompt":[{{"type":"text","text":"please refactor module {i} and explain the change"}}]}}}}"#
@@ -115,11 +128,14 @@ pub struct Generated {
     pub took: Duration,
     /// When the trace was seen ended.
     pub ended: Instant,
+    /// `session/prompt` requests sent: the turns of its sessions.
+    pub prompts: u64,
 }
 
 /// Records a trace of at least `target` frames into `db` with `acp_tee`,
-/// named `name`; fails unless every frame is stored.
-pub fn generate(acp_tee: &Path, db: &Path, name: &str, target: u64) -> Result<Generated> {
+/// named `name`, its requests spread over sessions as `sessions` says;
+/// fails unless every frame is stored.
+pub fn generate(acp_tee: &Path, db: &Path, name: &str, target: u64, sessions: Sessions) -> Result<Generated> {
     let me = std::env::current_exe().context("cannot find the bench binary itself")?;
     let mut child = Command::new(acp_tee)
         .arg("--db")
@@ -143,7 +159,7 @@ pub fn generate(acp_tee: &Path, db: &Path, name: &str, target: u64) -> Result<Ge
                 break;
             }
             i += 1;
-            writeln!(stdin, "{}", request(i))?;
+            writeln!(stdin, "{}", request(i, sessions))?;
             expected += frames(i);
             lines_back += answers(i);
         }
@@ -174,5 +190,11 @@ pub fn generate(acp_tee: &Path, db: &Path, name: &str, target: u64) -> Result<Ge
     if frame_count as u64 != expected || missing != 0 {
         bail!("LOSS: trace {name} stored {frame_count} frames ({missing} missing), expected {expected}");
     }
-    Ok(Generated { trace_id, frames: expected, took, ended })
+    Ok(Generated {
+        trace_id,
+        frames: expected,
+        took,
+        ended,
+        prompts: (1..=i).filter(|&i| method(i) == "session/prompt").count() as u64,
+    })
 }

@@ -2,17 +2,20 @@
 //! calls, permission waits, usage, open requests), as text or JSON.
 //!
 //! The JSON is one `ShowDocument` (`shared/src/session.rs`), written as it
-//! is built: turns are read and written a page at a time, so memory stays
-//! flat however long the trace.
+//! is built. After the whole-trace fold (`Model`), one more pass over the
+//! frames builds the turns of every session at once (`Model::pages_of`),
+//! holding at most `HELD_MAX_BYTES`: sessions past that are read by a
+//! further pass, so the time grows with the frames, not with sessions ×
+//! frames, and memory stays bounded however long the trace.
 
 use super::args::StoreArg;
 use super::list::printable;
 use crate::export::TraceSelection;
 use crate::redact::Redactor;
-use crate::session::{now_t_ns, Model};
+use crate::session::{now_t_ns, Model, Step, HELD_MAX_BYTES};
 use crate::store::Store;
 use acp_tee_shared::api::TraceSummary;
-use acp_tee_shared::session::{OpenRequest, SessionSummary, ShowSession, Text, TraceSessions, Turn, TURNS_MAX_LIMIT};
+use acp_tee_shared::session::{OpenRequest, SessionSummary, ShowSession, Text, TraceSessions, Turn};
 use anyhow::Context;
 use clap::{Args, ValueEnum};
 use std::io::Write;
@@ -104,41 +107,55 @@ struct Shown<'a> {
     redact: Option<&'a Redactor>,
 }
 
+/// What a session's turns are written as, in order.
+enum Event<'a> {
+    Begin(&'a SessionSummary),
+    Turn(&'a Turn),
+    End(&'a SessionSummary),
+}
+
 impl Shown<'_> {
-    /// Calls `each` with every turn of session `sid`, a page at a time.
-    fn each_turn(&self, sid: &str, mut each: impl FnMut(&Turn) -> anyhow::Result<()>) -> anyhow::Result<()> {
-        let mut offset = 0;
-        loop {
-            let turns = self
-                .model
-                .turns_of(self.store, self.id, sid, offset, TURNS_MAX_LIMIT, self.redact)?
-                .unwrap_or_default();
-            if turns.is_empty() {
-                return Ok(());
-            }
-            offset += turns.len() as u64;
-            turns.iter().try_for_each(&mut each)?;
-        }
+    /// Calls `each` for every session of `sessions` in order: its start,
+    /// each of its turns, its end (`Model::each_turn_of`: one pass over the
+    /// frames for all of them, as far as `HELD_MAX_BYTES` allows).
+    fn each_session(
+        &self,
+        sessions: &[SessionSummary],
+        mut each: impl FnMut(Event<'_>) -> anyhow::Result<()>,
+    ) -> anyhow::Result<()> {
+        let sids: Vec<&str> = sessions.iter().map(|s| s.session_id.as_str()).collect();
+        self.model.each_turn_of(self.store, self.id, &sids, self.redact, HELD_MAX_BYTES, |step| match step {
+            Step::Begin(i) => each(Event::Begin(&sessions[i])),
+            Step::Turn(t) => each(Event::Turn(t)),
+            Step::End(i) => each(Event::End(&sessions[i])),
+        })
     }
 
     fn json(&self, trace: &TraceSummary, overview: &TraceSessions, out: &mut impl Write) -> anyhow::Result<()> {
         write!(out, "{{\"trace\":{},\"overview\":{},\"sessions\":[", json(trace), json(overview))?;
-        for (i, s) in overview.sessions.iter().enumerate() {
-            let (plan, commands, changes) = self.model.extras(&s.session_id);
-            // The session as its type writes it, turns last and still empty:
-            // they are written into it a page at a time.
-            let session = ShowSession { session_id: s.session_id.clone(), plan, commands, changes, turns: Vec::new() };
-            let head = json(&session);
-            let head = head.strip_suffix("[]}").expect("a ShowSession's turns come last");
-            write!(out, "{}{head}[", if i > 0 { "," } else { "" })?;
-            let mut first = true;
-            self.each_turn(&s.session_id, |t| {
-                write!(out, "{}{}", if first { "" } else { "," }, json(t))?;
-                first = false;
-                Ok(())
-            })?;
-            write!(out, "]}}")?;
-        }
+        let (mut sessions, mut first) = (0, true);
+        self.each_session(&overview.sessions, |e| {
+            match e {
+                Event::Begin(s) => {
+                    let (plan, commands, changes) = self.model.extras(&s.session_id);
+                    // The session as its type writes it, turns last and still
+                    // empty: they are written into it as they come.
+                    let session =
+                        ShowSession { session_id: s.session_id.clone(), plan, commands, changes, turns: Vec::new() };
+                    let head = json(&session);
+                    let head = head.strip_suffix("[]}").expect("a ShowSession's turns come last");
+                    write!(out, "{}{head}[", if sessions > 0 { "," } else { "" })?;
+                    sessions += 1;
+                    first = true;
+                }
+                Event::Turn(t) => {
+                    write!(out, "{}{}", if first { "" } else { "," }, json(t))?;
+                    first = false;
+                }
+                Event::End(_) => write!(out, "]}}")?,
+            }
+            Ok(())
+        })?;
         writeln!(out, "]}}")?;
         Ok(())
     }
@@ -162,16 +179,23 @@ impl Shown<'_> {
         if overview.sessions.is_empty() {
             writeln!(out, "no ACP session in this trace")?;
         }
-        for s in &overview.sessions {
-            writeln!(out)?;
-            session_head(s, out)?;
-            self.each_turn(&s.session_id, |t| turn_text(t, out))?;
-            for n in &s.notes {
-                let at = n.seq.map(|s| format!(" (#{s})")).unwrap_or_default();
-                let times = if n.count > 1 { format!(" ({} times)", n.count) } else { String::new() };
-                writeln!(out, "  note {}{at}{times}: {}", n.code, printable(&n.message))?;
+        self.each_session(&overview.sessions, |e| {
+            match e {
+                Event::Begin(s) => {
+                    writeln!(out)?;
+                    session_head(s, out)?;
+                }
+                Event::Turn(t) => turn_text(t, out)?,
+                Event::End(s) => {
+                    for n in &s.notes {
+                        let at = n.seq.map(|s| format!(" (#{s})")).unwrap_or_default();
+                        let times = if n.count > 1 { format!(" ({} times)", n.count) } else { String::new() };
+                        writeln!(out, "  note {}{at}{times}: {}", n.code, printable(&n.message))?;
+                    }
+                }
             }
-        }
+            Ok(())
+        })?;
         if overview.open_requests_total > 0 {
             writeln!(out, "\nopen requests ({}):", overview.open_requests_total)?;
             for o in &overview.open_requests {

@@ -2,22 +2,17 @@
 //! `trace_stats` of each): counts, errors, p50/p99 latency and the deltas
 //! b − a. Per trace (from the session model): sessions, turns, tool calls,
 //! permission requests and how turns ended (stop reasons; `error` for a
-//! turn answered with an error, `not ended` for one never answered).
+//! turn answered with an error, `not ended` for one never answered), all
+//! from the whole-trace fold, so it costs one pass over each trace.
 //! `differences` says, one line each, which of these counts differ;
 //! latencies always vary between two runs, so they are left to the deltas.
 
 use super::{Cx, ToolError};
 use crate::session::now_t_ns;
 use acp_tee_shared::api::MethodStats;
-use acp_tee_shared::session::TURNS_MAX_LIMIT;
 use serde::Serialize;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
-
-/// Turns of one trace `compare_traces` reads to count stop reasons at most;
-/// past it the counts are of the first turns only (`turns_read` says how
-/// many).
-pub const COMPARE_TURNS_MAX: u64 = 5000;
 
 /// What the session model says of one trace.
 #[derive(Debug, Default, Serialize, PartialEq)]
@@ -28,10 +23,9 @@ struct Sessions {
     permission_requests: u64,
     /// How many turns ended each way.
     stop_reasons: BTreeMap<String, u64>,
-    /// Turns whose end was read (at most [`COMPARE_TURNS_MAX`]).
-    turns_read: u64,
 }
 
+/// Trace `id`'s counts, all from the whole-trace fold (no turn is built).
 fn sessions_of(cx: &Cx<'_>, id: i64) -> Result<Sessions, ToolError> {
     let trace = cx.store.trace_summary(id)?;
     let facts = cx.models.with_current(cx.store, id, cx.r, |model| {
@@ -41,27 +35,8 @@ fn sessions_of(cx: &Cx<'_>, id: i64) -> Result<Sessions, ToolError> {
             out.turns += s.turns;
             out.tool_calls += s.tool_calls;
             out.permission_requests += s.permission_requests;
-            let mut offset = 0;
-            while out.turns_read < COMPARE_TURNS_MAX {
-                let limit = TURNS_MAX_LIMIT.min((COMPARE_TURNS_MAX - out.turns_read) as u32);
-                let turns =
-                    model.turns_of(cx.store, id, &s.session_id, offset, limit, cx.redact())?.unwrap_or_default();
-                if turns.is_empty() {
-                    break;
-                }
-                offset += turns.len() as u64;
-                out.turns_read += turns.len() as u64;
-                for t in turns {
-                    let end = match (t.stop_reason, t.error, t.response_seq) {
-                        (Some(r), _, _) => r,
-                        (None, Some(_), _) => "error".to_owned(),
-                        (None, None, Some(_)) => "answered without a stop reason".to_owned(),
-                        (None, None, None) => "not ended".to_owned(),
-                    };
-                    *out.stop_reasons.entry(end).or_default() += 1;
-                }
-            }
         }
+        out.stop_reasons = model.turn_ends();
         Ok(out)
     })?;
     Ok(facts)

@@ -22,7 +22,7 @@ use crate::redact::Redactor;
 use crate::server::mask;
 use crate::server::sessions::Models;
 use crate::server::QUERY_TIME_LIMIT;
-use crate::session::now_t_ns;
+use crate::session::{now_t_ns, Want};
 use crate::store::api::SearchCounts;
 use crate::store::{Reader, Store, StoreError};
 use acp_tee_shared::api::FrameQuery;
@@ -61,12 +61,44 @@ pub enum ToolError {
 
 fn store_text(e: &StoreError) -> String {
     if e.is_interrupted() {
-        format!(
-            "the query ran out of its {} s; narrow it (a method, a session, a search word, fewer items)",
-            QUERY_TIME_LIMIT.as_secs()
-        )
+        format!("the query ran out of its {} s", QUERY_TIME_LIMIT.as_secs())
     } else {
         e.to_string()
+    }
+}
+
+/// What to change when tool `tool`'s query runs out of time: only arguments
+/// that tool takes (named in backticks), or that none narrows it.
+fn narrow_hint(tool: &str) -> &'static str {
+    match tool {
+        "list_traces" => "ask for fewer traces (`limit`)",
+        "describe_trace" => {
+            "narrow it: one session (`session_id`), fewer sessions (`limit`) or fewer turns (`turns_limit`)"
+        }
+        "search_frames" => {
+            "narrow it: a `method`, `kind`, `dir` or `session_id`, words to match (`q`), a later start (`after`) or \
+             fewer frames (`limit`)"
+        }
+        "get_frame" => "ask for fewer bytes (`max_bytes`)",
+        "method_stats" => {
+            "method_stats reads the whole trace and takes no argument that narrows it; search_frames reads less (a \
+             method, errors only, slower than a latency)"
+        }
+        "compare_traces" => {
+            "compare_traces reads both traces whole and takes no argument that narrows it; method_stats and \
+             describe_trace read one trace at a time"
+        }
+        _ => "ask for less",
+    }
+}
+
+impl ToolError {
+    /// The error as tool `tool` says it.
+    fn text(&self, tool: &str) -> String {
+        match self {
+            ToolError::Store(e) if e.is_interrupted() => format!("{self}; {}", narrow_hint(tool)),
+            other => other.to_string(),
+        }
     }
 }
 
@@ -265,6 +297,7 @@ impl TraceTools {
     /// [`answer::finish`]).
     async fn query(
         &self,
+        tool: &'static str,
         fit: Fit,
         work: impl FnOnce(&Cx<'_>) -> Result<Value, ToolError> + Send + 'static,
     ) -> Result<String, String> {
@@ -279,7 +312,7 @@ impl TraceTools {
         })
         .await
         .map_err(|e| format!("the query failed: {e}"))?;
-        answer.map_err(|e| answer::error_text(e.to_string())).and_then(|v| answer::finish(v, fit))
+        answer.map_err(|e| answer::error_text(e.text(tool))).and_then(|v| answer::finish(v, fit))
     }
 }
 
@@ -294,7 +327,7 @@ impl TraceTools {
     )]
     async fn list_traces(&self, args: JsonObject) -> Result<String, String> {
         let a: ListTraces = parse(args)?;
-        self.query(Fit::Page("traces"), move |cx| {
+        self.query("list_traces", Fit::Page("traces"), move |cx| {
             let (offset, limit) = paging(a.offset, a.limit, TRACES_PAGE)?;
             let all = cx.store.trace_summaries()?;
             let total = all.len() as i64;
@@ -323,7 +356,7 @@ impl TraceTools {
     )]
     async fn describe_trace(&self, args: JsonObject) -> Result<String, String> {
         let a: DescribeTrace = parse(args)?;
-        self.query(Fit::Page("sessions"), move |cx| describe(cx, a)).await
+        self.query("describe_trace", Fit::Page("sessions"), move |cx| describe(cx, a)).await
     }
 
     /// `search_frames`
@@ -337,7 +370,7 @@ impl TraceTools {
     )]
     async fn search_frames(&self, args: JsonObject) -> Result<String, String> {
         let a: SearchFrames = parse(args)?;
-        self.query(Fit::Page("frames"), move |cx| search(cx, a)).await
+        self.query("search_frames", Fit::Page("frames"), move |cx| search(cx, a)).await
     }
 
     /// `get_frame`
@@ -351,7 +384,7 @@ impl TraceTools {
     )]
     async fn get_frame(&self, args: JsonObject) -> Result<String, String> {
         let a: GetFrame = parse(args)?;
-        self.query(Fit::Window, move |cx| frame(cx, a)).await
+        self.query("get_frame", Fit::Window, move |cx| frame(cx, a)).await
     }
 
     /// `method_stats`
@@ -363,7 +396,7 @@ impl TraceTools {
     )]
     async fn method_stats(&self, args: JsonObject) -> Result<String, String> {
         let a: MethodStatsArgs = parse(args)?;
-        self.query(Fit::Page("methods"), move |cx| {
+        self.query("method_stats", Fit::Page("methods"), move |cx| {
             let id = a.trace_id;
             let trace = settled(cx.store, id)?;
             let limit = ranged("limit", a.limit, METHODS_PAGE.0, 1, METHODS_PAGE.1)?;
@@ -391,7 +424,7 @@ impl TraceTools {
     )]
     async fn compare_traces(&self, args: JsonObject) -> Result<String, String> {
         let a: CompareTraces = parse(args)?;
-        self.query(Fit::Page("methods"), move |cx| {
+        self.query("compare_traces", Fit::Page("methods"), move |cx| {
             for id in [a.a, a.b] {
                 if settled(cx.store, id)?.live {
                     return Err(ToolError::Bad(format!(
@@ -437,12 +470,16 @@ fn describe(cx: &Cx<'_>, a: DescribeTrace) -> Result<Value, ToolError> {
             view.open_requests.retain(|o| o.session_id.as_ref() == Some(sid));
         }
         let total = view.sessions.len() as i64;
+        let page: Vec<_> = view.sessions.iter().skip(offset as usize).take(limit as usize).collect();
+        // One pass over the frames builds every session's page of turns.
+        let wants: Vec<Want<'_>> =
+            page.iter().map(|s| Want { sid: &s.session_id, offset: turns_offset, limit: turns_limit }).collect();
+        let pages = match turns_limit {
+            0 => vec![Vec::new(); page.len()],
+            _ => model.pages_in_passes(cx.store, id, &wants, cx.redact())?,
+        };
         let mut sessions = Vec::new();
-        for s in view.sessions.iter().skip(offset as usize).take(limit as usize) {
-            let turns = match turns_limit {
-                0 => Vec::new(),
-                n => model.turns_of(cx.store, id, &s.session_id, turns_offset, n, cx.redact())?.unwrap_or_default(),
-            };
+        for (s, turns) in page.into_iter().zip(pages) {
             let (plan, commands, changes) = model.extras(&s.session_id);
             let shown = turns.len() as u64;
             let mut v = to_value(s);
@@ -564,4 +601,33 @@ pub fn run(reader: Reader, redact: bool) -> anyhow::Result<()> {
         }
         Ok(())
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_query_out_of_time_names_only_arguments_its_tool_takes() {
+        let tools = TraceTools::tool_router().list_all();
+        assert_eq!(tools.len(), 6);
+        for t in tools {
+            let hint = narrow_hint(&t.name);
+            assert_ne!(hint, narrow_hint(""), "{} has no hint of its own", t.name);
+            let props = t.input_schema.get("properties").and_then(Value::as_object).cloned().unwrap_or_default();
+            let named: Vec<&str> = hint.split('`').skip(1).step_by(2).collect();
+            for arg in &named {
+                assert!(props.contains_key(*arg), "{}'s hint names `{arg}`, not one of its arguments", t.name);
+            }
+            // compare_traces takes only the two traces; method_stats's
+            // limit cuts its list, not its reading: they say so instead.
+            let narrowing = !matches!(t.name.as_ref(), "compare_traces" | "method_stats");
+            assert_eq!(named.is_empty(), !narrowing, "{}: {hint}", t.name);
+            assert_eq!(hint.contains("takes no argument that narrows it"), !narrowing, "{}: {hint}", t.name);
+        }
+        let interrupted =
+            rusqlite::Error::SqliteFailure(rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_INTERRUPT), None);
+        let e = ToolError::Store(StoreError::Sqlite(interrupted));
+        assert!(e.text("compare_traces").starts_with("the query ran out of its 20 s; compare_traces reads"));
+    }
 }

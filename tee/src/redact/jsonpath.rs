@@ -134,6 +134,9 @@ impl Paths {
     /// Writes into `to` the states one segment below `from`; true when a
     /// path then selects the value there.
     pub fn advance(&self, from: &[u64], seg: Seg, to: &mut [u64]) -> bool {
+        if self.paths.is_empty() {
+            return false;
+        }
         to.fill(0);
         let mut selected = false;
         for (path, base) in &self.paths {

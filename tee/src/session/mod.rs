@@ -19,6 +19,8 @@ mod text;
 mod turns;
 mod wire;
 
+pub use turns::{Step, Want, HELD_MAX_BYTES};
+
 use crate::redact::Redactor;
 use crate::store::{FrameRef, Store, StoreError};
 use acp_tee_shared::session::{
@@ -60,6 +62,9 @@ impl Hasher for SeqHasher {
         self.0 = (n as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
     }
 }
+
+/// How a turn answered with neither a stop reason nor an error ended.
+pub const ANSWERED_WITHOUT_REASON: &str = "answered without a stop reason";
 
 /// Notes, setting changes, plan entries and commands kept per session.
 const LIST_MAX: usize = 200;
@@ -115,6 +120,9 @@ struct Session {
     /// grew in every figure.
     last_usage: Option<acp_tee_shared::session::TokenUsage>,
     growing: u32,
+    /// How its turns ended: stop reasons, `error`, `answered without a
+    /// stop reason` (bounded as `text::count_kind` bounds kinds).
+    ends: Vec<acp_tee_shared::session::KindCount>,
 }
 
 /// The whole-trace fold.
@@ -377,7 +385,9 @@ impl Model {
                     s.open_turns.insert(at, (request, cancel));
                     return;
                 }
-                end_turn(&mut s.summary, cancel, reason.as_deref().or(error.as_ref().map(|_| "error")), f.seq);
+                let end = reason.as_deref().or(error.as_ref().map(|_| "error"));
+                end_turn(&mut s.summary, cancel, end, f.seq);
+                text::count_kind(&mut s.ends, end.unwrap_or(ANSWERED_WITHOUT_REASON));
                 if let Some(u) = answer.usage {
                     add_usage(s, turns::token_usage(u), f.seq);
                 }
@@ -445,6 +455,24 @@ impl Model {
             }
             None => (None, Vec::new(), Vec::new()),
         }
+    }
+
+    /// How the turns of every session ended, by stop reason (`error` for a
+    /// turn answered with an error, [`ANSWERED_WITHOUT_REASON`], `not
+    /// ended` for one never answered), from the whole-trace fold.
+    pub fn turn_ends(&self) -> std::collections::BTreeMap<String, u64> {
+        let mut ends = std::collections::BTreeMap::new();
+        for s in &self.sessions {
+            let mut ended = 0;
+            for k in &s.ends {
+                *ends.entry(k.kind.clone()).or_default() += k.count;
+                ended += k.count;
+            }
+            if s.summary.turns > ended {
+                *ends.entry("not ended".to_owned()).or_default() += s.summary.turns - ended;
+            }
+        }
+        ends
     }
 
     /// The protocol version the trace negotiated.

@@ -158,6 +158,7 @@ impl Model {
                 if let (Some(reason), Some(&(_, cancel))) = (update.stop_reason.as_deref(), s.open_turns.last()) {
                     s.open_turns.pop();
                     end_turn(&mut s.summary, cancel, Some(reason), f.seq);
+                    count_kind(&mut s.ends, &cut(reason, 64));
                 }
             }
             "agent_message_chunk"

@@ -1,5 +1,6 @@
 use super::*;
 use crate::export::tests::store_from;
+use acp_tee_shared::session::Turn;
 use acp_tee_shared::Direction::{AgentToClient as A2C, ClientToAgent as C2A};
 use acp_tee_shared::FrameKind;
 
@@ -357,7 +358,7 @@ mod fuzz {
         /// counts match the frames, and reading turns page by page gives
         /// what one page of all of them gives.
         #[test]
-        fn any_order_of_messages_pages_the_same(picks in prop::collection::vec((0u8..12, 0u8..3, 0u8..6), 1..80), size in 1u32..4) {
+        fn any_order_of_messages_pages_the_same(picks in prop::collection::vec((0u8..12, 0u8..3, 0u8..6), 1..80), size in 1u32..4, held in 0u64..4000) {
             let lines: Vec<(Direction, u64, String)> =
                 picks.iter().enumerate().map(|(i, &(p, s, id))| { let (d, l) = line(p, s, id); (d, i as u64, l) }).collect();
             let store = trace(&as_refs(&lines));
@@ -378,8 +379,91 @@ mod fuzz {
                 }
                 prop_assert_eq!(paged, all);
             }
+            // One pass for every session, however little it may hold, gives
+            // what reading each session alone gives.
+            let sids: Vec<&str> = view.sessions.iter().map(|s| s.session_id.as_str()).collect();
+            let alone: Vec<Vec<Turn>> =
+                sids.iter().map(|sid| model.turns_of(&store, 1, sid, 0, 10_000, None).unwrap().unwrap()).collect();
+            for held_max in [0, held, u64::MAX] {
+                prop_assert_eq!(&each_turn(&model, &store, &sids, held_max), &alone);
+            }
         }
     }
+}
+
+/// Every session's turns through `Model::each_turn_of`, checking its steps
+/// come in order.
+fn each_turn(model: &Model, store: &crate::store::Store, sids: &[&str], held_max: u64) -> Vec<Vec<Turn>> {
+    let mut out: Vec<Vec<Turn>> = Vec::new();
+    let mut open = false;
+    model
+        .each_turn_of::<crate::store::StoreError>(store, 1, sids, None, held_max, |step| {
+            match step {
+                Step::Begin(i) => {
+                    assert!(!open && i == out.len(), "begin {i}");
+                    out.push(Vec::new());
+                    open = true;
+                }
+                Step::Turn(t) => {
+                    assert!(open);
+                    out.last_mut().expect("a session begun").push(t.clone());
+                }
+                Step::End(i) => {
+                    assert!(open && i + 1 == out.len());
+                    open = false;
+                }
+            }
+            Ok(())
+        })
+        .unwrap();
+    assert!(!open);
+    out
+}
+
+#[test]
+fn one_pass_builds_the_turns_of_concurrent_sessions_and_one_that_holds_too_much_takes_more() {
+    // Three sessions at once, each prompt answered after the others began.
+    let mut lines = Vec::new();
+    let mut t = 0;
+    for round in 0..4 {
+        for s in 0..3 {
+            t += 1;
+            let id = round * 10 + s;
+            lines.push((C2A, t, format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"session/prompt","params":{{"sessionId":"s{s}","prompt":[{{"type":"text","text":"p{id}"}}]}}}}"#)));
+        }
+        for s in 0..3 {
+            t += 1;
+            let id = round * 10 + s;
+            lines.push((A2C, t, format!(r#"{{"jsonrpc":"2.0","method":"session/update","params":{{"sessionId":"s{s}","update":{{"sessionUpdate":"agent_message_chunk","content":{{"type":"text","text":"a{id}"}}}}}}}}"#)));
+            lines.push((A2C, t, format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{"stopReason":"end_turn"}}}}"#)));
+        }
+    }
+    let store = trace(&as_refs(&lines));
+    let model = model_of(&store);
+    let sids = ["s0", "s1", "s2"];
+    let wants: Vec<Want<'_>> = sids.iter().map(|&sid| Want { sid, offset: 0, limit: u32::MAX }).collect();
+    let all = model.pages_of(&store, 1, &wants, None, u64::MAX).unwrap();
+    for (sid, page) in sids.iter().zip(&all) {
+        let page = page.as_ref().expect("every page built in one pass");
+        assert_eq!(page, &model.turns_of(&store, 1, sid, 0, 100, None).unwrap().unwrap());
+        assert_eq!(page.len(), 4);
+        assert_eq!(page[3].message.text, format!("a3{}", &sid[1..]));
+    }
+    // Holding nothing: the later pages are left for other passes and the
+    // first keeps the turn it began.
+    let cut = model.pages_of(&store, 1, &wants, None, 0).unwrap();
+    assert_eq!(cut[0].as_ref().map(Vec::len), Some(1));
+    assert!(cut[1].is_none() && cut[2].is_none());
+    let pages: Vec<Vec<Turn>> = all.into_iter().map(Option::unwrap).collect();
+    let got = each_turn(&model, &store, &sids, 0);
+    for (g, p) in got.iter().zip(&pages) {
+        for (a, b) in g.iter().zip(p) {
+            assert_eq!(a, b);
+        }
+        assert_eq!(g.len(), p.len());
+    }
+    assert_eq!(got.len(), pages.len());
+    assert_eq!(model.pages_in_passes(&store, 1, &wants, None).unwrap(), pages);
 }
 
 #[test]

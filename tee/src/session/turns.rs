@@ -44,8 +44,7 @@ enum Awaits {
     },
 }
 
-struct Builder<'s> {
-    sid: &'s str,
+struct Builder {
     first_index: u64,
     want: usize,
     turns: Vec<Turn>,
@@ -61,6 +60,49 @@ struct Builder<'s> {
     v2: bool,
 }
 
+/// What a pass over the frames holds of the turns it builds, counted as the
+/// bytes of the frames fed into them plus this much per frame: a turn's
+/// texts and lists come from those bytes (cut), and each frame adds at most
+/// one entry to a list.
+const HELD_PER_FRAME: u64 = 256;
+
+/// Bytes of frames one pass over a trace holds at most in the turns it
+/// builds for `show` and the MCP tools ([`Model::pages_of`]); the pages
+/// past them are read by another pass.
+pub const HELD_MAX_BYTES: u64 = 64 << 20;
+
+/// A page of turns one pass builds: session `sid`'s turns
+/// `offset..offset + limit`.
+#[derive(Clone, Copy, Debug)]
+pub struct Want<'a> {
+    pub sid: &'a str,
+    pub offset: u64,
+    pub limit: u32,
+}
+
+/// What [`Model::each_turn_of`] calls back with: the session's place in
+/// the list asked for.
+#[derive(Debug)]
+pub enum Step<'a> {
+    Begin(usize),
+    Turn(&'a Turn),
+    End(usize),
+}
+
+/// One session's page being built in a pass.
+struct Reading {
+    b: Builder,
+    /// The page's first prompt: the session's frames before it are not its.
+    start: i64,
+    /// No frame of the session comes after this one.
+    until: i64,
+    /// Frames from this seq on are past the page's reach.
+    stop_at: i64,
+    done: bool,
+    /// Bytes of frames fed into its turns (see [`HELD_PER_FRAME`]).
+    held: u64,
+}
+
 impl Model {
     /// Turns `offset..offset + limit` of session `sid` in full (an empty page
     /// past the last; `None` for a session the model does not know).
@@ -73,42 +115,169 @@ impl Model {
         limit: u32,
         redact: Option<&crate::redact::Redactor>,
     ) -> Result<Option<Vec<Turn>>, StoreError> {
-        let Some(starts) = self.turn_starts(sid) else { return Ok(None) };
-        let from = (offset as usize).min(starts.len());
-        let to = from.saturating_add(limit as usize).min(starts.len());
-        if from == to {
-            return Ok(Some(Vec::new()));
+        if self.turn_starts(sid).is_none() {
+            return Ok(None);
         }
-        let next = starts.get(to).copied();
-        // No frame of the session comes after its last one so far.
-        let until = self.session_last_seq(sid).unwrap_or(i64::MAX);
-        let mut b = Builder {
-            sid,
-            first_index: from as u64,
-            want: to - from,
-            turns: Vec::new(),
-            open: Vec::new(),
-            tools: Vec::new(),
-            messages: Vec::new(),
-            pending: HashMap::new(),
-            v2: self.protocol_version() == Some(2),
-        };
-        reader.fold_frames_after(trace_id, starts[from] - 1, |f| {
-            if f.seq > until || next.is_some_and(|next| f.seq >= next + TURN_TAIL_FRAMES) {
-                return false;
+        let want = Want { sid, offset, limit };
+        Ok(self.pages_of(reader, trace_id, &[want], redact, u64::MAX)?.pop().flatten())
+    }
+
+    /// The pages `wants` asks for, from one pass over the frames: the pass
+    /// begins at the first page's first prompt and ends once every page is
+    /// built. What the pass holds stays within `held_max` bytes (counted
+    /// as [`HELD_PER_FRAME`] says): past it, the pages last in `wants` are
+    /// dropped (`None`: to be read in another pass) and, when only the
+    /// first is left, it takes no more turns (a shorter page). A session the
+    /// model does not know gets an empty page.
+    pub fn pages_of(
+        &self,
+        reader: &Store,
+        trace_id: i64,
+        wants: &[Want<'_>],
+        redact: Option<&crate::redact::Redactor>,
+        held_max: u64,
+    ) -> Result<Vec<Option<Vec<Turn>>>, StoreError> {
+        let v2 = self.protocol_version() == Some(2);
+        let mut readings: Vec<Option<Reading>> = Vec::with_capacity(wants.len());
+        let mut by_sid: HashMap<&str, usize> = HashMap::with_capacity(wants.len());
+        let mut from = i64::MAX;
+        let mut horizon = i64::MIN;
+        for w in wants {
+            let starts = self.turn_starts(w.sid).unwrap_or(&[]);
+            let first = (w.offset.min(starts.len() as u64)) as usize;
+            let to = first.saturating_add(w.limit as usize).min(starts.len());
+            let until = self.session_last_seq(w.sid).unwrap_or(i64::MAX);
+            let stop_at = starts.get(to).map_or(i64::MAX, |next| next.saturating_add(TURN_TAIL_FRAMES));
+            let b = Builder {
+                first_index: first as u64,
+                want: to - first,
+                turns: Vec::new(),
+                open: Vec::new(),
+                tools: Vec::new(),
+                messages: Vec::new(),
+                pending: HashMap::new(),
+                v2,
+            };
+            let done = first == to;
+            if by_sid.contains_key(w.sid) {
+                // A session asked for twice: its second page is left for
+                // another pass.
+                readings.push(None);
+                continue;
             }
-            if f.session_id != Some(b.sid) {
-                return true;
+            if !done {
+                from = from.min(starts[first]);
+                horizon = horizon.max(until.min(stop_at - 1));
+                by_sid.insert(w.sid, readings.len());
             }
-            match redact.map(|r| r.redact(f.raw)) {
-                Some(std::borrow::Cow::Owned(masked)) => b.feed(&FrameRef { raw: &masked, ..*f }),
-                _ => b.feed(f),
+            let start = starts.get(first).copied().unwrap_or(i64::MAX);
+            readings.push(Some(Reading { b, start, until, stop_at, done, held: 0 }));
+        }
+        let mut left = by_sid.len();
+        let mut held = 0u64;
+        if left > 0 {
+            reader.fold_frames_in_parallel(trace_id, from - 1, |f| {
+                if f.seq > horizon {
+                    return false;
+                }
+                let Some(&i) = f.session_id.and_then(|sid| by_sid.get(sid)) else { return true };
+                {
+                    let Some(r) = readings[i].as_mut().filter(|r| !r.done && f.seq >= r.start) else { return true };
+                    if f.seq > r.until || f.seq >= r.stop_at {
+                        r.done = true;
+                        left -= 1;
+                        return left > 0;
+                    }
+                    r.b.feed_masked(f, redact);
+                    let cost = f.raw.len() as u64 + HELD_PER_FRAME;
+                    r.held += cost;
+                    held += cost;
+                    // Done once every turn of the page began and ended and
+                    // nothing they asked awaits an answer.
+                    if r.b.turns.len() >= r.b.want && !r.b.waiting() {
+                        r.done = true;
+                        left -= 1;
+                    }
+                }
+                while held > held_max {
+                    let Some(last) = readings.iter().rposition(Option::is_some) else { break };
+                    if last == 0 {
+                        // The first page alone: it keeps what it began.
+                        let first = readings[0].as_mut().expect("the first page is read");
+                        first.b.want = first.b.turns.len().max(1);
+                        break;
+                    }
+                    let dropped = readings[last].take().expect("a page being read");
+                    held -= dropped.held;
+                    if !dropped.done {
+                        left -= 1;
+                    }
+                }
+                left > 0
+            })?;
+        }
+        Ok(readings.into_iter().map(|r| r.map(|r| r.b.turns)).collect())
+    }
+
+    /// Calls `each` for every session of `sids` in order: its start, each of
+    /// its turns, its end. One pass over the frames builds the turns of
+    /// every session ([`Model::pages_of`]) as far as `held_max` allows; the
+    /// sessions past that are read by further passes, from the first one
+    /// not finished.
+    pub fn each_turn_of<E: From<StoreError>>(
+        &self,
+        reader: &Store,
+        trace_id: i64,
+        sids: &[&str],
+        redact: Option<&crate::redact::Redactor>,
+        held_max: u64,
+        mut each: impl FnMut(Step<'_>) -> Result<(), E>,
+    ) -> Result<(), E> {
+        // The next session to finish, and its next turn.
+        let (mut at, mut offset) = (0, 0u64);
+        while at < sids.len() {
+            let wants: Vec<Want<'_>> = sids[at..]
+                .iter()
+                .enumerate()
+                .map(|(k, &sid)| Want { sid, offset: if k == 0 { offset } else { 0 }, limit: u32::MAX })
+                .collect();
+            for page in self.pages_of(reader, trace_id, &wants, redact, held_max)? {
+                let Some(turns) = page else { break };
+                if offset == 0 {
+                    each(Step::Begin(at))?;
+                }
+                turns.iter().try_for_each(|t| each(Step::Turn(t)))?;
+                offset += turns.len() as u64;
+                let total = self.turn_starts(sids[at]).map_or(0, <[i64]>::len) as u64;
+                if offset < total && !turns.is_empty() {
+                    // The first page was cut to fit: its session goes on in
+                    // the next pass (every later page was dropped).
+                    break;
+                }
+                each(Step::End(at))?;
+                (at, offset) = (at + 1, 0);
             }
-            // Done once every turn of the page began and ended and nothing
-            // they asked awaits an answer.
-            b.turns.len() < b.want || b.waiting()
-        })?;
-        Ok(Some(b.turns))
+        }
+        Ok(())
+    }
+
+    /// Every page `wants` asks for, in as few passes as
+    /// [`HELD_MAX_BYTES`] allows ([`Model::pages_of`]; a page cut to fit is
+    /// shorter than asked).
+    pub fn pages_in_passes(
+        &self,
+        reader: &Store,
+        trace_id: i64,
+        wants: &[Want<'_>],
+        redact: Option<&crate::redact::Redactor>,
+    ) -> Result<Vec<Vec<Turn>>, StoreError> {
+        let mut out = Vec::with_capacity(wants.len());
+        while out.len() < wants.len() {
+            let pages = self.pages_of(reader, trace_id, &wants[out.len()..], redact, HELD_MAX_BYTES)?;
+            // The first page of a pass is always built.
+            out.extend(pages.into_iter().map_while(|p| p));
+        }
+        Ok(out)
     }
 }
 
@@ -124,28 +293,43 @@ pub fn token_usage(u: super::wire::Usage) -> TokenUsage {
     }
 }
 
-impl Builder<'_> {
+impl Builder {
+    /// Feeds `f`, masked by `redact` only when its contents are read.
+    fn feed_masked(&mut self, f: &FrameRef<'_>, redact: Option<&crate::redact::Redactor>) {
+        let read = match f.kind {
+            // What `request` reads: prompts, and the agent's requests in a turn.
+            FrameKind::Request => {
+                f.method == Some("session/prompt") || (f.dir == Direction::AgentToClient && self.current().is_some())
+            }
+            FrameKind::Notification => f.method == Some("session/update"),
+            FrameKind::Response | FrameKind::Error => f.reply_to_seq.is_some_and(|r| self.pending.contains_key(&r)),
+            _ => false,
+        };
+        match redact.filter(|_| read).map(|m| m.redact(f.raw)) {
+            Some(std::borrow::Cow::Owned(masked)) => self.feed(&FrameRef { raw: &masked, ..*f }),
+            _ if read || f.kind == FrameKind::Notification => self.feed(f),
+            _ => {}
+        }
+    }
+
     fn feed(&mut self, f: &FrameRef<'_>) {
         match f.kind {
             FrameKind::Request => {
                 self.request(f, wire::params(f.raw).unwrap_or_default());
             }
-            FrameKind::Notification => {
-                let params = wire::params(f.raw).unwrap_or_default();
-                match f.method {
-                    Some("session/update") => {
-                        if let Some(update) = params.update {
-                            self.update(f, update);
-                        }
+            FrameKind::Notification => match f.method {
+                Some("session/update") => {
+                    if let Some(update) = wire::params(f.raw).unwrap_or_default().update {
+                        self.update(f, update);
                     }
-                    Some("session/cancel") => {
-                        for &i in self.open.iter().flatten() {
-                            self.turns[i].cancel_seq.get_or_insert(f.seq);
-                        }
-                    }
-                    _ => {}
                 }
-            }
+                Some("session/cancel") => {
+                    for &i in self.open.iter().flatten() {
+                        self.turns[i].cancel_seq.get_or_insert(f.seq);
+                    }
+                }
+                _ => {}
+            },
             FrameKind::Response | FrameKind::Error => {
                 let Some(awaits) = f.reply_to_seq.and_then(|r| self.pending.remove(&r)) else { return };
                 let (answer, error) = wire::reply(f.raw);
