@@ -188,6 +188,98 @@ fn a_repeated_member_counts_as_its_last_occurrence() {
     }
 }
 
+/// A turn whose messages repeat members (#30 item 8): the prompt's id
+/// (`15`, then `16`), each chunk's `content` (the last is the text) and the
+/// answer's `stopReason` (`cancelled` last). Imported from raw sacp-tee log
+/// lines into a real store; returns it.
+fn repeated_members_turn() -> TempStore {
+    let store = TempStore::new();
+    let chunk = |lost: &str, text: &str| {
+        format!(
+            r#"← {{"jsonrpc":"2.0","method":"session/update","params":{{"sessionId":"s","update":{{"sessionUpdate":"agent_message_chunk","content":{{"type":"text","text":"{lost}"}},"content":{{"type":"text","text":"{text}"}}}}}}}}"#
+        )
+    };
+    let log = [
+        r#"→ {"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}"#.to_owned(),
+        r#"← {"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1,"agentCapabilities":{}}}"#.to_owned(),
+        r#"→ {"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/tmp","mcpServers":[]}}"#.to_owned(),
+        r#"← {"jsonrpc":"2.0","id":1,"result":{"sessionId":"s"}}"#.to_owned(),
+        r#"→ {"jsonrpc":"2.0","id":15,"id":16,"method":"session/prompt","params":{"sessionId":"s","prompt":[{"type":"text","text":"hi"}]}}"#.to_owned(),
+        chunk("lost-1", "Hello, "),
+        chunk("lost-2", "repeated "),
+        chunk("lost-3", "world"),
+        r#"← {"jsonrpc":"2.0","id":16,"result":{"stopReason":"end_turn","stopReason":"cancelled"}}"#.to_owned(),
+    ];
+    let file = store.dir.path().join("repeated.log");
+    std::fs::write(&file, log.iter().map(|l| format!("{l}\n")).collect::<String>()).unwrap();
+    tee(&store.db, &["import", file.to_str().unwrap()]);
+    store
+}
+
+/// `check` reads a repeated member as its last, as the recorder stored it:
+/// the prompt is request 16, answered; nothing is unreadable or unknown.
+#[test]
+fn check_reads_a_repeated_member_as_its_last() {
+    let store = repeated_members_turn();
+    let frames = store.frames(store.only_trace().id);
+    assert_eq!((frames[4].rpc_id.as_deref(), frames[8].reply_to_seq), (Some("16"), Some(5)));
+    let out = Command::new(bin()).args(["check", "--format", "json", "--db"]).arg(&store.db).output().unwrap();
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let findings = &doc["traces"][0]["findings"];
+    assert_eq!(findings, &serde_json::json!([]), "{}", String::from_utf8_lossy(&out.stdout));
+    assert_eq!(out.status.code(), Some(0));
+}
+
+/// `show` reads them so too: the turn's stop reason is the last one, its
+/// three updates count, and its message is the chunks' last contents.
+#[test]
+fn show_reads_a_repeated_member_as_its_last() {
+    let store = repeated_members_turn();
+    let doc: serde_json::Value = serde_json::from_slice(&tee(&store.db, &["show", "--format", "json"])).unwrap();
+    let session = &doc["sessions"][0];
+    let turn = &session["turns"][0];
+    assert_eq!(turn["stop_reason"], "cancelled", "{session:#}");
+    let counted = doc["overview"]["sessions"][0]["updates"].as_u64();
+    assert_eq!((turn["updates"].as_u64(), counted), (Some(3), Some(3)), "{doc:#}");
+    assert_eq!(turn["message"]["text"], "Hello, repeated world", "{session:#}");
+    let text = String::from_utf8(tee(&store.db, &["show"])).unwrap();
+    assert!(text.contains("stop cancelled") && text.contains("agent: Hello, repeated world"), "{text}");
+    assert!(!text.contains("lost-"), "{text}");
+}
+
+/// And the OTLP export: the turn's span has its finish reason and the
+/// chunks' text.
+#[test]
+fn otlp_export_reads_a_repeated_member_as_its_last() {
+    let store = repeated_members_turn();
+    let out = String::from_utf8(tee(&store.db, &["export", "--format", "otlp", "--otlp-content"])).unwrap();
+    let mut turns = Vec::new();
+    for line in out.lines() {
+        let doc: serde_json::Value = serde_json::from_str(line).unwrap();
+        for rs in doc["resourceSpans"].as_array().unwrap() {
+            for ss in rs["scopeSpans"].as_array().unwrap() {
+                turns.extend(ss["spans"].as_array().unwrap().iter().filter(|s| s["name"] == "invoke_agent").cloned());
+            }
+        }
+    }
+    assert_eq!(turns.len(), 1, "{out}");
+    let attr = |key: &str| {
+        turns[0]["attributes"].as_array().unwrap().iter().find(|a| a["key"] == key).map(|a| a["value"].clone())
+    };
+    assert_eq!(
+        attr("gen_ai.response.finish_reasons"),
+        Some(serde_json::json!({"arrayValue": {"values": [{"stringValue": "cancelled"}]}})),
+        "{:#}",
+        turns[0]
+    );
+    assert_eq!(attr("acp.turn.chunks"), Some(serde_json::json!({"intValue": "3"})), "{:#}", turns[0]);
+    let output = attr("gen_ai.output.messages").and_then(|v| v["stringValue"].as_str().map(str::to_owned));
+    assert!(
+        output.as_deref().is_some_and(|o| o.contains("Hello, repeated world") && !o.contains("lost-")),
+        "{output:?}"
+    );
+}
+
 #[test]
 fn a_batch_of_responses_answers_each_of_its_requests() {
     let store = TempStore::new();

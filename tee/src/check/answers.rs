@@ -73,7 +73,8 @@ impl Checker {
                     );
                 }
             }
-            let code = wire::read::<wire::ErrorCode>(Some(e)).map(|e| e.code);
+            let mut keep = None;
+            let code = wire::read::<wire::ErrorCode>(Some(e), &mut keep).map(|e| e.code);
             if let (Some(cancel), true) = (request.cancel_request, code != Some(-32800)) {
                 let code = code.map_or("no code".to_owned(), |c| format!("error {c}"));
                 let message = format!(
@@ -106,7 +107,8 @@ impl Checker {
     pub(super) fn answered_what(&mut self, seq: i64, request: Request, ok: Option<&RawValue>) {
         match request.what {
             What::Initialize => {
-                if let Some(init) = wire::read::<wire::InitializeResult>(ok) {
+                let mut keep = None;
+                if let Some(init) = wire::read::<wire::InitializeResult>(ok, &mut keep) {
                     let load = init.agent_capabilities.and_then(|c| c.load_session).unwrap_or(false);
                     self.load_session = Some((seq, load));
                     self.protocol_version = init.protocol_version;
@@ -121,7 +123,8 @@ impl Checker {
             }
             What::Open => {
                 self.opening = self.opening.saturating_sub(1);
-                if let Some(sid) = wire::read::<wire::SessionResult>(ok).and_then(|r| r.session_id) {
+                let mut keep = None;
+                if let Some(sid) = wire::read::<wire::SessionResult>(ok, &mut keep).and_then(|r| r.session_id) {
                     self.session_entry(&sid);
                 }
             }
@@ -144,7 +147,8 @@ impl Checker {
                 }
                 s.prompt = None;
                 let Some(cancel) = s.cancel.take() else { return };
-                let reason = wire::read::<wire::PromptResult>(ok).and_then(|r| r.stop_reason);
+                let mut keep = None;
+                let reason = wire::read::<wire::PromptResult>(ok, &mut keep).and_then(|r| r.stop_reason);
                 if reason.as_deref() != Some("cancelled") {
                     let ended = match (&reason, ok) {
                         (Some(r), _) => format!("stop reason {}", quote(r)),
@@ -160,7 +164,8 @@ impl Checker {
                 }
             }
             What::Permission(Some(options)) => {
-                let Some(result) = wire::read::<wire::PermissionResult>(ok) else { return };
+                let mut keep = None;
+                let Some(result) = wire::read::<wire::PermissionResult>(ok, &mut keep) else { return };
                 let Some(chosen) = result.outcome.option_id.filter(|_| result.outcome.outcome == "selected") else {
                     return;
                 };

@@ -272,8 +272,10 @@ impl Checker {
 
     /// Checks one message (a frame, or an element of a batch).
     fn message(&mut self, seq: i64, from_client: bool, text: &[u8]) {
+        // A repeated member counts as its last, as the recorder reads it.
+        let mut keep = None;
         let envelope = match text.first() {
-            Some(b'{') => serde_json::from_slice::<Envelope>(text),
+            Some(b'{') => crate::frame::read_last::<Envelope>(text, &mut keep),
             _ => Err(serde::de::Error::custom("not an object")),
         };
         let env = match envelope {
@@ -372,7 +374,7 @@ impl Checker {
                 self.find(Rule::SecondInitialize, vec![first, seq], message);
             } else {
                 self.initialize = Some(seq);
-                let caps = wire::read::<wire::InitializeParams>(params).unwrap_or_default();
+                let caps = wire::read::<wire::InitializeParams>(params, &mut None).unwrap_or_default();
                 self.client_caps = Some((seq, caps.client_capabilities.unwrap_or_default()));
             }
         } else if self.initialize.is_none() && !self.before_initialize_told {
@@ -463,7 +465,8 @@ impl Checker {
                 }
             }
             "$/cancel_request" => {
-                if let Some(p) = wire::read::<wire::CancelRequestParams>(params) {
+                let mut keep = None;
+                if let Some(p) = wire::read::<wire::CancelRequestParams>(params, &mut keep) {
                     let key = (from_client, id_key(p.request_id.get()).into_owned().into_boxed_str());
                     if let Some(r) = self.in_flight.get_mut(&key) {
                         r.cancel_request.get_or_insert(seq);
@@ -650,7 +653,8 @@ fn is_string_or_integer(id: &str) -> bool {
 /// The option ids a permission request offers, as hashes of the whole ids
 /// (`None` past [`OPTIONS_MAX`]).
 fn offered(params: Option<&RawValue>) -> Option<Vec<u64>> {
-    let p = wire::read::<wire::PermissionParams>(params).unwrap_or_default();
+    let mut keep = None;
+    let p = wire::read::<wire::PermissionParams>(params, &mut keep).unwrap_or_default();
     if p.options.len() > OPTIONS_MAX {
         return None;
     }

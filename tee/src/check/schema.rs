@@ -117,10 +117,14 @@ pub fn error(error: &RawValue) -> Result<(), Problem> {
     typed::<v1::Error>(Some(error))
 }
 
-/// Deserializes `params` (absent: `{}`) straight into `T`.
+/// Deserializes `params` (absent: `{}`) straight into `T`, a repeated
+/// member as its last.
 fn typed<T: DeserializeOwned>(params: Option<&RawValue>) -> Result<(), Problem> {
     let text = params.map_or("{}", RawValue::get);
-    serde_json::from_str::<T>(text).map(drop).map_err(|e| Problem::Invalid(said(&e.to_string())))
+    // A repeated member counts as its last, as the recorder reads it.
+    crate::frame::read_last::<T>(text.as_bytes(), &mut None)
+        .map(drop)
+        .map_err(|e| Problem::Invalid(said(&e.to_string())))
 }
 
 /// Runs `dispatch` on `params` as a `Value`; absent params are tried as

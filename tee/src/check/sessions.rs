@@ -25,7 +25,8 @@ impl Checker {
     /// `toolCallId`; a `tool_call_update` for one never announced is
     /// `session.unknown-tool-call` (once per tool call).
     pub(super) fn tool_call_update(&mut self, seq: i64, sid: &str, params: Option<&RawValue>) {
-        let Some(update) = wire::read::<wire::UpdateParams>(params).and_then(|p| p.update) else { return };
+        let mut keep = None;
+        let Some(update) = wire::read::<wire::UpdateParams>(params, &mut keep).and_then(|p| p.update) else { return };
         let (Some(kind), Some(id)) = (update.session_update.as_deref(), update.tool_call_id.as_deref()) else {
             return;
         };
@@ -64,7 +65,11 @@ impl Checker {
         if method.starts_with('_') || method.starts_with("mcp/") || method.starts_with("proxy/") {
             return None;
         }
-        let sid = wire::read::<wire::SessionRef>(params)?.session_id?;
+        let sid = match serde_json::from_str::<wire::SessionRef>(params?.get()) {
+            Ok(r) => r.session_id?,
+            // A repeated member: read again, as its last.
+            Err(_) => Cow::Owned(wire::read::<wire::SessionRef>(params, &mut None)?.session_id?.into_owned()),
+        };
         match method {
             // They name a stored session, not one of this connection.
             "session/load" | "session/resume" => {

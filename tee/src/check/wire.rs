@@ -6,7 +6,8 @@ use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
 
 /// A JSON-RPC message's members, as written. A member that is present but
-/// `null` is `Some("null")`; a member written twice fails the parse.
+/// `null` is `Some("null")`; a member written twice fails the parse (read
+/// it with [`crate::frame::read_last`]).
 #[derive(Deserialize)]
 pub struct Envelope<'a> {
     #[serde(default, borrow, deserialize_with = "present")]
@@ -148,7 +149,9 @@ pub struct ErrorCode {
     pub code: i64,
 }
 
-/// Parses `raw` (a member's text) as `T`, `None` when it does not fit.
-pub fn read<'a, T: Deserialize<'a>>(raw: Option<&'a RawValue>) -> Option<T> {
-    raw.and_then(|r| serde_json::from_str(r.get()).ok())
+/// Parses `raw` (a member's text) as `T`, `None` when it does not fit; a
+/// repeated member counts as its last (rebuilt into `keep`,
+/// [`crate::frame::read_last`]).
+pub fn read<'a, T: Deserialize<'a>>(raw: Option<&'a RawValue>, keep: &'a mut Option<Vec<u8>>) -> Option<T> {
+    crate::frame::read_last(raw?.get().as_bytes(), keep).ok()
 }

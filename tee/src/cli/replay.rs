@@ -15,8 +15,10 @@ Compare two traces message by message: A and B are trace ids in the store or
 files `acp-tee import` reads (imported into a temporary store; the store is
 not changed).
 
-Messages are aligned by direction, kind, method (for session/update also the
-update's kind) and order, with the fewest additions and removals. Contents
+Messages are aligned per session (sessions matched by their order of
+creation; messages of no session among themselves), then by direction, kind,
+method (for session/update also the update's kind) and order, with the
+fewest additions and removals. Contents
 are compared without JSON-RPC ids, with the values a peer mints (sessionId,
 toolCallId, terminalId) named by order of appearance, and without the values
 --ignore selects (a JSONPath: $.result.agentInfo.version, $..timestamp).

@@ -13,6 +13,7 @@ pub(crate) mod fuzz;
 mod id;
 mod pairing;
 mod preview;
+mod repeats;
 mod splitter;
 
 #[cfg(test)]
@@ -23,4 +24,5 @@ pub use framer::Framer;
 pub use id::id_key;
 pub use pairing::{Pairer, Pairing};
 pub use preview::{summary_texts, text_preview};
+pub use repeats::read_last;
 pub use splitter::FrameSplitter;

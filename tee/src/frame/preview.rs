@@ -40,8 +40,11 @@ struct ErrorProbe {
     message: Option<String>,
 }
 
-fn parse<'a, T: Deserialize<'a>>(raw: Option<&'a RawValue>) -> Option<T> {
-    serde_json::from_str(raw?.get()).ok()
+/// `raw` as `T`; a repeated member counts as its last (rebuilt into
+/// `keep` only then, [`super::read_last`]), so the usual frame costs nothing
+/// more.
+fn parse<'a, T: Deserialize<'a>>(raw: Option<&'a RawValue>, keep: &'a mut Option<Vec<u8>>) -> Option<T> {
+    super::read_last(raw?.get().as_bytes(), keep).ok()
 }
 
 /// A one-line summary of a frame for the diagram: the text of a
@@ -58,10 +61,12 @@ pub fn summary_texts(kind: FrameKind, method: Option<&str>, raw: &[u8]) -> (Opti
         if kind == FrameKind::Error {
             return Some((error_preview(msg.error?), None));
         }
-        let params: ParamsProbe = parse(msg.params)?;
+        let mut keep = None;
+        let params: ParamsProbe = parse(msg.params, &mut keep)?;
         match method? {
             "session/update" => {
-                let u: UpdateProbe = parse(params.update)?;
+                let mut keep = None;
+                let u: UpdateProbe = parse(params.update, &mut keep)?;
                 let update = u.kind.clone().filter(|_| kind == FrameKind::Notification);
                 Some((update_text(u).filter(|s| !s.is_empty()), update))
             }
@@ -95,24 +100,32 @@ pub fn text_preview(raw: &[u8]) -> Option<String> {
 
 /// `code message` of a JSON-RPC error object.
 pub fn error_preview(error: &RawValue) -> Option<String> {
-    let e: ErrorProbe = parse(Some(error))?;
+    let e: ErrorProbe = parse(Some(error), &mut None)?;
     let text = format!("{} {}", e.code.map(|c| c.to_string()).unwrap_or_default(), e.message.unwrap_or_default());
     Some(one_line(&text)).filter(|s| !s.is_empty())
 }
 
 /// The text (or title, or kind) of a `session/update`'s `update`.
 pub fn update_preview(update: &RawValue) -> Option<String> {
-    update_text(parse(Some(update))?).filter(|s| !s.is_empty())
+    let mut keep = None;
+    update_text(parse(Some(update), &mut keep)?).filter(|s| !s.is_empty())
 }
 
 /// The first text block of a `session/prompt`'s `prompt`.
 pub fn prompt_preview(prompt: &[&RawValue]) -> Option<String> {
-    prompt.iter().find_map(|c| text_line(parse::<TextProbe>(Some(c))?.text?)).filter(|s| !s.is_empty())
+    prompt
+        .iter()
+        .find_map(|c| {
+            let mut keep = None;
+            text_line(parse::<TextProbe>(Some(c), &mut keep)?.text?)
+        })
+        .filter(|s| !s.is_empty())
 }
 
 fn update_text(u: UpdateProbe) -> Option<String> {
     let kind = u.kind.unwrap_or_default();
-    let content_text = parse::<TextProbe>(u.content).and_then(|c| text_line(c.text?));
+    let mut keep = None;
+    let content_text = parse::<TextProbe>(u.content, &mut keep).and_then(|c| text_line(c.text?));
     match (content_text, u.title) {
         (Some(text), _) => Some(text),
         (None, Some(title)) => Some(one_line(&match u.status {
@@ -315,6 +328,20 @@ mod tests {
 
     fn p(kind: FrameKind, method: Option<&str>, raw: &str) -> Option<String> {
         summary_texts(kind, method, raw.as_bytes()).0
+    }
+
+    /// A repeated member counts as its last, in the recorder's previews
+    /// (from classification) as in [`summary_texts`] (#30 item 8).
+    #[test]
+    fn a_repeated_member_previews_as_its_last() {
+        let chunk = r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"lost"},"content":{"type":"text","text":"kept","text":"kept last"}}}}"#;
+        assert_eq!(p(FrameKind::Notification, Some("session/update"), chunk).as_deref(), Some("kept last"));
+        assert_eq!(super::super::classify(chunk.as_bytes()).preview.as_deref(), Some("kept last"));
+        let err = r#"{"id":3,"error":{"code":1,"message":"lost","message":"kept"}}"#;
+        assert_eq!(p(FrameKind::Error, None, err).as_deref(), Some("1 kept"));
+        let prompt =
+            r#"{"id":3,"method":"session/prompt","params":{"prompt":[{"type":"text","text":"lost","text":"kept"}]}}"#;
+        assert_eq!(super::super::classify(prompt.as_bytes()).preview.as_deref(), Some("kept"));
     }
 
     #[test]

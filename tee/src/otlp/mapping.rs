@@ -8,7 +8,8 @@
 //! completed, a turn's prompt answered); sessions and the recording's own
 //! span end with [`Mapper::finish`]. Ids are derived from the trace's key, so
 //! a second export gives the same ids, unless a `traceparent` in `_meta`
-//! says which trace a session or turn belongs to.
+//! says which trace a session or turn belongs to. A member written twice
+//! counts as its last, as the recorder reads it ([`read_last`]).
 //!
 //! Memory is bounded whatever the trace holds: [`SESSIONS_MAX`] sessions
 //! followed, [`PENDING_MAX`] open requests, [`TOOLS_PER_TURN_MAX`] tool
@@ -17,6 +18,7 @@
 //! and `acp.left_out` on the recording's span).
 
 use super::ids::{span_id, trace_id, traceparent};
+use crate::frame::read_last;
 use crate::redact::Redactor;
 use acp_tee_shared::{Direction, FrameKind};
 use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue, ArrayValue, KeyValue};
@@ -387,7 +389,8 @@ impl Mapper {
             return;
         }
         let method = f.method.unwrap_or("");
-        let msg: Message = serde_json::from_slice(f.raw).unwrap_or_default();
+        let mut keep = None;
+        let msg: Message = read_last(f.raw, &mut keep).unwrap_or_default();
         let params = msg.params.unwrap_or_default();
         let parent = params.meta.as_ref().and_then(|m| m.traceparent.as_deref()).and_then(traceparent);
         let sid = f.session_id.or(params.session_id.as_deref()).map(str::to_owned);
@@ -488,7 +491,8 @@ impl Mapper {
 
     fn response(&mut self, f: &FrameIn<'_>) {
         let Some(p) = f.reply_to_seq.and_then(|seq| self.pending.remove(&seq)) else { return };
-        let msg: Message = serde_json::from_slice(f.raw).unwrap_or_default();
+        let mut keep = None;
+        let msg: Message = read_last(f.raw, &mut keep).unwrap_or_default();
         let result = msg.result.unwrap_or_default();
         let end = self.time(f.t_ns);
         let Pending { mut span, role, session, traceparent } = p;
@@ -563,7 +567,8 @@ impl Mapper {
 
     fn notification(&mut self, f: &FrameIn<'_>) {
         let method = f.method.unwrap_or("");
-        let msg: Message = serde_json::from_slice(f.raw).unwrap_or_default();
+        let mut keep = None;
+        let msg: Message = read_last(f.raw, &mut keep).unwrap_or_default();
         let params = msg.params.unwrap_or_default();
         let sid = f.session_id.or(params.session_id.as_deref()).map(str::to_owned);
         let t = self.time(f.t_ns);
@@ -861,8 +866,10 @@ fn usage_attributes(span: &mut Span, u: Usage) {
 
 /// The prompt of a `session/prompt` as `gen_ai.input.messages` JSON.
 fn prompt_messages(raw: &[u8]) -> Option<String> {
-    let msg: Message = serde_json::from_slice(raw).ok()?;
-    let blocks: Vec<Block> = serde_json::from_str(msg.params?.prompt?.get()).ok()?;
+    let mut keep = None;
+    let msg: Message = read_last(raw, &mut keep).ok()?;
+    let mut keep_prompt = None;
+    let blocks: Vec<Block> = read_last(msg.params?.prompt?.get().as_bytes(), &mut keep_prompt).ok()?;
     let parts: Vec<serde_json::Value> = blocks
         .iter()
         .map(|b| match (&b.kind, &b.text) {
@@ -879,15 +886,18 @@ fn prompt_messages(raw: &[u8]) -> Option<String> {
 
 /// The text of an `agent_message_chunk`.
 fn chunk_text(raw: &[u8]) -> Option<String> {
-    let msg: Message = serde_json::from_slice(raw).ok()?;
+    let mut keep = None;
+    let msg: Message = read_last(raw, &mut keep).ok()?;
     let content = msg.params?.update?.content?;
-    let block: Block = serde_json::from_str(content.get()).ok()?;
+    let mut keep_content = None;
+    let block: Block = read_last(content.get().as_bytes(), &mut keep_content).ok()?;
     block.text.map(Cow::into_owned)
 }
 
 /// A tool call update's `rawInput` and `rawOutput` as JSON text, cut.
 fn tool_io(raw: &[u8]) -> (Option<String>, Option<String>) {
-    let Some(update) = serde_json::from_slice::<Message>(raw).ok().and_then(|m| m.params?.update) else {
+    let mut keep = None;
+    let Some(update) = read_last::<Message>(raw, &mut keep).ok().and_then(|m| m.params?.update) else {
         return (None, None);
     };
     let cut = |v: Option<&RawValue>| {

@@ -5,7 +5,13 @@
 //! is its request's) and, for `session/update`, the update's kind — and a
 //! hash of its contents with JSON-RPC ids left out, minted values named
 //! (`names.rs`) and the `--ignore` paths removed. The keys are aligned
-//! (`align.rs`); aligned messages with different hashes are changed, the
+//! (`align.rs`) per session: a message belongs to the session it names
+//! (`params.sessionId`, `result.sessionId`; an answer to its request's),
+//! sessions are matched by their names, which follow the order their ids
+//! first appear (their `session/new` answers), and the messages of no
+//! session (`initialize`, ...) are aligned among themselves, so two
+//! faithful runs of concurrent sessions whose frames interleave differently
+//! compare equal. Aligned messages with different hashes are changed, the
 //! others added or missing. Only the changed messages listed
 //! ([`DIFF_MAX_LISTED`]) are read again, to say which values differ.
 //!
@@ -86,6 +92,8 @@ struct Entry {
     kind: FrameKind,
     hash: u64,
     reply_to: Option<i64>,
+    /// The session it belongs to, by name (`None`: no session).
+    session: Option<String>,
 }
 
 /// One side, read.
@@ -100,6 +108,9 @@ struct Side {
     /// `clientCapabilities` and `agentCapabilities` of the first `initialize`.
     capabilities: serde_json::Map<String, Value>,
     initialize_seq: Option<i64>,
+    /// A request's seq → the session it named (for its answer), at most
+    /// one per message read.
+    sessions: HashMap<i64, String>,
 }
 
 /// What the diff is asked to leave out.
@@ -131,9 +142,7 @@ pub fn diff(a: SideRef<'_>, b: SideRef<'_>, opts: &DiffOptions) -> Result<TraceD
     let mut keys = Keys::default();
     let side_a = read_side(a, &mut keys, opts)?;
     let side_b = read_side(b, &mut keys, opts)?;
-    let ka: Vec<u32> = side_a.entries.iter().map(|e| e.key).collect();
-    let kb: Vec<u32> = side_b.entries.iter().map(|e| e.key).collect();
-    let (ops, method) = align::align(&ka, &kb);
+    let (ops, method) = align_per_session(&side_a, &side_b);
     let mut out = TraceDiff {
         equivalent: true,
         a: describe(a, &side_a)?,
@@ -171,6 +180,34 @@ pub fn diff(a: SideRef<'_>, b: SideRef<'_>, opts: &DiffOptions) -> Result<TraceD
     value_changes(&caps_a, &caps_b, &mut String::new(), &mut out.capabilities, &mut truncated);
     out.equivalent = out.changed_messages == 0 && out.capabilities.is_empty() && out.turns.iter().all(|t| t.a == t.b);
     Ok(out)
+}
+
+/// The alignment of `a` with `b`, session by session (sessions by name;
+/// the messages of no session first), as indices into their entries.
+fn align_per_session(a: &Side, b: &Side) -> (Vec<Op>, align::Method) {
+    let mut groups: BTreeMap<Option<&str>, (Vec<usize>, Vec<usize>)> = BTreeMap::new();
+    for (i, e) in a.entries.iter().enumerate() {
+        groups.entry(e.session.as_deref()).or_default().0.push(i);
+    }
+    for (j, e) in b.entries.iter().enumerate() {
+        groups.entry(e.session.as_deref()).or_default().1.push(j);
+    }
+    let mut ops = Vec::with_capacity(a.entries.len().max(b.entries.len()));
+    let mut method = align::Method::Edits;
+    for (ia, ib) in groups.values() {
+        let ka: Vec<u32> = ia.iter().map(|&i| a.entries[i].key).collect();
+        let kb: Vec<u32> = ib.iter().map(|&j| b.entries[j].key).collect();
+        let (group_ops, group_method) = align::align(&ka, &kb);
+        if matches!(group_method, align::Method::Order) {
+            method = align::Method::Order;
+        }
+        ops.extend(group_ops.into_iter().map(|op| match op {
+            Op::Both(i, j) => Op::Both(ia[i], ib[j]),
+            Op::OnlyA(i) => Op::OnlyA(ia[i]),
+            Op::OnlyB(j) => Op::OnlyB(ib[j]),
+        }));
+    }
+    (ops, method)
 }
 
 fn describe(o: SideRef<'_>, side: &Side) -> Result<DiffSide, StoreError> {
@@ -238,6 +275,7 @@ fn read_side(o: SideRef<'_>, keys: &mut Keys, opts: &DiffOptions) -> Result<Side
         prompts: HashMap::new(),
         capabilities: serde_json::Map::new(),
         initialize_seq: None,
+        sessions: HashMap::new(),
     };
     o.store.for_each_frame_after(o.trace_id, 0, |f: StoredFrame| -> Result<bool, StoreError> {
         if f.dir == Direction::AgentStderr {
@@ -252,6 +290,16 @@ fn read_side(o: SideRef<'_>, keys: &mut Keys, opts: &DiffOptions) -> Result<Side
             Some(v) => Key::of(f.dir, f.kind, f.method.as_deref(), v),
             None => Key::new(f.dir, f.kind, f.method.as_deref(), None),
         };
+        let named = value
+            .as_ref()
+            .and_then(|v| v["params"]["sessionId"].as_str().or(v["result"]["sessionId"].as_str()).map(cut_reason));
+        let session = match named {
+            Some(s) => Some(s),
+            None => f.reply_to_seq.and_then(|r| side.sessions.get(&r).cloned()),
+        };
+        if let (FrameKind::Request, Some(s)) = (f.kind, &session) {
+            side.sessions.insert(f.seq, s.clone());
+        }
         note_turn(&mut side, &f, value.as_ref());
         note_capabilities(&mut side, &f, value.as_ref());
         let key = keys.number(key);
@@ -262,6 +310,7 @@ fn read_side(o: SideRef<'_>, keys: &mut Keys, opts: &DiffOptions) -> Result<Side
             kind: f.kind,
             hash: hash_of(value.as_ref(), &f.raw),
             reply_to: f.reply_to_seq,
+            session,
         });
         Ok(true)
     })?;
@@ -468,12 +517,19 @@ fn latency(a: &Side, b: &Side, keys: &Keys) -> Vec<MethodLatency> {
         .collect()
 }
 
-/// The n-th turn of each side beside each other. Sessions are named by
-/// order of appearance on each side (`session-1`).
+/// The n-th turn of each side beside each other, session by session (the
+/// turns of `session-1` in order, then `session-2`'s, ...). Sessions are
+/// named by order of appearance on each side (`session-1`).
 fn turns(a: &Side, b: &Side) -> Vec<TurnEnd> {
-    (0..a.turns.len().max(b.turns.len()))
+    fn by_session(side: &Side) -> Vec<&(String, Option<String>)> {
+        let mut turns: Vec<&(String, Option<String>)> = side.turns.iter().collect();
+        turns.sort_by(|x, y| x.0.cmp(&y.0));
+        turns
+    }
+    let (a, b) = (by_session(a), by_session(b));
+    (0..a.len().max(b.len()))
         .map(|i| {
-            let (ta, tb) = (a.turns.get(i), b.turns.get(i));
+            let (ta, tb) = (a.get(i).copied(), b.get(i).copied());
             TurnEnd {
                 turn: i as u64 + 1,
                 session: ta.or(tb).map(|t| t.0.clone()).unwrap_or_default(),

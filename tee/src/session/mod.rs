@@ -230,7 +230,8 @@ impl Model {
         // Only those methods' params are read here: the rest count by their
         // stored columns, unparsed.
         let raw = if shown { masked(f.raw, redact) } else { Cow::Borrowed(f.raw) };
-        let params = if shown { wire::params(&raw).unwrap_or_default() } else { SessionParams::default() };
+        let mut keep = None;
+        let params = if shown { wire::params(&raw, &mut keep).unwrap_or_default() } else { SessionParams::default() };
         let what = match method {
             "initialize" => {
                 self.client = params.client_info.as_ref().and_then(|i| i.describe()).map(|s| cut(&s, SHORT_MAX));
@@ -335,7 +336,8 @@ impl Model {
         let raw = if shown { masked(f.raw, redact) } else { Cow::Borrowed(f.raw) };
         // Answers to other requests are timed, not read.
         let read = shown || matches!(p.what, Awaiting::Prompt);
-        let (answer, error) = if read { wire::reply(&raw) } else { Default::default() };
+        let mut keep = None;
+        let (answer, error) = if read { wire::reply(&raw, &mut keep) } else { Default::default() };
         let error = error.map(|e| e.describe());
         match p.what {
             Awaiting::Initialize => {

@@ -18,7 +18,8 @@ impl Model {
                     self.counted_update(f);
                     return;
                 }
-                let params = wire::params(f.raw);
+                let mut keep = None;
+                let params = wire::params(f.raw, &mut keep);
                 let kind = params.as_ref().and_then(|p| p.update.as_ref()).and_then(|u| u.session_update.as_deref());
                 // Kinds whose text the model shows are read again, masked.
                 let shown = matches!(
@@ -34,7 +35,8 @@ impl Model {
                 match redact.filter(|_| shown) {
                     Some(r) => {
                         let raw = r.redact(f.raw);
-                        self.update(f, wire::params(&raw));
+                        let mut keep = None;
+                        self.update(f, wire::params(&raw, &mut keep));
                     }
                     None => self.update(f, params),
                 }
@@ -53,7 +55,8 @@ impl Model {
                 }
             }
             Some("$/cancel_request") => {
-                let params = wire::params(f.raw);
+                let mut keep = None;
+                let params = wire::params(f.raw, &mut keep);
                 let Some(id) = params.as_ref().and_then(|p| p.request_id) else { return };
                 let key = id_key(id.get());
                 // The side that sent the request cancels it.

@@ -315,11 +315,13 @@ impl Builder {
     fn feed(&mut self, f: &FrameRef<'_>) {
         match f.kind {
             FrameKind::Request => {
-                self.request(f, wire::params(f.raw).unwrap_or_default());
+                let mut keep = None;
+                self.request(f, wire::params(f.raw, &mut keep).unwrap_or_default());
             }
             FrameKind::Notification => match f.method {
                 Some("session/update") => {
-                    if let Some(update) = wire::params(f.raw).unwrap_or_default().update {
+                    let mut keep = None;
+                if let Some(update) = wire::params(f.raw, &mut keep).unwrap_or_default().update {
                         self.update(f, update);
                     }
                 }
@@ -332,7 +334,8 @@ impl Builder {
             },
             FrameKind::Response | FrameKind::Error => {
                 let Some(awaits) = f.reply_to_seq.and_then(|r| self.pending.remove(&r)) else { return };
-                let (answer, error) = wire::reply(f.raw);
+                let mut keep = None;
+                let (answer, error) = wire::reply(f.raw, &mut keep);
                 let error = error.map(|e| cut(&e.describe(), SHORT_MAX));
                 self.response(f, awaits, answer, error);
             }
@@ -473,24 +476,31 @@ impl Builder {
             return;
         };
         self.turns[turn].updates += 1;
-        let block = || update.content.and_then(|c| serde_json::from_str::<ContentBlock>(c.get()).ok());
+        let mut keep = None;
+        // A repeated member counts as its last, as everywhere.
+        fn read<'a>(
+            c: Option<&'a serde_json::value::RawValue>,
+            keep: &'a mut Option<Vec<u8>>,
+        ) -> Option<ContentBlock<'a>> {
+            crate::frame::read_last(c?.get().as_bytes(), keep).ok()
+        }
         match kind {
             "agent_message_chunk" | "agent_message" => {
                 let t = &mut self.turns[turn];
                 t.first_chunk_ns.get_or_insert(f.t_ns - t.start_t_ns);
-                if let Some(b) = block() {
+                if let Some(b) = read(update.content, &mut keep) {
                     add_block(&mut t.message, &b, f.seq, true);
                     self.message(turn, update.message_id.as_deref(), "agent", &b, f.seq);
                 }
             }
             "agent_thought_chunk" | "agent_thought" => {
-                if let Some(b) = block() {
+                if let Some(b) = read(update.content, &mut keep) {
                     add_block(&mut self.turns[turn].thought, &b, f.seq, true);
                     self.message(turn, update.message_id.as_deref(), "thought", &b, f.seq);
                 }
             }
             "user_message_chunk" | "user_message" => {
-                if let Some(b) = block() {
+                if let Some(b) = read(update.content, &mut keep) {
                     add_block(&mut self.turns[turn].user, &b, f.seq, true);
                     self.message(turn, update.message_id.as_deref(), "user", &b, f.seq);
                 }
@@ -563,7 +573,9 @@ impl Builder {
             }
         }
         if let Some(content) = u.content {
-            let items: Vec<ToolContent> = serde_json::from_str(content.get()).unwrap_or_default();
+            let mut keep = None;
+            let items: Vec<ToolContent> =
+                crate::frame::read_last(content.get().as_bytes(), &mut keep).unwrap_or_default();
             for item in items {
                 count_kind(&mut call.content, item.kind.as_deref().unwrap_or("unknown"));
             }

@@ -1,9 +1,11 @@
 //! The parts of ACP messages the session model reads, as borrowed serde
 //! structs: a field the model does not need is skipped, not built.
 //!
-//! A message that does not parse as these shapes (a wrong type, a repeated
-//! member) gives nothing ([`params`], [`reply`]): the frame counts only by
-//! its stored columns.
+//! A repeated member counts as its last, as the recorder reads it: the
+//! message is then read rebuilt ([`crate::frame::read_last`]), kept in the
+//! caller's `keep`. A message that does not parse as these shapes (a wrong
+//! type) gives nothing ([`params`], [`reply`]): the frame counts only by its
+//! stored columns.
 
 use memchr::memmem::Finder;
 use serde::Deserialize;
@@ -32,13 +34,13 @@ struct WithReply<'a> {
 
 /// The params of the message in `raw`, read in one pass (`None` when the
 /// message is not an object of the usual shape).
-pub fn params(raw: &[u8]) -> Option<SessionParams<'_>> {
-    serde_json::from_slice::<WithParams>(raw).ok().and_then(|m| m.params)
+pub fn params<'a>(raw: &'a [u8], keep: &'a mut Option<Vec<u8>>) -> Option<SessionParams<'a>> {
+    crate::frame::read_last::<WithParams>(raw, keep).ok().and_then(|m| m.params)
 }
 
 /// The result and error of the response in `raw`.
-pub fn reply(raw: &[u8]) -> (Answer<'_>, Option<RpcError<'_>>) {
-    match serde_json::from_slice::<WithReply>(raw) {
+pub fn reply<'a>(raw: &'a [u8], keep: &'a mut Option<Vec<u8>>) -> (Answer<'a>, Option<RpcError<'a>>) {
+    match crate::frame::read_last::<WithReply>(raw, keep) {
         Ok(r) => (r.result.unwrap_or_default(), r.error),
         Err(_) => (Answer::default(), None),
     }

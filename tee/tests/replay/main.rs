@@ -364,3 +364,109 @@ fn acpx_against_the_replayed_python_agent_gets_its_permission_request_and_tool_c
     };
     assert_eq!(chunks(&printed), chunks(&recorded));
 }
+
+/// One side of a two-session conversation as raw sacp-tee log lines
+/// (#30 item 13): `ids` are the session ids the agent mints, in order of
+/// creation; `order` says in which order the frames of the two sessions'
+/// turns interleave (each entry: the session, 0 or 1, whose next frame
+/// comes); `texts` the agent's reply in each session.
+fn two_sessions(ids: [&str; 2], order: &[usize], texts: [&str; 2]) -> String {
+    let mut lines = vec![
+        r#"→ {"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{"fs":{"readTextFile":true}}}}"#.to_owned(),
+        r#"← {"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1,"agentCapabilities":{}}}"#.to_owned(),
+    ];
+    for (n, id) in ids.iter().enumerate() {
+        lines.push(format!(
+            r#"→ {{"jsonrpc":"2.0","id":{},"method":"session/new","params":{{"cwd":"/tmp","mcpServers":[]}}}}"#,
+            n + 1
+        ));
+        lines.push(format!(r#"← {{"jsonrpc":"2.0","id":{},"result":{{"sessionId":"{id}"}}}}"#, n + 1));
+    }
+    // Each session's turn: prompt, the agent reads a file, the client
+    // answers, a chunk, the end. Request ids differ with the interleaving.
+    let turn = |s: usize, step: usize, rpc: usize| -> String {
+        let (sid, file, prompt) = (ids[s], ["/a.txt", "/b.txt"][s], ["one", "two"][s]);
+        match step {
+            0 => format!(
+                r#"→ {{"jsonrpc":"2.0","id":{rpc},"method":"session/prompt","params":{{"sessionId":"{sid}","prompt":[{{"type":"text","text":"{prompt}"}}]}}}}"#
+            ),
+            1 => format!(
+                r#"← {{"jsonrpc":"2.0","id":{rpc},"method":"fs/read_text_file","params":{{"sessionId":"{sid}","path":"{file}"}}}}"#
+            ),
+            2 => format!(r#"→ {{"jsonrpc":"2.0","id":{rpc},"result":{{"content":"text of {file}"}}}}"#),
+            3 => format!(
+                r#"← {{"jsonrpc":"2.0","method":"session/update","params":{{"sessionId":"{sid}","update":{{"sessionUpdate":"agent_message_chunk","content":{{"type":"text","text":"{}"}}}}}}}}"#,
+                texts[s]
+            ),
+            _ => format!(r#"← {{"jsonrpc":"2.0","id":{rpc},"result":{{"stopReason":"end_turn"}}}}"#),
+        }
+    };
+    let mut step = [0usize; 2];
+    // The prompt's id and the agent's request's id, per session.
+    let mut rpc = [[0usize; 2]; 2];
+    let mut next_client = 10;
+    let mut next_agent = 100;
+    for &s in order {
+        let id = match step[s] {
+            0 => {
+                next_client += 1;
+                rpc[s][0] = next_client;
+                next_client
+            }
+            1 => {
+                next_agent += 1;
+                rpc[s][1] = next_agent;
+                next_agent
+            }
+            2 => rpc[s][1],
+            3 => 0,
+            _ => rpc[s][0],
+        };
+        lines.push(turn(s, step[s], id));
+        step[s] += 1;
+    }
+    assert_eq!(step, [5, 5], "each session's turn is whole");
+    lines.iter().map(|l| format!("{l}\n")).collect()
+}
+
+/// `acp-tee import FILE` of `text` into `db`; the new trace's id.
+fn import_text(db: &Path, dir: &Path, name: &str, text: &str) -> String {
+    let file = dir.join(name);
+    std::fs::write(&file, text).unwrap();
+    let out =
+        Command::new(bin()).args(["import", "--db", db.to_str().unwrap(), file.to_str().unwrap()]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let said = String::from_utf8(out.stdout).unwrap();
+    said.rsplit("as trace ").next().unwrap().trim().to_owned()
+}
+
+/// Two runs of the same two concurrent sessions whose frames interleave
+/// differently, the agent minting the ids the other way round, are
+/// equivalent: sessions are matched by their order of creation, then
+/// messages within each session. A real difference inside one session is
+/// still one, named.
+#[test]
+fn concurrent_sessions_interleaved_differently_are_equivalent_and_a_real_difference_is_named() {
+    let store = TempStore::new();
+    let texts = ["reply one", "reply two"];
+    let a = two_sessions(["x-1", "y-2"], &[0, 1, 0, 1, 0, 1, 0, 1, 0, 1], texts);
+    let b = two_sessions(["y-2", "x-1"], &[1, 1, 0, 1, 0, 0, 1, 0, 1, 0], texts);
+    let c = two_sessions(["y-2", "x-1"], &[1, 1, 0, 1, 0, 0, 1, 0, 1, 0], ["reply one", "reply TWO"]);
+    let ta = import_text(&store.db, store.dir.path(), "a.log", &a);
+    let tb = import_text(&store.db, store.dir.path(), "b.log", &b);
+    let tc = import_text(&store.db, store.dir.path(), "c.log", &c);
+    let (code, report) = diff(&store.db, &ta, &tb);
+    assert_eq!((code, report.equivalent, report.changed_messages), (0, true, 0), "{report:#?}");
+    assert_eq!(report.equal_messages, 16, "{report:#?}");
+    let (code, report) = diff(&store.db, &ta, &tc);
+    assert_eq!((code, report.equivalent, report.changed_messages), (1, false, 1), "{report:#?}");
+    let change = &report.messages[0];
+    assert_eq!((change.change, change.update.as_deref()), (ChangeKind::Changed, Some("agent_message_chunk")));
+    let values: Vec<(&str, Option<&Value>, Option<&Value>)> =
+        change.values.iter().map(|v| (v.path.as_str(), v.a.as_ref(), v.b.as_ref())).collect();
+    assert_eq!(
+        values,
+        [("params.update.content.text", Some(&json!("reply two")), Some(&json!("reply TWO")))],
+        "{report:#?}"
+    );
+}
