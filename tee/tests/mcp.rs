@@ -396,3 +396,160 @@ fn many_calls_at_once_all_answer_and_wait_for_one_query_thread() {
     // thread per waiting call.
     assert!(most > 0 && most < 16, "acp-tee mcp ran {most} threads at once");
 }
+
+/// The four kinds of secret of issue 30 item 7, each with a word of its own
+/// frame that is no secret: an `Authorization` header and an `env` value of
+/// MCP servers, a URL's `api_key`, and `_meta.Authorization`.
+const MASKED_SECRETS: [(&str, &str); 4] = [
+    ("HEADER-SECRET-555", "bravo"),
+    ("ENV-SECRET-111", "alpha"),
+    ("URL-SECRET-333", "charlie"),
+    ("META-SECRET-777", "delta"),
+];
+
+/// A client's side of a session carrying [`MASKED_SECRETS`], one a message.
+fn session_with_masked_secrets() -> Vec<u8> {
+    [
+        r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}"#,
+        r#"{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/home/bravo","mcpServers":[{"type":"http","name":"web","url":"https://example.test/mcp","headers":[{"name":"Authorization","value":"Bearer HEADER-SECRET-555"}]}]}}"#,
+        r#"{"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":"/home/alpha","mcpServers":[{"name":"gh","command":"/bin/gh-mcp","args":[],"env":[{"name":"GITHUB_TOKEN","value":"ENV-SECRET-111"}]}]}}"#,
+        r#"{"jsonrpc":"2.0","id":3,"method":"session/new","params":{"cwd":"/home/charlie","mcpServers":[{"type":"http","name":"api","url":"https://example.test/mcp?api_key=URL-SECRET-333&v=1","headers":[]}]}}"#,
+        r#"{"jsonrpc":"2.0","id":4,"method":"session/prompt","params":{"sessionId":"s","prompt":[{"type":"text","text":"delta"}],"_meta":{"Authorization":"META-SECRET-777"}}}"#,
+    ]
+    .map(|l| format!("{l}\n"))
+    .concat()
+    .into_bytes()
+}
+
+/// [`client_with`], bounded: a client that has not finished within a minute
+/// is killed and the test fails.
+fn bounded_client(db: &Path, extra: &[&str], calls: &Value) -> Value {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/peers/mcp_client.py");
+    let mut child = Command::new(python_mcp())
+        .arg(script)
+        .args([bin(), "mcp", "--db", db.to_str().unwrap()])
+        .args(extra)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    std::io::Write::write_all(&mut stdin, calls.to_string().as_bytes()).unwrap();
+    drop(stdin);
+    let (out, err) =
+        (read_to_end_on_thread(child.stdout.take().unwrap()), read_to_end_on_thread(child.stderr.take().unwrap()));
+    let status = wait_within(&mut child, std::time::Duration::from_secs(60)).expect("the MCP client hung");
+    let limit = std::time::Duration::from_secs(10);
+    let (out, err) = (out.recv_timeout(limit).unwrap().0, err.recv_timeout(limit).unwrap().0);
+    assert!(status.success(), "the MCP client failed: {}", String::from_utf8_lossy(&err));
+    serde_json::from_slice(&out).unwrap()
+}
+
+/// `GET url` as JSON, within 30 s.
+fn get_bounded(url: &str) -> Value {
+    let agent = ureq::AgentBuilder::new().timeout(std::time::Duration::from_secs(30)).build();
+    agent.get(url).call().unwrap_or_else(|e| panic!("{url}: {e}")).into_json().unwrap()
+}
+
+/// The seqs of a page of frames.
+fn seqs(page: &Value) -> Vec<i64> {
+    page["frames"].as_array().unwrap().iter().map(|f| f["seq"].as_i64().unwrap()).collect()
+}
+
+/// Issue 30 item 7: search and sizes see what the reader sees. A frame
+/// whose secret is shown masked is not found by the secret, in `serve`'s
+/// search and in `search_frames`, indexed or not, and no count gives it
+/// away; its other words still find it, `REDACTED` finds where the mask is
+/// shown, and a summary's size is the masked length. `--no-redact` finds
+/// the secrets.
+#[test]
+fn search_and_sizes_see_masked_frames_as_they_are_shown() {
+    let store = TempStore::new();
+    let out = run_with_input(tee_command(&store.db, &[], &["cat"]), session_with_masked_secrets());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let t = store.ended_traces(1)[0].id;
+    // Every frame indexed, so the server's indexer has nothing left to do.
+    store.open().index_for_search(i64::MAX).unwrap();
+
+    let served = Served::start(&store.db, &[]);
+    let api = format!("{}/api/traces/{t}/frames", served.url);
+    let page = get_bounded(&format!("{api}?limit=200"));
+    let all = seqs(&page);
+    // What the reader is shown of each frame: its masked bytes.
+    let shown: Vec<(i64, String)> = all
+        .iter()
+        .map(|seq| {
+            let detail = get_bounded(&format!("{api}/{seq}?max_bytes=0"));
+            assert_ne!(detail["cut"], true);
+            (*seq, detail["raw"].as_str().unwrap_or("").to_owned())
+        })
+        .collect();
+    let showing = |word: &str| -> Vec<i64> {
+        shown.iter().filter(|(_, raw)| raw.to_lowercase().contains(&word.to_lowercase())).map(|(s, _)| *s).collect()
+    };
+    for (secret, word) in MASKED_SECRETS {
+        assert!(showing(secret).is_empty(), "{secret} is shown");
+        // The client's frame and cat's echo of it.
+        assert_eq!(showing(word).len(), 2, "{word}");
+    }
+    let masked = showing("[REDACTED]");
+    assert_eq!(masked.len(), 8, "each secret's frame and its echo show the mask");
+    // Sizes are what is shown, in pages and in details.
+    for (f, (seq, raw)) in page["frames"].as_array().unwrap().iter().zip(&shown) {
+        assert_eq!((f["seq"].as_i64(), f["size"].as_i64()), (Some(*seq), Some(raw.len() as i64)), "{f}");
+        let detail = get_bounded(&format!("{api}/{seq}"));
+        assert_eq!(detail["frame"]["size"].as_i64(), Some(raw.len() as i64), "{seq}");
+    }
+
+    let search = |q: &str| get_bounded(&format!("{api}?q={}&limit=1", q.replace('[', "%5B").replace(']', "%5D")));
+    let mut calls = Vec::new();
+    let mut expected = Vec::new();
+    for (secret, word) in MASKED_SECRETS {
+        let found = search(secret);
+        assert_eq!((seqs(&found), &found["total"], &found["has_more"]), (vec![], &json!(0), &json!(false)), "{secret}");
+        let found = get_bounded(&format!("{api}?q={word}&limit=200"));
+        assert_eq!(seqs(&found), showing(word), "{word}");
+        assert_eq!(found["total"], json!(2), "{word}");
+        calls.push(json!(["search_frames", {"trace_id": t, "q": secret, "limit": 1}]));
+        calls.push(json!(["search_frames", {"trace_id": t, "q": word}]));
+        expected.push((secret, vec![]));
+        expected.push((word, showing(word)));
+    }
+    for q in ["REDACTED", "[REDACTED]"] {
+        let found = get_bounded(&format!("{api}?q={}&limit=200", q.replace('[', "%5B").replace(']', "%5D")));
+        assert_eq!((seqs(&found), found["total"].as_i64()), (masked.clone(), Some(8)), "{q}");
+        calls.push(json!(["search_frames", {"trace_id": t, "q": q}]));
+        expected.push((q, masked.clone()));
+    }
+    calls.push(json!(["search_frames", {"trace_id": t}]));
+    let calls = Value::Array(calls);
+
+    // The MCP tool, on the index and then on the scan of frames not indexed.
+    let check = |doc: &Value| {
+        for (i, (q, want)) in expected.iter().enumerate() {
+            let page = answer(doc, i);
+            assert_eq!(seqs(&page), *want, "search_frames {q}");
+            assert_eq!(page["total"].as_i64(), Some(want.len() as i64), "search_frames {q}");
+            assert_eq!(page["has_more"], false, "search_frames {q}");
+        }
+        let every = answer(doc, expected.len());
+        for (f, (seq, raw)) in every["frames"].as_array().unwrap().iter().zip(&shown) {
+            assert_eq!((f["seq"].as_i64(), f["size"].as_i64()), (Some(*seq), Some(raw.len() as i64)), "{f}");
+        }
+    };
+    check(&bounded_client(&store.db, &[], &calls));
+    drop(served);
+    let conn = rusqlite::Connection::open(&store.db).unwrap();
+    conn.execute_batch("INSERT INTO frames_fts (frames_fts) VALUES ('delete-all'); DELETE FROM search_progress")
+        .unwrap();
+    drop(conn);
+    check(&bounded_client(&store.db, &[], &calls));
+
+    // Unmasked, each secret finds its frame and its echo.
+    let whole = bounded_client(&store.db, &["--no-redact"], &calls);
+    for (i, (secret, _)) in MASKED_SECRETS.iter().enumerate() {
+        let page = answer(&whole, 2 * i);
+        assert_eq!(page["total"], json!(2), "--no-redact {secret}");
+    }
+}

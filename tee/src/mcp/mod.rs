@@ -400,7 +400,7 @@ impl TraceTools {
             let id = a.trace_id;
             let trace = settled(cx.store, id)?;
             let limit = ranged("limit", a.limit, METHODS_PAGE.0, 1, METHODS_PAGE.1)?;
-            let mut stats = cx.store.trace_stats(id)?;
+            let mut stats = cx.store.seen_by(cx.r).run(|| cx.store.trace_stats(id))?;
             stats.slowest.iter_mut().for_each(|f| mask::summary(cx.r, f));
             let total = stats.methods.len();
             stats.methods.truncate(limit as usize);
@@ -540,7 +540,8 @@ fn search(cx: &Cx<'_>, a: SearchFrames) -> Result<Value, ToolError> {
         crate::server::AppError::BadRequest(m) => ToolError::Bad(m),
         other => ToolError::Bad(format!("{other:?}")),
     })?;
-    let mut page = cx.store.frame_page_counted(id, &q, cx.search_counts)?;
+    // Searched and sized as the page shows the frames: masked.
+    let mut page = cx.store.seen_by(cx.r).run(|| cx.store.frame_page_counted(id, &q, cx.search_counts))?;
     page.frames.iter_mut().for_each(|f| mask::summary(cx.r, f));
     let next = offset + page.frames.len() as i64;
     let mut v = to_value(&page);
@@ -553,7 +554,7 @@ fn frame(cx: &Cx<'_>, a: GetFrame) -> Result<Value, ToolError> {
     let id = trace_id(cx.store, a.trace_id)?;
     let offset = ranged("offset", a.offset, 0, 0, i64::MAX)? as usize;
     let max = ranged("max_bytes", a.max_bytes, FRAME_DEFAULT_BYTES as i64, 1, FRAME_MAX_BYTES as i64)? as usize;
-    let Some(d) = cx.store.frame_detail(id, a.seq)? else {
+    let Some(d) = cx.store.seen_by(cx.r).run(|| cx.store.frame_detail(id, a.seq))? else {
         return Err(ToolError::Bad(format!("trace {id} has no frame {}; search_frames lists its frames", a.seq)));
     };
     let d = mask::detail(cx.r, d, usize::MAX);

@@ -112,8 +112,9 @@ pub fn trace_events(
             if st.finished {
                 std::future::pending::<()>().await;
             }
-            let (id, after) = (st.trace_id, st.after);
-            let Ok(mut frames) = st.db.run(move |s| s.frames_after(id, after, BATCH)).await else { return None };
+            let (id, after, seen) = (st.trace_id, st.after, st.redactor.clone());
+            let frames = st.db.run(move |s| s.seen_by(&seen).run(|| s.frames_after(id, after, BATCH))).await;
+            let Ok(mut frames) = frames else { return None };
             frames.iter_mut().for_each(|f| super::mask::summary(&st.redactor, f));
             if let Some(last) = frames.last() {
                 st.after = last.seq;

@@ -75,13 +75,15 @@ pub async fn frames(
 ) -> Result<Json<FramePage>, AppError> {
     let (id, q) = (path(id)?, query(q)?);
     validate(&q)?;
+    // Searched and sized as the page shows the frames: masked.
+    let r = st.redactor();
+    let seen = r.clone();
     let mut page = if filtered(&q) {
         let counts = st.search_counts.clone();
-        st.db.run_scan(move |s| s.frame_page_counted(id, &q, &counts)).await?
+        st.db.run_scan(move |s| s.seen_by(&seen).run(|| s.frame_page_counted(id, &q, &counts))).await?
     } else {
-        st.db.run(move |s| s.frame_page(id, &q)).await?
+        st.db.run(move |s| s.seen_by(&seen).run(|| s.frame_page(id, &q))).await?
     };
-    let r = st.redactor();
     page.frames.iter_mut().for_each(|f| mask::summary(&r, f));
     Ok(Json(page))
 }
@@ -111,7 +113,7 @@ pub async fn frame(
     let ((id, seq), q) = (path(ids)?, query(q)?);
     let (r, max) = (st.redactor(), mask::detail_limit(q.max_bytes));
     st.db
-        .run(move |s| Ok(s.frame_detail(id, seq)?.map(|d| mask::detail(&r, d, max))))
+        .run(move |s| Ok(s.seen_by(&r).run(|| s.frame_detail(id, seq))?.map(|d| mask::detail(&r, d, max))))
         .await?
         .map(Json)
         .ok_or_else(|| AppError::NotFound(format!("trace {id} has no frame {seq}")))
@@ -146,8 +148,9 @@ pub async fn stats(
     id: Result<Path<i64>, PathRejection>,
 ) -> Result<Json<TraceStats>, AppError> {
     let id = path(id)?;
-    let mut stats = st.db.run(move |s| s.trace_stats(id)).await?;
     let r = st.redactor();
+    let seen = r.clone();
+    let mut stats = st.db.run(move |s| s.seen_by(&seen).run(|| s.trace_stats(id))).await?;
     stats.slowest.iter_mut().for_each(|f| mask::summary(&r, f));
     Ok(Json(stats))
 }

@@ -156,6 +156,26 @@ pub struct Store {
     inserts: Inserts,
     conn: Connection,
     path: PathBuf,
+    /// The redactor of the reader this connection answers for, while
+    /// [`Store::seen_by`] holds it.
+    seen: search::Seen,
+}
+
+/// What [`Store::seen_by`] returns: the store answers as its reader sees
+/// frames until this is dropped.
+pub struct Seeing<'a>(&'a Store);
+
+impl Seeing<'_> {
+    /// Runs `f` while the store answers as the reader sees, then ends that.
+    pub fn run<T>(self, f: impl FnOnce() -> T) -> T {
+        f()
+    }
+}
+
+impl Drop for Seeing<'_> {
+    fn drop(&mut self) {
+        *self.0.seen.lock().unwrap_or_else(|e| e.into_inner()) = None;
+    }
 }
 
 impl Store {
@@ -259,17 +279,37 @@ impl Store {
         let writable = access == Access::ReadWrite && !conn.is_readonly(rusqlite::MAIN_DB).unwrap_or(true);
         let checked = if writable { migrations::check_not_newer(&conn) } else { migrations::check(&conn) };
         checked.map_err(|source| StoreError::Migrate { path: path.to_owned(), source })?;
-        api::register_functions(&conn).map_err(wrap)?;
-        Ok(Store { inserts: Inserts::default(), conn, path: path.to_owned() })
+        let seen = search::Seen::default();
+        api::register_functions(&conn, &seen).map_err(wrap)?;
+        Ok(Store { inserts: Inserts::default(), conn, path: path.to_owned(), seen })
     }
 
     /// An in-memory store, migrated, for tests.
     #[cfg(test)]
     pub(crate) fn in_memory() -> Result<Store, StoreError> {
         let mut conn = Connection::open_in_memory()?;
-        api::register_functions(&conn)?;
+        let seen = search::Seen::default();
+        api::register_functions(&conn, &seen)?;
         migrations::apply(&mut conn).map_err(|source| StoreError::Migrate { path: ":memory:".into(), source })?;
-        Ok(Store { inserts: Inserts::default(), conn, path: PathBuf::from(":memory:") })
+        Ok(Store { inserts: Inserts::default(), conn, path: PathBuf::from(":memory:"), seen })
+    }
+
+    /// Until the guard is dropped, this connection's frame pages, searches,
+    /// frame summaries and stats answer as a reader masking with `r` sees
+    /// the frames: a search finds a frame only by what is left of it
+    /// masked (its matches and totals alike), a word of the mask's
+    /// (`REDACTED`) finds where masking put it, and a summary's `size` is
+    /// the masked frame's length. A redactor that masks nothing changes
+    /// nothing.
+    pub fn seen_by(&self, r: &crate::redact::Redactor) -> Seeing<'_> {
+        let redactor = (!r.is_noop()).then(|| std::sync::Arc::new(r.clone()));
+        *self.seen.lock().unwrap_or_else(|e| e.into_inner()) = redactor;
+        Seeing(self)
+    }
+
+    /// True while [`Store::seen_by`] masks this connection's answers.
+    fn masking(&self) -> bool {
+        self.seen.lock().unwrap_or_else(|e| e.into_inner()).is_some()
     }
 
     /// True when this connection cannot write (see [`Store::open_existing`]).

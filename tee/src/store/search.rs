@@ -19,12 +19,39 @@
 //! The work of one search is bounded: repeated words are dropped, a search
 //! of more than [`MAX_SEARCH_TERMS`] tokens is refused, and a word with no
 //! token costs nothing.
+//!
+//! A reader that masks what it shows (`serve`, `acp-tee mcp`, unless
+//! `--no-redact`) searches what it shows: while [`super::Store::seen_by`]
+//! holds its [`Redactor`], `acp_seen_match` is `acp_match` on the frame as
+//! that redactor masks it (the same `Redactor::redact` its details are
+//! masked with), and each frame the index finds is checked with it, so a
+//! word found only inside a masked value finds nothing, counts included.
+//! The index holds the stored text, which has every token of the masked
+//! text but the mask's (masking replaces a value by [`MASK`]): a search
+//! naming the mask's token (`REDACTED`) is scanned whole instead.
 
+use crate::redact::{Redactor, MASK};
 use rusqlite::types::ValueRef;
 use rusqlite::{ffi, Connection};
+use std::borrow::Cow;
 use std::cell::RefCell;
 use std::ffi::{c_char, c_int, c_void};
 use std::ptr::NonNull;
+use std::sync::{Arc, Mutex};
+
+/// The redactor of the reader a connection answers for, while one is set
+/// ([`super::Store::seen_by`]): what `acp_seen_match` and `acp_seen_len`
+/// mask frames with (`None`: they read frames as stored).
+pub(super) type Seen = Arc<Mutex<Option<Arc<Redactor>>>>;
+
+/// `raw` as the reader of `seen` sees it.
+pub(super) fn seen<'a>(seen: &Seen, raw: &'a [u8]) -> Cow<'a, [u8]> {
+    let redactor = seen.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    match redactor {
+        Some(r) => r.redact(raw),
+        None => Cow::Borrowed(raw),
+    }
+}
 
 /// Tokens a search may hold at most, counted over its distinct words: each
 /// token is one list FTS5 reads through, so this bounds what a search costs
@@ -51,6 +78,9 @@ pub enum SearchError {
 pub struct Search {
     /// The words to look for, in the order given, each once (by tokens).
     words: Vec<String>,
+    /// Some word holds the token of [`MASK`]: the index (of the stored,
+    /// unmasked text) cannot find where a reader sees it.
+    names_mask: bool,
 }
 
 impl Search {
@@ -72,6 +102,12 @@ impl Search {
         self.words.join("\n")
     }
 
+    /// True when a word holds the token of the mask (`REDACTED`), which
+    /// the index of stored frames cannot find where masking put it.
+    pub fn names_mask(&self) -> bool {
+        self.names_mask
+    }
+
     /// The words kept.
     #[cfg(test)]
     pub fn words(&self) -> &[String] {
@@ -86,6 +122,7 @@ pub fn parse(conn: &Connection, text: &str) -> Result<Search, super::StoreError>
         return Err(SearchError::Nul.into());
     }
     let mut tokenizer = Tokenizer::new(conn)?;
+    let mask = tokenizer.phrase(MASK);
     let mut seen: Vec<Vec<Vec<u8>>> = Vec::new();
     let mut words = Vec::new();
     let mut terms = 0;
@@ -101,7 +138,8 @@ pub fn parse(conn: &Connection, text: &str) -> Result<Search, super::StoreError>
     if terms > MAX_SEARCH_TERMS {
         return Err(SearchError::TooManyTerms(terms).into());
     }
-    Ok(Search { words })
+    let names_mask = seen.iter().flatten().any(|t| mask.contains(t));
+    Ok(Search { words, names_mask })
 }
 
 /// FTS5's `unicode61` tokenizer, as the search index was created with
@@ -244,13 +282,24 @@ struct Phrases {
 
 /// Registers `acp_match(raw, words)` on `conn`: true when `raw` (read as
 /// UTF-8, invalid bytes replaced, as the indexer reads it) holds every word
-/// of `words` (one a line) as FTS5 would match it as a phrase.
-pub(super) fn register_match(conn: &Connection) -> rusqlite::Result<()> {
+/// of `words` (one a line) as FTS5 would match it as a phrase; and
+/// `acp_seen_match(raw, words)`, the same on `raw` as the reader of `seen`
+/// sees it (masked).
+pub(super) fn register_match(conn: &Connection, seen: &Seen) -> rusqlite::Result<()> {
+    register_match_as(conn, "acp_match", None)?;
+    register_match_as(conn, "acp_seen_match", Some(seen.clone()))
+}
+
+/// Registers `name(raw, words)`, reading `raw` as `seen`'s reader sees it
+/// when given.
+fn register_match_as(conn: &Connection, name: &str, seen: Option<Seen>) -> rusqlite::Result<()> {
     use rusqlite::functions::FunctionFlags;
     let tokenizer = RefCell::new(Tokenizer::new(conn)?);
     let scratch = RefCell::new(Scratch::default());
-    let flags = FunctionFlags::SQLITE_UTF8 | FunctionFlags::SQLITE_DETERMINISTIC | FunctionFlags::SQLITE_INNOCUOUS;
-    conn.create_scalar_function("acp_match", 2, flags, move |ctx| {
+    // Not deterministic when masked: the redactor changes from reader to reader.
+    let deterministic = if seen.is_some() { FunctionFlags::empty() } else { FunctionFlags::SQLITE_DETERMINISTIC };
+    let flags = FunctionFlags::SQLITE_UTF8 | deterministic | FunctionFlags::SQLITE_INNOCUOUS;
+    conn.create_scalar_function(name, 2, flags, move |ctx| {
         let Ok(mut tokenizer) = tokenizer.try_borrow_mut() else {
             return Err(rusqlite::Error::UserFunctionError("acp_match called within itself".into()));
         };
@@ -272,7 +321,11 @@ pub(super) fn register_match(conn: &Connection) -> rusqlite::Result<()> {
             Ok(Phrases { phrases, ascii })
         })?;
         let (ValueRef::Blob(raw) | ValueRef::Text(raw)) = ctx.get_raw(0) else { return Ok(false) };
-        Ok(holds_all(&mut tokenizer, &mut scratch.borrow_mut(), raw, &phrases))
+        let raw = match &seen {
+            Some(s) => self::seen(s, raw),
+            None => Cow::Borrowed(raw),
+        };
+        Ok(holds_all(&mut tokenizer, &mut scratch.borrow_mut(), &raw, &phrases))
     })
 }
 

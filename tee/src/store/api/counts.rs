@@ -45,13 +45,23 @@ pub(super) struct CountKey {
     batches: bool,
     /// The latency filter as the query binds it, in ns.
     min_latency_ns: Option<i64>,
+    /// Matches counted as a masking reader sees frames (one redactor per
+    /// server, so masked or not is all that differs).
+    seen: bool,
 }
 
 impl CountKey {
     /// The key of the indexed matches of `fts` in trace `trace_id` (started
     /// at `started_at`) under `q`'s other filters; `None` when it is longer
     /// than [`MAX_KEY_BYTES`] (then it is not kept).
-    pub(super) fn new(trace_id: i64, started_at: &str, fts: &str, q: &FrameQuery, batches: bool) -> Option<CountKey> {
+    pub(super) fn new(
+        trace_id: i64,
+        started_at: &str,
+        fts: &str,
+        q: &FrameQuery,
+        batches: bool,
+        seen: bool,
+    ) -> Option<CountKey> {
         let FrameQuery { after: _, offset: _, limit: _, dir, kind, method, session, errors, min_latency_ms, q: _ } = q;
         let texts = [Some(started_at), Some(fts), method.as_deref(), session.as_deref()];
         if texts.iter().flatten().map(|t| t.len()).sum::<usize>() > MAX_KEY_BYTES {
@@ -68,6 +78,7 @@ impl CountKey {
             errors: *errors == Some(true),
             batches,
             min_latency_ns: min_latency_ms.map(super::latency_ns),
+            seen,
         })
     }
 }

@@ -20,16 +20,32 @@ pub use counts::SearchCounts;
 use counts::{CountKey, Counted};
 use plan::{Facts, PagePlan, TotalPlan};
 
-/// Columns read into a [`FrameSummary`], in `summary_from_row` order.
+/// Columns read into a [`FrameSummary`], in `summary_from_row` order, with
+/// `$size` as the frame's size (column 9).
 /// Frames shorter than [`crate::model::PREVIEW_STORED_FROM`] have no stored preview: the
 /// raw bytes come along (column 14) and the preview is made from them.
-const SUMMARY_COLUMNS: &str = "f.seq, f.t_ns, f.dir, f.kind, f.rpc_id, f.method, f.session_id, f.reply_to_seq,
-     f.latency_ns, length(f.raw), f.preview, f.protocol, f.mcp_method,
+macro_rules! summary_columns {
+    ($size:literal) => {
+        concat!(
+            "f.seq, f.t_ns, f.dir, f.kind, f.rpc_id, f.method, f.session_id, f.reply_to_seq,
+     f.latency_ns, ",
+            $size,
+            ", f.preview, f.protocol, f.mcp_method,
      CASE WHEN f.kind IN ('request', 'batch') THEN coalesce(
        (SELECT r.seq FROM frames r WHERE r.trace_id = f.trace_id AND r.reply_to_seq = f.seq LIMIT 1),
        (SELECT b.batch_seq FROM batch_replies b WHERE b.trace_id = f.trace_id AND b.request_seq = f.seq))
      END,
-     CASE WHEN f.preview IS NULL AND length(f.raw) < 4096 THEN f.raw END";
+     CASE WHEN f.preview IS NULL AND length(f.raw) < 4096 THEN f.raw END"
+        )
+    };
+}
+
+/// The summary columns, a frame's size its stored length.
+const SUMMARY_COLUMNS: &str = summary_columns!("length(f.raw)");
+
+/// The summary columns while [`Store::seen_by`] masks: a frame's size is
+/// its masked length.
+const SEEN_SUMMARY_COLUMNS: &str = summary_columns!("acp_seen_len(f.raw)");
 
 fn summary_from_row(row: &Row<'_>) -> rusqlite::Result<FrameSummary> {
     let id: Option<String> = row.get(4)?;
@@ -58,13 +74,21 @@ fn summary_from_row(row: &Row<'_>) -> rusqlite::Result<FrameSummary> {
     })
 }
 
-/// Registers the SQL functions queries call on `conn`: `acp_match` (the
-/// search scan, see [`super::search`]) and `acp_errors` (error responses
-/// in a frame).
-pub(super) fn register_functions(conn: &Connection) -> rusqlite::Result<()> {
+/// Registers the SQL functions queries call on `conn`: `acp_match` and
+/// `acp_seen_match` (the search scan, see [`super::search`]), `acp_seen_len`
+/// (a frame's length as `seen`'s reader sees it) and `acp_errors` (error
+/// responses in a frame).
+pub(super) fn register_functions(conn: &Connection, seen: &search::Seen) -> rusqlite::Result<()> {
     use rusqlite::functions::FunctionFlags;
-    super::search::register_match(conn)?;
+    super::search::register_match(conn, seen)?;
     let flags = FunctionFlags::SQLITE_UTF8 | FunctionFlags::SQLITE_DETERMINISTIC | FunctionFlags::SQLITE_INNOCUOUS;
+    let seen = seen.clone();
+    conn.create_scalar_function("acp_seen_len", 1, flags & !FunctionFlags::SQLITE_DETERMINISTIC, move |ctx| match ctx
+        .get_raw(0)
+    {
+        ValueRef::Blob(raw) | ValueRef::Text(raw) => Ok(search::seen(&seen, raw).len() as i64),
+        _ => Ok(0i64),
+    })?;
     conn.create_scalar_function("acp_errors", 1, flags, |ctx| {
         let (ValueRef::Blob(raw) | ValueRef::Text(raw)) = ctx.get_raw(0) else { return Ok(0i64) };
         Ok(crate::frame::classify_with(raw, false).error_count() as i64)
@@ -102,6 +126,8 @@ struct Extra {
     search: Option<Search>,
     /// The trace has batches, so "errors only" must look into them.
     batches: bool,
+    /// [`Store::seen_by`] masks: a search matches the frames as masked.
+    seen: bool,
 }
 
 /// A frame query's filters as SQL: the frames `f` (joined to the method's
@@ -162,7 +188,7 @@ fn filters(trace_id: i64, q: &FrameQuery, after: i64, extra: &Extra) -> Filters 
         // the frames beyond the index are searched ([`indexed_matches`]
         // finds the others).
         Some(search) if search.has_words() => {
-            sql.push_str(" AND acp_match(f.raw, ?)");
+            sql.push_str(if extra.seen { " AND acp_seen_match(f.raw, ?)" } else { " AND acp_match(f.raw, ?)" });
             args.push(Value::Text(search.scan_arg()));
         }
         // Words without letters or digits only: nothing matches.
@@ -234,6 +260,12 @@ fn indexed_matches(trace_id: i64, q: &FrameQuery, after: i64, upto: i64, fts: St
         args.push(Value::Text(m.clone()));
     }
     row_conditions(q, extra, &mut sql, &mut args);
+    // The index has the stored text: a match a masking reader would not see
+    // (the word only inside a masked value) is checked away.
+    if let Some(search) = extra.search.as_ref().filter(|_| extra.seen) {
+        sql.push_str(" AND acp_seen_match(f.raw, ?)");
+        args.push(Value::Text(search.scan_arg()));
+    }
     Filters {
         from: "frames_fts CROSS JOIN frames f ON f.id = frames_fts.rowid".to_owned(),
         where_sql: sql,
@@ -346,6 +378,7 @@ impl Store {
         let extra = Extra {
             search: q.q.as_deref().filter(|_| searching(q)).map(|t| search::parse(&self.conn, t)).transpose()?,
             batches: q.errors == Some(true) && self.has_batches(trace_id)?,
+            seen: self.masking(),
         };
         // Whether the trace is gap-free changes unfiltered pages without a
         // cursor only: one seek, asked for those alone.
@@ -368,7 +401,7 @@ impl Store {
             PagePlan::Search { after, offset } => match extra.search.as_ref().and_then(Search::fts_query) {
                 Some(fts) => {
                     let page = SearchPage { after: after.unwrap_or(0).max(0), offset, limit };
-                    let key = CountKey::new(trace_id, &meta.started_at, &fts, q, extra.batches);
+                    let key = CountKey::new(trace_id, &meta.started_at, &fts, q, extra.batches, extra.seen);
                     let words = Words { fts, key, counts };
                     return self.search_page(trace_id, q, &extra, &words, page, total_plan);
                 }
@@ -414,7 +447,10 @@ impl Store {
     ) -> Result<FramePage, StoreError> {
         let fts = &words.fts;
         let SearchPage { after, offset, limit } = page;
-        let indexed = self.indexed_seq(trace_id)?;
+        // The mask's word is nowhere in the index: such a search, as a
+        // masking reader sees frames, scans them all.
+        let scan_all = extra.seen && extra.search.as_ref().is_some_and(Search::names_mask);
+        let indexed = if scan_all { 0 } else { self.indexed_seq(trace_id)? };
         let want = limit + 1;
         let mut frames = Vec::new();
         // How many matches of the scanned tail the page skips.
@@ -450,12 +486,23 @@ impl Store {
         Ok(FramePage { frames, total, has_more })
     }
 
+    /// The columns of a frame summary on this connection: its size as
+    /// [`Store::seen_by`]'s reader sees it.
+    fn summary_columns(&self) -> &'static str {
+        if self.masking() {
+            SEEN_SUMMARY_COLUMNS
+        } else {
+            SUMMARY_COLUMNS
+        }
+    }
+
     /// The summaries of the rows `f` selects, in its order, `limit` of them
     /// after `offset`.
     fn page_rows(&self, f: Filters, limit: i64, offset: i64) -> Result<Vec<FrameSummary>, StoreError> {
         let Filters { from, where_sql, mut args, order } = f;
         args.extend([Value::Integer(limit), Value::Integer(offset)]);
-        let sql = format!("SELECT {SUMMARY_COLUMNS} FROM {from} WHERE {where_sql} ORDER BY {order} LIMIT ? OFFSET ?");
+        let columns = self.summary_columns();
+        let sql = format!("SELECT {columns} FROM {from} WHERE {where_sql} ORDER BY {order} LIMIT ? OFFSET ?");
         let mut stmt = self.conn.prepare(&sql)?;
         let rows = stmt.query_map(params_from_iter(args.iter()), summary_from_row)?.collect::<Result<_, _>>()?;
         Ok(rows)
@@ -508,7 +555,7 @@ impl Store {
             return Ok(0);
         }
         let Filters { from, where_sql, args, .. } = indexed_matches(trace_id, q, after, upto, fts.to_owned(), extra);
-        let sql = if has_filters(&FrameQuery { q: None, ..q.clone() }) {
+        let sql = if extra.seen || has_filters(&FrameQuery { q: None, ..q.clone() }) {
             format!("SELECT count(*) FROM {from} WHERE {where_sql}")
         } else {
             "SELECT count(*) FROM frames_fts WHERE frames_fts MATCH ? AND rowid > ? AND rowid <= ?".to_owned()
@@ -545,8 +592,8 @@ impl Store {
 
     /// Frames of trace `trace_id` with seq greater than `after` (live updates).
     pub fn frames_after(&self, trace_id: i64, after: i64, limit: i64) -> Result<Vec<FrameSummary>, StoreError> {
-        let sql =
-            format!("SELECT {SUMMARY_COLUMNS} FROM frames f WHERE f.id > ?1 AND f.id < ?2 ORDER BY f.id LIMIT ?3");
+        let columns = self.summary_columns();
+        let sql = format!("SELECT {columns} FROM frames f WHERE f.id > ?1 AND f.id < ?2 ORDER BY f.id LIMIT ?3");
         let (start, end) = (frame_id(trace_id, after.max(0)), frame_id_bounds(trace_id).1);
         let frames: rusqlite::Result<Vec<FrameSummary>> =
             self.conn.prepare(&sql)?.query_map(params![start, end, limit], summary_from_row)?.collect();
@@ -554,7 +601,7 @@ impl Store {
     }
 
     fn frame_summary(&self, trace_id: i64, seq: i64) -> Result<Option<FrameSummary>, StoreError> {
-        let sql = format!("SELECT {SUMMARY_COLUMNS} FROM frames f WHERE f.id = ?1 AND f.seq = ?2");
+        let sql = format!("SELECT {} FROM frames f WHERE f.id = ?1 AND f.seq = ?2", self.summary_columns());
         Ok(self.conn.query_row(&sql, params![frame_id(trace_id, seq), seq], summary_from_row).optional()?)
     }
 

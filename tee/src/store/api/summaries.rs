@@ -1,7 +1,7 @@
 //! Trace summaries (with the live state read from /proc) and per-trace
 //! stats, read from the aggregates the recorder keeps.
 
-use super::{summary_from_row, SUMMARY_COLUMNS};
+use super::summary_from_row;
 use crate::store::queries::trace_from_row;
 use crate::store::queries::TRACE_COLUMNS;
 use crate::store::{Store, StoreError, SHOWN};
@@ -107,8 +107,9 @@ impl Store {
         }
         methods.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.method.cmp(&b.method)));
         let slowest_sql = format!(
-            "SELECT {SUMMARY_COLUMNS} FROM frames f WHERE f.trace_id = ?1 AND f.latency_ns IS NOT NULL
-             ORDER BY f.latency_ns DESC LIMIT 20"
+            "SELECT {} FROM frames f WHERE f.trace_id = ?1 AND f.latency_ns IS NOT NULL
+             ORDER BY f.latency_ns DESC LIMIT 20",
+            self.summary_columns()
         );
         let slowest = self
             .conn

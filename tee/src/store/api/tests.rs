@@ -6,7 +6,7 @@ use super::counts::{MAX_KEY_BYTES, SEARCH_COUNTS_KEPT};
 use crate::store::test_start;
 
 /// No search, no batches.
-const NO_EXTRA: Extra = Extra { search: None, batches: false };
+const NO_EXTRA: Extra = Extra { search: None, batches: false, seen: false };
 
 /// The query a URL's query string (`method=m&offset=3`) asks for, read as
 /// the server reads it.
@@ -612,8 +612,8 @@ fn search_counts_kept_are_bounded() {
         assert_eq!(counts.len(), (n + 1).min(SEARCH_COUNTS_KEPT));
     }
     // The least recently used go first: the count of w0 is gone, w{WORDS - 1}'s kept.
-    let last = CountKey::new(id, &test_start().started_at, &format!("\"w{}\"", WORDS - 1), &query(""), false);
-    let first = CountKey::new(id, &test_start().started_at, "\"w0\"", &query(""), false);
+    let last = CountKey::new(id, &test_start().started_at, &format!("\"w{}\"", WORDS - 1), &query(""), false, false);
+    let first = CountKey::new(id, &test_start().started_at, "\"w0\"", &query(""), false, false);
     assert!(counts.get(&last.unwrap()).is_some());
     assert!(counts.get(&first.unwrap()).is_none());
     // A key longer than MAX_KEY_BYTES is counted, not kept.
