@@ -321,7 +321,7 @@ impl Builder {
             FrameKind::Notification => match f.method {
                 Some("session/update") => {
                     let mut keep = None;
-                if let Some(update) = wire::params(f.raw, &mut keep).unwrap_or_default().update {
+                    if let Some(update) = wire::params(f.raw, &mut keep).unwrap_or_default().update {
                         self.update(f, update);
                     }
                 }
