@@ -475,8 +475,9 @@ mod tests {
 
     /// Messages of `header` + chunk, taken from a pipe by `push_from_pipe`
     /// while a thread writes the chunks into it; returns what the spool
-    /// gave back and what was expected.
-    fn through_a_pipe(spool: &Arc<Spool>, chunks: Vec<Vec<u8>>) -> (Vec<u8>, Vec<u8>) {
+    /// gave back and what was expected. The spool is read meanwhile, or,
+    /// with `read_after`, only once every chunk is in it.
+    fn through_a_pipe(spool: &Arc<Spool>, chunks: Vec<Vec<u8>>, read_after: bool) -> (Vec<u8>, Vec<u8>) {
         let (read_end, write_end) = pipe();
         let lens: Vec<usize> = chunks.iter().map(Vec::len).collect();
         let expect: Vec<u8> = chunks.iter().flat_map(|c| [b"H:".as_slice(), c].concat()).collect();
@@ -486,13 +487,15 @@ mod tests {
                 std::io::Write::write_all(&mut w, &c).unwrap();
             }
         });
-        let reader = {
+        let read = |spool: &Arc<Spool>| {
             let spool = spool.clone();
             std::thread::spawn(move || read_all(&spool))
         };
+        let reader = (!read_after).then(|| read(spool));
         for len in lens {
             assert_eq!(spool.push_from_pipe(b"H:", &read_end, len).unwrap(), len);
         }
+        let reader = reader.unwrap_or_else(|| read(spool));
         writer.join().unwrap();
         spool.close();
         (reader.join().unwrap(), expect)
@@ -505,9 +508,10 @@ mod tests {
     #[test]
     fn chunks_spliced_from_a_pipe_into_the_file_come_back_whole_and_in_order() {
         let dir = tempfile::tempdir().unwrap();
-        // Memory for one small message: nearly everything goes to the file.
+        // Memory for one small message: nearly everything goes to the file,
+        // all of it held there at once (nothing is read before the end).
         let spool = Spool::new(dir.path().to_owned(), 100, 1 << 30);
-        let (got, expect) = through_a_pipe(&spool, chunks(300));
+        let (got, expect) = through_a_pipe(&spool, chunks(300), true);
         assert!(spool.file_peak() > 1 << 20, "the chunks went to the file: {}", spool.file_peak());
         assert!(got == expect, "{} bytes back, {} expected", got.len(), expect.len());
     }
@@ -515,7 +519,7 @@ mod tests {
     #[test]
     fn chunks_from_a_pipe_without_a_file_are_read_into_memory() {
         let spool = Spool::new(PathBuf::from("/nonexistent/acp-tee-spool"), 200_000, 1 << 30);
-        let (got, expect) = through_a_pipe(&spool, chunks(100));
+        let (got, expect) = through_a_pipe(&spool, chunks(100), false);
         assert_eq!(spool.file_peak(), 0);
         assert!(got == expect, "{} bytes back, {} expected", got.len(), expect.len());
     }
