@@ -372,3 +372,36 @@ fn the_proxy_answers_every_request_it_cannot_route() {
         frames.iter().filter(|f| f.kind == FrameKind::Error).map(|f| f.reply_to_seq).collect();
     assert_eq!(paired, [Some(1), None, None]);
 }
+
+/// Claude Code sends `tool_call` twice for one `toolCallId` (pending
+/// without its input, then with it): one tool call, in the turn and in the
+/// session's count alike; a second id is a second call.
+#[test]
+fn a_tool_call_repeated_for_one_id_counts_once() {
+    let store = TempStore::new();
+    let call = |id: &str, input: &str| {
+        format!(
+            r#"← {{"jsonrpc":"2.0","method":"session/update","params":{{"sessionId":"s","update":{{"sessionUpdate":"tool_call","toolCallId":"{id}","title":"Read","status":"pending","rawInput":{input}}}}}}}"#
+        )
+    };
+    let log = [
+        r#"→ {"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}"#.to_owned(),
+        r#"← {"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1,"agentCapabilities":{}}}"#.to_owned(),
+        r#"→ {"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/tmp","mcpServers":[]}}"#.to_owned(),
+        r#"← {"jsonrpc":"2.0","id":1,"result":{"sessionId":"s"}}"#.to_owned(),
+        r#"→ {"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"s","prompt":[{"type":"text","text":"hi"}]}}"#.to_owned(),
+        call("toolu_1", "{}"),
+        call("toolu_1", r#"{"path":"/tmp/a"}"#),
+        call("toolu_2", r#"{"path":"/tmp/b"}"#),
+        r#"← {"jsonrpc":"2.0","id":2,"result":{"stopReason":"end_turn"}}"#.to_owned(),
+    ];
+    let file = store.dir.path().join("repeated-tool-call.log");
+    std::fs::write(&file, log.iter().map(|l| format!("{l}\n")).collect::<String>()).unwrap();
+    tee(&store.db, &["import", file.to_str().unwrap()]);
+    let doc: serde_json::Value = serde_json::from_slice(&tee(&store.db, &["show", "--format", "json"])).unwrap();
+    let listed = doc["sessions"][0]["turns"][0]["tool_calls"].as_array().map(Vec::len);
+    assert_eq!(listed, Some(2), "{doc:#}");
+    assert_eq!(doc["overview"]["sessions"][0]["tool_calls"], 2, "{doc:#}");
+    let text = String::from_utf8(tee(&store.db, &["show"])).unwrap();
+    assert!(!text.contains("3 tool calls"), "{text}");
+}

@@ -123,6 +123,9 @@ struct Session {
     /// How its turns ended: stop reasons, `error`, `answered without a
     /// stop reason` (bounded as `text::count_kind` bounds kinds).
     ends: Vec<acp_tee_shared::session::KindCount>,
+    /// The ids of its tool calls (hashed), so a repeated `tool_call`
+    /// counts once; all sessions together keep at most [`PENDING_MAX`].
+    tool_call_ids: std::collections::HashSet<u64>,
 }
 
 /// The whole-trace fold.
@@ -145,6 +148,8 @@ pub struct Model {
     client: Option<String>,
     last_seq: i64,
     last_t_ns: i64,
+    /// Tool call ids the sessions keep, in all.
+    tool_call_ids_kept: usize,
 }
 
 impl Model {

@@ -84,6 +84,8 @@ impl Model {
 
     fn update(&mut self, f: &FrameRef<'_>, params: Option<SessionParams<'_>>) {
         let Some(sid) = f.session_id else { return };
+        let room_for_tool_call_ids = self.tool_call_ids_kept < PENDING_MAX;
+        let mut tool_call_id_kept = false;
         let Some(s) = self.session(sid, f) else { return };
         s.summary.updates += 1;
         let Some(update) = params.and_then(|p| p.update) else {
@@ -105,7 +107,27 @@ impl Model {
             return;
         }
         match kind {
-            "tool_call" => s.summary.tool_calls += 1,
+            // A `tool_call` repeated for one id (Claude Code sends one
+            // without its input, then one with it) updates that call: it
+            // counts once.
+            "tool_call" => match update.tool_call_id.as_deref().map(tool_call_hash) {
+                Some(h) if s.tool_call_ids.contains(&h) => {}
+                Some(h) if room_for_tool_call_ids => {
+                    s.tool_call_ids.insert(h);
+                    tool_call_id_kept = true;
+                    s.summary.tool_calls += 1;
+                }
+                Some(_) => {
+                    s.summary.tool_calls += 1;
+                    note(
+                        &mut s.summary,
+                        "tool-calls-unchecked",
+                        "past PENDING_MAX tool call ids kept in the trace, a tool_call repeated for one id may count twice",
+                        Some(f.seq),
+                    );
+                }
+                None => s.summary.tool_calls += 1,
+            },
             "plan" => {
                 let entries = update.entries.unwrap_or_default();
                 let plan = s.plan.get_or_insert_with(Plan::default);
@@ -175,5 +197,14 @@ impl Model {
             | "plan_update" => {}
             other => count_kind(&mut s.summary.other_updates, other),
         }
+        self.tool_call_ids_kept += usize::from(tool_call_id_kept);
     }
+}
+
+/// A tool call's id as the model keeps it: 8 bytes, whatever its length.
+fn tool_call_hash(id: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    id.hash(&mut h);
+    h.finish()
 }
