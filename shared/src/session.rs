@@ -102,7 +102,8 @@ pub struct SessionSummary {
     pub tool_calls: u64,
     /// Permission requests, and how long the client took over them in all.
     pub permission_requests: u64,
-    /// Nanoseconds spent waiting for the client's permission answers.
+    /// Nanoseconds spent waiting for the client's permission answers; one
+    /// still open counts up to now (live) or the trace's last frame.
     pub permission_wait_ns: i64,
     /// `session/update` notifications.
     pub updates: u64,

@@ -361,6 +361,29 @@ impl Mapper {
         self.done.push(conn);
     }
 
+    /// Ends, at `end`, the spans of requests still awaiting answers whose
+    /// parent (a tool call, a turn) ended then: a child ends within its
+    /// parent. Such a span says it was still open (`acp.open_at_parent_end`);
+    /// an answer coming later is not mapped.
+    fn end_children(&mut self, parents: &[Vec<u8>], end: u64) {
+        if self.pending.is_empty() {
+            return;
+        }
+        let mut seqs: Vec<i64> = self
+            .pending
+            .iter()
+            .filter(|(_, p)| !matches!(p.role, Role::Prompt) && parents.contains(&p.span.parent_span_id))
+            .map(|(seq, _)| *seq)
+            .collect();
+        seqs.sort_unstable();
+        for seq in seqs {
+            let Some(mut p) = self.pending.remove(&seq) else { continue };
+            p.span.end_time_unix_nano = end;
+            p.span.attributes.push(kv_bool("acp.open_at_parent_end", true));
+            self.done.push(p.span);
+        }
+    }
+
     /// Unix nanoseconds of `t_ns` since the trace started.
     fn time(&self, t_ns: i64) -> u64 {
         self.epoch_ns.saturating_add(t_ns.max(0) as u64)
@@ -449,7 +472,9 @@ impl Mapper {
         let key = self.key.clone();
         let end_old = self.sessions.get_mut(sid).and_then(|s| s.turn.take());
         if let Some(old) = end_old {
+            let ended = turn_span_ids(&old);
             let mut span = end_turn(old, start, &mut self.done, self.opts.content);
+            self.end_children(&ended, start);
             span.attributes.push(kv_bool("acp.turn.unfinished", true));
             self.done.push(span);
         }
@@ -508,7 +533,9 @@ impl Mapper {
                     return;
                 }
                 let turn = s.turn.take().expect("checked above");
+                let ended = turn_span_ids(&turn);
                 let mut span = end_turn(turn, end, &mut self.done, self.opts.content);
+                self.end_children(&ended, end);
                 if let Some(e) = &msg.error {
                     set_error(&mut span, e);
                 }
@@ -653,7 +680,9 @@ impl Mapper {
                     let turn = s.turn.as_mut().expect("a tool span is in a turn");
                     let mut span = turn.tools.remove(&id).expect("found above");
                     span.end_time_unix_nano = t;
+                    let ended = [span.span_id.clone()];
                     self.done.push(span);
+                    self.end_children(&ended, t);
                 }
             }
             "usage_update" => {
@@ -763,6 +792,11 @@ impl Mapper {
 
 /// Ends `turn` at `end`: its tool calls still open end with it (pushed to
 /// `done`); returns the turn's span.
+/// The ids of a turn's span and its open tool calls' spans.
+fn turn_span_ids(turn: &Turn) -> Vec<Vec<u8>> {
+    std::iter::once(turn.span.span_id.clone()).chain(turn.tools.values().map(|t| t.span_id.clone())).collect()
+}
+
 fn end_turn(turn: Turn, end: u64, done: &mut Vec<Span>, content: bool) -> Span {
     let Turn { mut span, tools, output, chunks, .. } = turn;
     let mut tools: Vec<Span> = tools.into_values().collect();

@@ -358,3 +358,48 @@ fn a_batch_is_full_at_its_span_count_or_its_bytes() {
     }
     assert_eq!(count + 1, live::BATCH_SPANS);
 }
+
+/// A permission nobody answers, in a turn the client cancels: its span
+/// ends with its tool call's, which ends with the turn's; nothing outlives
+/// its parent, though the trace goes on after.
+#[test]
+fn an_unanswered_permission_ends_within_its_tool_call_and_turn() {
+    let chunks: &[(acp_tee_shared::Direction, u64, &[u8])] = &[
+        TURN[0],
+        TURN[1],
+        TURN[2],
+        TURN[3],
+        TURN[5],
+        TURN[6],
+        TURN[7],
+        (
+            C,
+            20_000,
+            br#"{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"s1"}}
+"#,
+        ),
+        (
+            A,
+            21_000,
+            br#"{"jsonrpc":"2.0","id":2,"result":{"stopReason":"cancelled"}}
+"#,
+        ),
+        (
+            C,
+            90_000,
+            br#"{"jsonrpc":"2.0","id":3,"method":"_x/ping"}
+"#,
+        ),
+    ];
+    let spans = spans_of(chunks, MapOptions::default());
+    let turn = named(&spans, "invoke_agent py-agent");
+    let tool = named(&spans, "execute_tool ls");
+    let asked = named(&spans, "session/request_permission");
+    assert_eq!(asked.parent_span_id, tool.span_id);
+    assert!(asked.end_time_unix_nano <= tool.end_time_unix_nano, "the permission outlives its tool call");
+    assert!(tool.end_time_unix_nano <= turn.end_time_unix_nano, "the tool call outlives its turn");
+    assert_eq!(asked.end_time_unix_nano, turn.end_time_unix_nano);
+    assert!(matches!(attr(asked, "acp.open_at_parent_end"), Some(Value::BoolValue(true))));
+    // The ping, never answered, ends with the trace.
+    assert!(named(&spans, "_x/ping").end_time_unix_nano > turn.end_time_unix_nano);
+}

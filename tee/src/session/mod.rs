@@ -414,10 +414,17 @@ impl Model {
         let now = now_t_ns.unwrap_or(self.last_t_ns).max(self.last_t_ns);
         let mut open: Vec<(&i64, &Pending)> = self.pending.iter().collect();
         open.sort_by_key(|(seq, _)| **seq);
-        let mut per_session: HashMap<&str, u64> = HashMap::new();
+        // Open requests per session, and how long its open permission
+        // requests have waited so far (up to `now`), as the open-requests
+        // view measures them.
+        let mut per_session: HashMap<&str, (u64, i64)> = HashMap::new();
         for (_, p) in &open {
             if let Some(s) = &p.session {
-                *per_session.entry(s).or_default() += 1;
+                let entry = per_session.entry(s).or_default();
+                entry.0 += 1;
+                if matches!(p.what, Awaiting::Permission) {
+                    entry.1 = entry.1.saturating_add(now.saturating_sub(p.t_ns).max(0));
+                }
             }
         }
         let sessions = self
@@ -425,7 +432,9 @@ impl Model {
             .iter()
             .map(|s| {
                 let mut summary = s.summary.clone();
-                summary.open_requests = per_session.get(summary.session_id.as_str()).copied().unwrap_or(0);
+                let (open, waiting) = per_session.get(summary.session_id.as_str()).copied().unwrap_or_default();
+                summary.open_requests = open;
+                summary.permission_wait_ns = summary.permission_wait_ns.saturating_add(waiting);
                 summary
             })
             .collect();

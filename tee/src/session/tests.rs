@@ -74,7 +74,11 @@ fn sessions_sum_up_turns_tools_permissions_usage_and_open_requests() {
     assert_eq!(s.cwd.as_deref(), Some("/w"));
     assert_eq!(s.mode.as_deref(), Some("ask"));
     assert_eq!((s.turns, s.tool_calls, s.permission_requests), (2, 2, 2));
-    assert_eq!(s.permission_wait_ns, 50_000_000);
+    // 50 ms for the answered one; the open one (p2, asked at 102 ms) has
+    // waited up to the trace's last frame (200 ms), or to a live trace's now.
+    assert_eq!(s.permission_wait_ns, 50_000_000 + 98_000_000);
+    let live = model_of(&store).sessions(Some(1_000_000_000));
+    assert_eq!(live.sessions[0].permission_wait_ns, 50_000_000 + 898_000_000);
     assert_eq!(s.usage.unwrap().total_tokens, 30);
     assert_eq!(
         s.context.as_ref().map(|c| (c.used, c.size, c.cost.clone())),

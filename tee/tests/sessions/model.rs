@@ -133,6 +133,8 @@ fn a_permission_nobody_answers_is_an_open_request_whose_age_grows_while_the_clie
         std::thread::sleep(Duration::from_millis(50));
     };
     assert_eq!(later.last_seq, first.last_seq);
+    // The session's permission wait counts the open one up to the same now.
+    assert_eq!(later.sessions[0].permission_wait_ns, later.open_requests[1].age_ns);
     let doc = show(&wait.store.db, wait.trace_id);
     let turn = &doc.sessions[0].turns[0];
     assert_eq!(turn.response_seq, None);
