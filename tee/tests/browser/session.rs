@@ -126,7 +126,8 @@ fn the_session_tab_reads_a_turn_as_a_conversation_and_links_each_part_to_its_fra
     assert!(text_of(&b, "#turn-0 .turn-end").contains("30 tokens (20 in, 10 out)"));
     // The session's facts and plan; the waterfall has the turns and tool calls.
     let facts = text_of(&b, "#session-summary");
-    assert!(facts.contains("/w") && facts.contains("the client took 50.0 ms"), "{facts}");
+    // 50 ms for p1, and p2 open from 1002 ms to the trace's end at 4002 ms.
+    assert!(facts.contains("/w") && facts.contains("waited 3.05 s for the client's answers"), "{facts}");
     assert!(text_of(&b, "#session-plan").contains("fix the parser"));
     assert_eq!(b.find_all("#waterfall .wf-row.wf-turn").len(), 2);
     assert_eq!(b.find_all("#waterfall .wf-row.wf-tool .wf-wait").len(), 2);

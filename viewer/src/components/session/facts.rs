@@ -189,7 +189,8 @@ pub fn summary_card(st: TraceState, d: &SessionDetail) -> impl IntoView {
     rows.push(("turns", format::count(s.turns as i64).into_any()));
     rows.push(("tool calls", format::count(s.tool_calls as i64).into_any()));
     let waited = if s.permission_wait_ns > 0 {
-        format!(", the client took {} over them", format::duration_ns(s.permission_wait_ns))
+        // An open one counts up to now (or the trace's end).
+        format!(", waited {} for the client's answers", format::duration_ns(s.permission_wait_ns))
     } else {
         String::new()
     };
