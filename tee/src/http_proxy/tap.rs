@@ -152,9 +152,27 @@ impl<B: Body> Tap<B> {
 
     /// Takes in a chunk: queues the messages it completes and what to hand on.
     fn take(&mut self, data: Bytes) -> Result<(), Refused> {
+        self.record_decoded(|coding, plain| coding.decode(&data, plain))?;
+        match &mut self.reading {
+            Reading::Events(_) => self.out.push_back(Frame::data(data)),
+            Reading::Whole { .. } => {
+                if let Some(prev) = self.held.replace(data) {
+                    self.out.push_back(Frame::data(prev));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Records the plain bytes `step` decodes (a chunk, or the decoder's
+    /// rest at the end); a coding that breaks is given up and noted.
+    fn record_decoded(
+        &mut self,
+        step: impl FnOnce(&mut Coding, &mut dyn FnMut(&[u8])) -> Result<(), String>,
+    ) -> Result<(), Refused> {
         let mut coding = std::mem::replace(&mut self.coding, Coding::Identity);
         let mut refused = Ok(());
-        let decoded = coding.decode(&data, &mut |plain| {
+        let decoded = step(&mut coding, &mut |plain| {
             if refused.is_ok() {
                 refused = self.record_part(plain);
             }
@@ -163,14 +181,6 @@ impl<B: Body> Tap<B> {
         refused?;
         if let Err(e) = decoded {
             self.undecodable(&e);
-        }
-        match &mut self.reading {
-            Reading::Events(_) => self.out.push_back(Frame::data(data)),
-            Reading::Whole { .. } => {
-                if let Some(prev) = self.held.replace(data) {
-                    self.out.push_back(Frame::data(prev));
-                }
-            }
         }
         Ok(())
     }
@@ -254,18 +264,7 @@ impl<B: Body> Tap<B> {
 
     /// The body ended: the last message is queued, then the held chunk goes.
     fn finish(&mut self) -> Result<(), Refused> {
-        let mut coding = std::mem::replace(&mut self.coding, Coding::Identity);
-        let mut refused = Ok(());
-        let decoded = coding.finish(&mut |plain| {
-            if refused.is_ok() {
-                refused = self.record_part(plain);
-            }
-        });
-        self.coding = coding;
-        refused?;
-        if let Err(e) = decoded {
-            self.undecodable(&e);
-        }
+        self.record_decoded(|coding, plain| coding.finish(plain))?;
         match &mut self.reading {
             Reading::Events(sse) => {
                 let (ready, conn, what) = (&mut self.ready, &self.conn, &self.what);
