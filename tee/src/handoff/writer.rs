@@ -249,13 +249,26 @@ impl HandoffWriter {
     /// rather than now. The caller keeps its stamps in the order it hands
     /// messages off (`http-proxy` takes them under one lock per connection).
     #[must_use = "a message not handed off must not be forwarded"]
+    ///
+    /// The message is written as it is, in parts, never copied: a message
+    /// of `http-proxy` may be `MAX_MESSAGE_BYTES` large, and every copy
+    /// counts in its memory bound.
     pub fn frame_at(&self, dir: Direction, t_ns: u64, raw: &[u8], envelope: Option<&[u8]>) -> bool {
         let envelope = envelope.unwrap_or_default();
-        let mut payload = Vec::with_capacity(4 + raw.len() + envelope.len());
-        payload.extend_from_slice(&(raw.len() as u32).to_le_bytes());
-        payload.extend_from_slice(raw);
-        payload.extend_from_slice(envelope);
-        self.send_at(TAG_FRAME, dir_code(dir), Some(t_ns), &payload)
+        let mut inner = self.lock();
+        if inner.closed {
+            inner.lost_chunks += 1;
+            return false;
+        }
+        let t_ns = t_ns.min(self.now_ns());
+        let header = encode_header(TAG_FRAME, dir_code(dir), t_ns, 4 + raw.len() + envelope.len());
+        let len = (raw.len() as u32).to_le_bytes();
+        loop {
+            match inner.try_write_parts(&[&header, &len, raw, envelope], &self.data) {
+                Sent::Replaced => continue,
+                _ => return true,
+            }
+        }
     }
 
     /// Hands off `data` read going `dir` at `t_ns` (as [`HandoffWriter::frame_at`]
@@ -399,6 +412,22 @@ impl Inner {
             return Sent::No;
         };
         let Err(e) = out.write_all(msg) else { return Sent::Yes };
+        self.after_failed_write(e, data)
+    }
+
+    /// Sends one message made of `parts` (the parts' bytes one after
+    /// another), as [`Inner::try_write`] sends one.
+    fn try_write_parts(&mut self, parts: &[&[u8]], data: &[Option<DataPipe>; 3]) -> Sent {
+        let Some(out) = self.out.as_mut() else {
+            self.lost_chunks += 1;
+            return Sent::No;
+        };
+        let Err(e) = parts.iter().try_for_each(|part| out.write_all(part)) else { return Sent::Yes };
+        self.after_failed_write(e, data)
+    }
+
+    /// A write to the recorder failed with `e`: replaces it if it may.
+    fn after_failed_write(&mut self, e: std::io::Error, data: &[Option<DataPipe>; 3]) -> Sent {
         if e.raw_os_error() == Some(libc::EPIPE) && self.replace(data) {
             return Sent::Replaced;
         }

@@ -14,10 +14,12 @@
 //! know the connection, or the proxy's stop) and every stream or exchange
 //! still under way.
 
+use super::memory::{ConnectionShare, Held};
 use super::RECORD_QUEUE_BYTES;
 use crate::model::{Mode, TraceEnd, TraceStart};
 use crate::relay::recorder_process::Recorder;
 use acp_tee_shared::Direction;
+use axum::body::Bytes;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -40,8 +42,9 @@ pub struct RecordTo {
 
 /// One item for the recording thread.
 enum Item {
-    /// A message going `dir`, with its transport facts (JSON).
-    Frame { dir: Direction, t_ns: u64, raw: Vec<u8>, facts: Arc<[u8]>, places: usize },
+    /// A message going `dir`, with its transport facts (JSON), and its
+    /// room in [`super::LIVE_BYTES`], given back once it is in the pipe.
+    Frame { dir: Direction, t_ns: u64, message: Message, facts: Arc<[u8]>, places: usize },
     /// A line of the proxy's own on the stderr lane.
     Note { t_ns: u64, text: String, places: usize },
     /// The connection is over: end the trace so.
@@ -98,6 +101,13 @@ fn places(len: usize) -> usize {
     len.clamp(1, RECORD_QUEUE_BYTES)
 }
 
+/// A message on its way to the recorder: its bytes (never copied on the
+/// way) and the room it holds in [`super::LIVE_BYTES`].
+pub struct Message {
+    pub raw: Bytes,
+    pub held: Held,
+}
+
 /// Connections being recorded now, in and out of the registry.
 static LIVE: AtomicUsize = AtomicUsize::new(0);
 
@@ -117,6 +127,8 @@ pub struct Connection {
     notes_dropped: AtomicU64,
     /// When something of the connection last crossed (ns since `t0`).
     last_ns: AtomicU64,
+    /// What the connection holds of [`super::LIVE_BYTES`].
+    share: Arc<ConnectionShare>,
 }
 
 impl Connection {
@@ -138,6 +150,7 @@ impl Connection {
             end_reason: Mutex::new(None),
             notes_dropped: AtomicU64::new(0),
             last_ns: AtomicU64::new(0),
+            share: Arc::default(),
         });
         let start = TraceStart {
             name: Some(to.name.clone()),
@@ -175,25 +188,40 @@ impl Connection {
         std::time::Duration::from_nanos(now.saturating_sub(self.last_ns.load(Ordering::Relaxed)))
     }
 
-    /// Queues `raw` going `dir` with its transport `facts` once the queue
-    /// has room for it; `Ready` once it is queued. Call again with the same
-    /// message after `Pending`.
-    pub fn poll_record(&self, cx: &mut Context<'_>, dir: Direction, raw: &[u8], facts: &Arc<[u8]>) -> Poll<()> {
-        let places = places(raw.len());
+    /// A hold in [`super::LIVE_BYTES`] for this connection, for a client at `addr`.
+    pub fn hold(&self, addr: std::net::IpAddr) -> Held {
+        Held::new(self.share.clone(), addr)
+    }
+
+    /// Queues the message in `message` going `dir` with its transport
+    /// `facts` once the queue has room for it, taking it out of `message`;
+    /// `Ready` once it is queued (or when `message` is empty). Call again
+    /// with the same `message` after `Pending`.
+    pub fn poll_record(
+        &self,
+        cx: &mut Context<'_>,
+        dir: Direction,
+        message: &mut Option<Message>,
+        facts: &Arc<[u8]>,
+    ) -> Poll<()> {
+        let Some(len) = message.as_ref().map(|m| m.raw.len()) else { return Poll::Ready(()) };
+        let places = places(len);
         if self.budget.poll_take(cx, places).is_pending() {
             return Poll::Pending;
         }
+        let Some(message) = message.take() else { return Poll::Ready(()) };
         let queue = self.queue.lock().unwrap_or_else(|e| e.into_inner());
-        let item = Item::Frame { dir, t_ns: self.now_ns(), raw: raw.to_vec(), facts: facts.clone(), places };
+        let item = Item::Frame { dir, t_ns: self.now_ns(), message, facts: facts.clone(), places };
         if queue.send(item).is_err() {
             self.budget.give_back(places);
         }
         Poll::Ready(())
     }
 
-    /// Queues `raw` (see [`Connection::poll_record`]).
-    pub async fn record(&self, dir: Direction, raw: &[u8], facts: &Arc<[u8]>) {
-        std::future::poll_fn(|cx| self.poll_record(cx, dir, raw, facts)).await
+    /// Queues `message` (see [`Connection::poll_record`]).
+    pub async fn record(&self, dir: Direction, message: Message, facts: &Arc<[u8]>) {
+        let mut message = Some(message);
+        std::future::poll_fn(|cx| self.poll_record(cx, dir, &mut message, facts)).await
     }
 
     /// Queues a line of the proxy's own (`http-proxy: TEXT`) if the queue has
@@ -268,8 +296,11 @@ fn record(
     let mut end = TraceEnd { exit_code: None, exit_signal: None, end_reason: "the proxy stopped".to_owned() };
     while let Ok(item) = rx.recv() {
         match item {
-            Item::Frame { dir, t_ns, raw, facts, places } => {
+            Item::Frame { dir, t_ns, message, facts, places } => {
+                let Message { raw, held } = message;
                 let _ = handoff.frame_at(dir, t_ns, &raw, Some(&facts));
+                // The message's bytes and its room go here, once in the pipe.
+                drop((raw, held));
                 budget.give_back(places);
             }
             Item::End(e) => {

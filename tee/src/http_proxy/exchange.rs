@@ -28,18 +28,24 @@ pub async fn handle(State(proxy): State<Arc<Proxy>>, req: Request) -> Response {
         return super::ws::relay(proxy, req).await;
     }
     let (parts, body) = req.into_parts();
+    let addr = super::client_addr(&parts);
     let ids = Ids {
         connection: header_text(&parts.headers, &CONNECTION_ID),
         session: header_text(&parts.headers, &SESSION_ID),
     };
     let known = ids.connection.as_deref().and_then(|id| proxy.registry.get(id));
+    // A first message's room in FIRST_GATHER_BYTES, held until it has gone on.
+    let mut first_room = None;
     let (conn, fresh, body) = match known {
         Some(conn) => (conn, false, body),
         // The initialize: it takes a recording (a slot, a recorder process)
         // only once its message is whole, so a client that stalls takes none.
         None if parts.method == Method::POST && ids.connection.is_none() => {
             let whole = match super::gather::initialize(&parts.headers, body).await {
-                Ok(whole) => whole,
+                Ok((whole, room)) => {
+                    first_room = Some(room);
+                    whole
+                }
                 Err(refused) => return refused.answer(),
             };
             let Some(conn) = Connection::start(&proxy.record) else { return too_many() };
@@ -68,6 +74,7 @@ pub async fn handle(State(proxy): State<Arc<Proxy>>, req: Request) -> Response {
         }));
         Body::new(
             Tap::whole(body, conn.clone(), Direction::ClientToAgent, facts, "a POST's body".into())
+                .from(addr)
                 .coded(&parts.headers)
                 .refusing_oversized(),
         )
@@ -79,6 +86,8 @@ pub async fn handle(State(proxy): State<Arc<Proxy>>, req: Request) -> Response {
     let awaiting = Awaiting { conn: &conn, fresh, method: &method, answered: false };
     let answered = proxy.client.request(request).await;
     awaiting.answered();
+    // The first message has gone on whole by now.
+    drop(first_room);
     let response = match answered {
         Ok(response) => response,
         Err(e) if caused_by::<TooLarge>(&e) => {
@@ -134,7 +143,7 @@ pub async fn handle(State(proxy): State<Arc<Proxy>>, req: Request) -> Response {
             "transport": "http", "via": "sse", "stream": stream, "status": status.as_u16(),
             "connectionId": connection, "sessionId": ids.session,
         }));
-        Body::new(Tap::events(body, conn, Direction::AgentToClient, facts, what).coded(&head.headers))
+        Body::new(Tap::events(body, conn, Direction::AgentToClient, facts, what).from(addr).coded(&head.headers))
     } else {
         if !status.is_success() || method != Method::POST {
             conn.note(format!("{method} answered {status}"));
@@ -145,7 +154,7 @@ pub async fn handle(State(proxy): State<Arc<Proxy>>, req: Request) -> Response {
             "httpHeaders": headers_json(&head.headers),
         }));
         let what = format!("the answer to a {method}");
-        Body::new(Tap::whole(body, conn, Direction::AgentToClient, facts, what).coded(&head.headers))
+        Body::new(Tap::whole(body, conn, Direction::AgentToClient, facts, what).from(addr).coded(&head.headers))
     };
     head.headers = end_to_end(&head.headers, false);
     Response::from_parts(head, body)

@@ -28,6 +28,7 @@ mod coding;
 mod connection;
 mod exchange;
 mod gather;
+mod memory;
 mod sse;
 mod tap;
 mod upstream;
@@ -56,14 +57,48 @@ pub const ACP_PATH: &str = "/acp";
 /// larger WebSocket message closes that WebSocket with 1009.
 pub const MAX_MESSAGE_BYTES: usize = 16 << 20;
 
-/// Bytes of messages all bodies together gather at once, at most (each
-/// body up to [`MAX_MESSAGE_BYTES`] until its message is whole and queued).
-/// A `POST` finding no room is answered 503; an event or answer finding
-/// none is passed on unrecorded and noted.
-pub const GATHER_BYTES: usize = 256 << 20;
+/// Bytes the proxy holds of live connections' messages at once, at most,
+/// counting every copy both ways from a message's first byte read until it
+/// is in its recorder's pipe: bodies and events being gathered, WebSocket
+/// messages, messages waiting for or in a connection's record queue (see
+/// [`memory`]). A `POST` or WebSocket message of known size waits for room
+/// (a `POST` still waiting at [`gather::BODY_DEADLINE`] is answered 503); a
+/// body or event that grows as it comes and finds none is refused (a
+/// `POST`, 503) or passed on unrecorded (an event, an answer) and noted.
+pub const LIVE_BYTES: usize = 256 << 20;
+
+/// Bytes of [`LIVE_BYTES`] one connection holds at once, at most: a
+/// message each way, one in its queue and one more.
+pub const CONNECTION_BYTES: usize = 4 * MAX_MESSAGE_BYTES;
+
+/// Bytes of [`LIVE_BYTES`] the connections of one client address hold at
+/// once, at most.
+pub const ADDRESS_BYTES: usize = LIVE_BYTES / 2;
+
+/// Bytes of messages the proxy holds in memory at most, every copy counted:
+/// [`LIVE_BYTES`] for live connections and [`gather::FIRST_GATHER_BYTES`]
+/// for first messages.
+pub const MEMORY_BYTES: usize = LIVE_BYTES + gather::FIRST_GATHER_BYTES;
+
+/// Bytes each recorder process of the proxy holds at most beyond what it
+/// holds once its trace exists. A message of up to [`MAX_MESSAGE_BYTES`]
+/// is in it about six times over on its way (read from the pipe, spooled,
+/// framed, queued, parsed, stored), as `tests/http_proxy/memory.rs` and
+/// `scripts/bench` measure; this leaves room above that.
+pub const RECORDER_BYTES: usize = 8 * MAX_MESSAGE_BYTES;
+
+/// The proxy's memory bound, one number: [`MEMORY_BYTES`] in the proxy and
+/// [`RECORDER_BYTES`] in each of at most [`MAX_CONNECTIONS`] recorder
+/// processes, beyond what each process holds once started.
+pub const PEAK_BYTES: usize = MEMORY_BYTES + MAX_CONNECTIONS * RECORDER_BYTES;
+
+/// Allocations from this size up are mapped on their own, in the proxy and
+/// its recorders, and so given back to the system once let go.
+const MMAP_THRESHOLD: usize = 1 << 20;
 
 /// Bytes of messages per connection waiting to be handed to its recorder
-/// process, at most; past that, forwarding waits.
+/// process, at most; past that, forwarding waits. (They count in
+/// [`CONNECTION_BYTES`] too.)
 pub const RECORD_QUEUE_BYTES: usize = 16 << 20;
 
 /// Connections recorded at once, at most (each has a recorder process);
@@ -128,6 +163,7 @@ const WEBSOCKETS_CLOSE_WAIT: Duration = Duration::from_secs(2);
 /// Runs the proxy until SIGINT, SIGTERM or SIGHUP; returns the exit code.
 pub fn run(opts: HttpProxyOptions) -> anyhow::Result<i32> {
     let upstream = upstream::UpstreamUrl::parse(&opts.upstream)?;
+    give_back_large_allocations();
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     let served = runtime.block_on(serve(opts, upstream));
     STOPPING.store(true, Ordering::Relaxed);
@@ -136,6 +172,22 @@ pub fn run(opts: HttpProxyOptions) -> anyhow::Result<i32> {
     runtime.shutdown_timeout(Duration::from_millis(100));
     connection::wait_for_recordings(STOP_WAIT);
     served.map(|()| 0)
+}
+
+/// Makes allocations of [`MMAP_THRESHOLD`] and up mapped on their own, in
+/// this process and the recorders it starts (they inherit the variable).
+/// Messages of up to [`MAX_MESSAGE_BYTES`] come and go; by default glibc,
+/// once such a block is freed, serves blocks up to 32 MiB from its arenas
+/// and keeps there what they let go: memory no bound counts (the proxy held
+/// 700 MiB so with 320 MiB of messages).
+fn give_back_large_allocations() {
+    // Before the runtime starts: no other thread reads the environment yet.
+    std::env::set_var("MALLOC_MMAP_THRESHOLD_", MMAP_THRESHOLD.to_string());
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt only sets an allocator parameter.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, MMAP_THRESHOLD as libc::c_int);
+    }
 }
 
 /// Builds the upstream client.
@@ -237,7 +289,9 @@ async fn accept(listener: tokio::net::TcpListener, app: axum::Router) -> std::io
             }
         };
         let _ = stream.set_nodelay(true);
-        let service = hyper_util::service::TowerToHyperService::new(app.clone());
+        let peer = ClientAddr(stream.peer_addr().map_or(std::net::Ipv4Addr::UNSPECIFIED.into(), |a| a.ip()));
+        // Each request carries its client's address (one route: cheap).
+        let service = hyper_util::service::TowerToHyperService::new(app.clone().layer(axum::Extension(peer)));
         tokio::spawn(async move {
             let served = hyper::server::conn::http1::Builder::new()
                 .timer(TokioTimer::new())
@@ -255,6 +309,16 @@ async fn accept(listener: tokio::net::TcpListener, app: axum::Router) -> std::io
             }
         });
     }
+}
+
+/// The address of the client a request came from (an extension of each
+/// request): its connections share [`ADDRESS_BYTES`].
+#[derive(Debug, Clone, Copy)]
+struct ClientAddr(std::net::IpAddr);
+
+/// The address `parts` came from.
+fn client_addr(parts: &axum::http::request::Parts) -> std::net::IpAddr {
+    parts.extensions.get::<ClientAddr>().map_or(std::net::Ipv4Addr::UNSPECIFIED.into(), |a| a.0)
 }
 
 /// Forgets idle connections (see [`Registry::forget_idle`]), looking a few

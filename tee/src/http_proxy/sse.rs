@@ -10,6 +10,9 @@
 //! [`Event::Oversized`] with its size instead. A comment or another field
 //! that long is skipped, and the event it is in read on.
 
+/// A line buffer up to this large is kept for the next line.
+const KEPT_LINE_BYTES: usize = 64 << 10;
+
 /// What an event of the stream was.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Event {
@@ -166,7 +169,11 @@ impl SseEvents {
             }
         }
         line.clear();
-        self.line = line;
+        // A long line's buffer is let go, not kept: kept, it would hold
+        // memory that `held` does not count.
+        if line.capacity() <= KEPT_LINE_BYTES {
+            self.line = line;
+        }
     }
 
     fn dispatch(&mut self, emit: &mut impl FnMut(Event)) {

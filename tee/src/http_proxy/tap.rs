@@ -11,20 +11,18 @@
 //! the messages crossed the proxy.
 
 use super::coding::Coding;
-use super::connection::Connection;
+use super::connection::{Connection, Message};
+use super::memory::Held;
 use super::sse::{Event, SseEvents};
-use super::{GATHER_BYTES, MAX_MESSAGE_BYTES};
+use super::{LIVE_BYTES, MAX_MESSAGE_BYTES};
 use acp_tee_shared::Direction;
 use axum::body::Bytes;
 use http_body::{Body, Frame, SizeHint};
 use std::collections::VecDeque;
+use std::net::IpAddr;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::task::{ready, Context, Poll};
-
-/// Bytes every body is gathering now (see [`GATHER_BYTES`]).
-static GATHERING: AtomicUsize = AtomicUsize::new(0);
 
 /// The error type of the bodies the proxy passes on.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -44,10 +42,13 @@ enum Reading {
 #[error("the body is larger than MAX_MESSAGE_BYTES ({MAX_MESSAGE_BYTES} bytes), which acp-tee http-proxy records")]
 pub struct TooLarge;
 
-/// A request body for which the proxy has no room left: all its bodies
-/// together gather at most [`GATHER_BYTES`]; it answers 503.
+/// A request body for which the proxy has no room left in [`LIVE_BYTES`]
+/// (or in its connection's or address's share of it); it answers 503.
 #[derive(Debug, thiserror::Error)]
-#[error("acp-tee http-proxy is gathering GATHER_BYTES ({GATHER_BYTES} bytes) of messages already")]
+#[error(
+    "acp-tee http-proxy holds LIVE_BYTES ({LIVE_BYTES} bytes) of messages already, or this connection or \
+     client address its share (CONNECTION_BYTES, ADDRESS_BYTES)"
+)]
 pub struct NoRoom;
 
 /// A body passed on and recorded (see the module doc).
@@ -64,8 +65,9 @@ pub struct Tap<B> {
     refuse_oversized: bool,
     /// The last chunk, held back until the next frame of the body arrived.
     held: Option<Bytes>,
-    /// Messages to queue for recording before `out` goes on.
-    ready: VecDeque<Vec<u8>>,
+    /// Messages to queue for recording before `out` goes on (each taken
+    /// out of its place once queued).
+    ready: VecDeque<Option<Message>>,
     /// Frames to hand on.
     out: VecDeque<Frame<Bytes>>,
     /// The body ended (or failed) and what it was is noted.
@@ -76,8 +78,11 @@ pub struct Tap<B> {
     /// The body is empty by its length (a `202 Accepted`): hyper need not
     /// read it at all.
     empty: bool,
-    /// Bytes this body counts in [`GATHERING`].
-    gathered: usize,
+    /// The room in [`LIVE_BYTES`] the message being gathered holds (a
+    /// message once whole takes its part along).
+    room: Held,
+    /// Bytes the body declared, to take as room before it is read; taken.
+    declared: Option<usize>,
     /// When a request body must have arrived whole ([`super::gather::BODY_DEADLINE`]).
     deadline: Option<Pin<Box<tokio::time::Sleep>>>,
     /// The body's content coding, decoded for the recording only.
@@ -92,13 +97,29 @@ pub struct Stalled;
 
 impl<B: Body> Tap<B> {
     /// A body carrying one message (or none), going `dir`.
+    /// A body of declared length waits for room for all of it before it
+    /// is read; the message is gathered in exactly that much memory.
     pub fn whole(inner: B, conn: Arc<Connection>, dir: Direction, facts: Arc<[u8]>, what: String) -> Self {
-        Self::new(inner, conn, dir, facts, what, Reading::Whole { acc: Vec::new(), over: false })
+        let declared = inner
+            .size_hint()
+            .exact()
+            .map(|n| n as usize)
+            .filter(|&n| n > 0 && n <= MAX_MESSAGE_BYTES && Held::could_hold(n));
+        let acc = Vec::with_capacity(declared.unwrap_or(0));
+        let mut tap = Self::new(inner, conn, dir, facts, what, Reading::Whole { acc, over: false });
+        tap.declared = declared;
+        tap
     }
 
     /// A Server-Sent Events body going `dir`.
     pub fn events(inner: B, conn: Arc<Connection>, dir: Direction, facts: Arc<[u8]>, what: String) -> Self {
         Self::new(inner, conn, dir, facts, what, Reading::Events(SseEvents::new(MAX_MESSAGE_BYTES)))
+    }
+
+    /// Counts the body's room in the share of client address `addr`.
+    pub fn from(mut self, addr: IpAddr) -> Self {
+        self.room = self.conn.hold(addr);
+        self
     }
 
     /// Fails, rather than passes on unrecorded, a body larger than
@@ -132,7 +153,8 @@ impl<B: Body> Tap<B> {
         Tap {
             coding: Coding::Identity,
             deadline: None,
-            gathered: 0,
+            room: conn.hold(IpAddr::from([0, 0, 0, 0])),
+            declared: None,
             empty,
             inner,
             conn,
@@ -201,35 +223,51 @@ impl<B: Body> Tap<B> {
                 *acc = Vec::new();
             }
         }
-        regather(&mut self.gathered, 0);
+        self.room.resize(0);
     }
 
     /// Takes in `data`, plain bytes of the body's messages.
     fn record_part(&mut self, data: &[u8]) -> Result<(), Refused> {
         match &mut self.reading {
             Reading::Events(sse) => {
-                let (ready, conn, what) = (&mut self.ready, &self.conn, &self.what);
+                // Room for all this chunk can leave held: the event so far
+                // and these bytes (an event's data is never more than its
+                // lines). With none, the event is given up; a message this
+                // chunk completes without room goes on unrecorded.
+                if !hold_at_least(&mut self.room, sse.held() + data.len()) {
+                    sse.give_up_event();
+                    hold_at_least(&mut self.room, data.len());
+                }
+                let (ready, conn, what, room) = (&mut self.ready, &self.conn, &self.what, &mut self.room);
                 let mut emit = |e| match e {
-                    Event::Data(raw) => ready.push_back(raw),
+                    Event::Data(raw) if raw.len() <= room.bytes() => {
+                        let held = room.split(raw.len());
+                        ready.push_back(Some(Message { raw: raw.into(), held }));
+                    }
+                    Event::Data(raw) => {
+                        conn.note(format!("an event of {} bytes on {what} passed on unrecorded: {NoRoom}", raw.len()))
+                    }
                     Event::Oversized(n) => conn.note(format!(
                         "an event of {n} bytes on {what} passed on unrecorded: more than MAX_MESSAGE_BYTES, \
-                         or no room left in GATHER_BYTES"
+                         or no room left in LIVE_BYTES"
                     )),
                 };
                 sse.push(data, &mut emit);
-                if !regather(&mut self.gathered, sse.held()) {
+                if sse.held() <= self.room.bytes() || self.room.resize(sse.held()) {
+                    self.room.resize(sse.held());
+                } else {
                     sse.give_up_event();
-                    regather(&mut self.gathered, sse.held());
+                    self.room.resize(0);
                 }
             }
             Reading::Whole { acc, over } => {
                 if !*over
                     && acc.len() + data.len() <= MAX_MESSAGE_BYTES
-                    && !regather(&mut self.gathered, acc.len() + data.len())
+                    && !hold_at_least(&mut self.room, acc.len() + data.len())
                 {
                     *over = true;
                     *acc = Vec::new();
-                    regather(&mut self.gathered, 0);
+                    self.room.resize(0);
                     if self.refuse_oversized {
                         self.conn.note(format!("{} was refused (503): {NoRoom}", self.what));
                         self.done = true;
@@ -240,7 +278,7 @@ impl<B: Body> Tap<B> {
                 if !*over && acc.len() + data.len() > MAX_MESSAGE_BYTES {
                     *over = true;
                     *acc = Vec::new();
-                    regather(&mut self.gathered, 0);
+                    self.room.resize(0);
                     if self.refuse_oversized {
                         self.conn.note(format!(
                             "{} was refused (413): more than MAX_MESSAGE_BYTES ({MAX_MESSAGE_BYTES} bytes)",
@@ -267,9 +305,15 @@ impl<B: Body> Tap<B> {
         self.record_decoded(|coding, plain| coding.finish(plain))?;
         match &mut self.reading {
             Reading::Events(sse) => {
-                let (ready, conn, what) = (&mut self.ready, &self.conn, &self.what);
+                let (ready, conn, what, room) = (&mut self.ready, &self.conn, &self.what, &mut self.room);
                 sse.finish(|e| match e {
-                    Event::Data(raw) => ready.push_back(raw),
+                    Event::Data(raw) if raw.len() <= room.bytes() => {
+                        let held = room.split(raw.len());
+                        ready.push_back(Some(Message { raw: raw.into(), held }));
+                    }
+                    Event::Data(raw) => {
+                        conn.note(format!("an event of {} bytes on {what} passed on unrecorded: {NoRoom}", raw.len()))
+                    }
                     Event::Oversized(n) => conn.note(format!(
                         "an event of {n} bytes on {what} passed on unrecorded: more than MAX_MESSAGE_BYTES"
                     )),
@@ -277,13 +321,13 @@ impl<B: Body> Tap<B> {
             }
             Reading::Whole { acc, over } => {
                 if !*over && !acc.is_empty() {
-                    self.ready.push_back(std::mem::take(acc));
+                    let held = self.room.split(acc.len());
+                    self.ready.push_back(Some(Message { raw: std::mem::take(acc).into(), held }));
                 }
             }
         }
-        // What is ready is about to be queued, where the connection's
-        // queue bounds it.
-        regather(&mut self.gathered, 0);
+        // Room taken for more than came is given back.
+        self.room.resize(0);
         if let Some(last) = self.held.take() {
             self.out.push_back(Frame::data(last));
         }
@@ -303,8 +347,8 @@ where
     fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
         let this = &mut *self;
         loop {
-            while let Some(raw) = this.ready.front() {
-                ready!(this.conn.poll_record(cx, this.dir, raw, &this.facts));
+            while let Some(message) = this.ready.front_mut() {
+                ready!(this.conn.poll_record(cx, this.dir, message, &this.facts));
                 this.ready.pop_front();
                 this.messages += 1;
             }
@@ -318,10 +362,21 @@ where
                 return Poll::Ready(None);
             }
             if this.deadline.as_mut().is_some_and(|d| std::future::Future::poll(d.as_mut(), cx).is_ready()) {
-                this.conn.note(format!("{} was refused (408): {Stalled}", this.what));
                 this.done = true;
-                regather(&mut this.gathered, 0);
+                this.room.resize(0);
+                if this.declared.is_some() {
+                    // Still waiting for room to read it in.
+                    this.conn.note(format!("{} was refused (503): {NoRoom}", this.what));
+                    return Poll::Ready(Some(Err(BoxError::from(NoRoom))));
+                }
+                this.conn.note(format!("{} was refused (408): {Stalled}", this.what));
                 return Poll::Ready(Some(Err(BoxError::from(Stalled))));
+            }
+            if let Some(declared) = this.declared {
+                // Room for the whole declared body before any of it is read:
+                // waiting holds nothing, so it never blocks another's room.
+                ready!(this.room.poll_grow(cx, declared));
+                this.declared = None;
             }
             match ready!(Pin::new(&mut this.inner).poll_frame(cx)) {
                 Some(Ok(frame)) => match frame.into_data() {
@@ -364,7 +419,6 @@ where
 
 impl<B> Drop for Tap<B> {
     fn drop(&mut self) {
-        regather(&mut self.gathered, 0);
         if self.done || (self.empty && self.messages == 0) {
             return;
         }
@@ -392,18 +446,7 @@ impl Refused {
     }
 }
 
-/// Makes a body's count in [`GATHERING`] `now` bytes, if there is room
-/// (always, to count less); false, and the count unchanged, when not.
-fn regather(gathered: &mut usize, now: usize) -> bool {
-    if now > *gathered {
-        let more = now - *gathered;
-        if GATHERING.fetch_add(more, Ordering::SeqCst) + more > GATHER_BYTES {
-            GATHERING.fetch_sub(more, Ordering::SeqCst);
-            return false;
-        }
-    } else {
-        GATHERING.fetch_sub(*gathered - now, Ordering::SeqCst);
-    }
-    *gathered = now;
-    true
+/// Makes `room` hold at least `bytes`, if there is room; false when not.
+fn hold_at_least(room: &mut Held, bytes: usize) -> bool {
+    bytes <= room.bytes() || room.resize(bytes)
 }

@@ -9,8 +9,16 @@
 //! answered by each side's WebSocket itself; a binary message goes on
 //! unrecorded (ACP sends none) and is noted; a close is passed on, and
 //! ends the trace once both ways are closed.
+//!
+//! Memory: a text message is one buffer, shared by its recording and its
+//! sending, and holds its room in [`super::LIVE_BYTES`] until it is in the
+//! recorder's pipe. Each way also holds room for the write buffer its
+//! WebSocket keeps, as large as the largest message sent. Room for both is
+//! waited for at once, before the message goes on. (A message being read
+//! is counted once it is whole: tungstenite reads it before the proxy sees
+//! its size.)
 
-use super::connection::Connection;
+use super::connection::{Connection, Message as Recorded};
 use super::{end_to_end, facts, header_text, own_answer, Proxy, CONNECTION_ID, MAX_MESSAGE_BYTES};
 use acp_tee_shared::Direction;
 use axum::body::Body;
@@ -33,6 +41,7 @@ pub async fn relay(proxy: Arc<Proxy>, mut req: Request) -> Response {
     };
     let client_side = hyper::upgrade::on(&mut req);
     let (parts, _) = req.into_parts();
+    let addr = super::client_addr(&parts);
     let request = proxy.upstream_request(&parts, Body::empty(), true);
     let mut response = match proxy.client.request(request).await {
         Ok(response) => response,
@@ -60,7 +69,7 @@ pub async fn relay(proxy: Arc<Proxy>, mut req: Request) -> Response {
     tokio::spawn(async move {
         let _held = held;
         match tokio::try_join!(client_side, upstream_side) {
-            Ok((client, upstream)) => pump(conn, id, client, upstream, stop).await,
+            Ok((client, upstream)) => pump(conn, id, addr, client, upstream, stop).await,
             Err(e) => {
                 let reason = format!("the WebSocket upgrade did not complete: {e}");
                 conn.note(&reason);
@@ -77,6 +86,7 @@ pub async fn relay(proxy: Arc<Proxy>, mut req: Request) -> Response {
 async fn pump(
     conn: Arc<Connection>,
     id: Option<String>,
+    addr: std::net::IpAddr,
     client: hyper::upgrade::Upgraded,
     upstream: hyper::upgrade::Upgraded,
     stop: tokio::sync::watch::Receiver<Option<String>>,
@@ -88,8 +98,8 @@ async fn pump(
     let facts = facts(serde_json::json!({"transport": "websocket", "via": "websocket", "connectionId": id}));
     let (to_client, from_client) = client.split();
     let (to_upstream, from_upstream) = upstream.split();
-    let up = one_way(&conn, Direction::ClientToAgent, &facts, from_client, to_upstream, stop.clone());
-    let down = one_way(&conn, Direction::AgentToClient, &facts, from_upstream, to_client, stop);
+    let up = one_way(&conn, Direction::ClientToAgent, &facts, addr, from_client, to_upstream, stop.clone());
+    let down = one_way(&conn, Direction::AgentToClient, &facts, addr, from_upstream, to_client, stop);
     tokio::join!(up, down);
 }
 
@@ -99,6 +109,7 @@ async fn one_way<R, W>(
     conn: &Connection,
     dir: Direction,
     facts: &Arc<[u8]>,
+    addr: std::net::IpAddr,
     mut from: R,
     mut to: W,
     mut stop: tokio::sync::watch::Receiver<Option<String>>,
@@ -106,6 +117,8 @@ async fn one_way<R, W>(
     R: Stream<Item = Result<Message, WsError>> + Unpin,
     W: Sink<Message, Error = WsError> + Unpin,
 {
+    // Room for what the WebSockets of this way keep (see the module doc).
+    let mut buffers = conn.hold(addr);
     let side = match dir {
         Direction::ClientToAgent => "client",
         _ => "upstream",
@@ -125,7 +138,12 @@ async fn one_way<R, W>(
         };
         match message {
             Message::Text(text) => {
-                conn.record(dir, text.as_bytes(), facts).await;
+                let len = text.len();
+                let more = len.saturating_sub(buffers.bytes());
+                let mut held = conn.hold(addr);
+                std::future::poll_fn(|cx| held.poll_grow(cx, len + more)).await;
+                buffers.absorb(held.split(more));
+                conn.record(dir, Recorded { raw: text.clone().into(), held }, facts).await;
                 if to.send(Message::Text(text)).await.is_err() {
                     break None;
                 }

@@ -11,6 +11,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 mod faults;
+mod memory;
 mod tls;
 mod viewer;
 
