@@ -10,12 +10,14 @@
 //! - [`tracegen`]: the answering agent and the large traces; [`server`],
 //!   [`webdriver`], [`viewer`], [`export`] and [`check`] measure on them;
 //!   [`trace_section`] reports sections 4–7; [`show`] records traces of
-//!   concurrent sessions and is section 8.
+//!   concurrent sessions and is section 8; [`http_memory`] is section 9,
+//!   `acp-tee http-proxy`'s memory under large messages both ways.
 //! - [`procs`]: `wait4`, `VmHWM` sampling; [`stats`]: medians, percentiles;
 //!   [`report`]: tables and the machine description.
 
 mod check;
 mod export;
+mod http_memory;
 mod procs;
 mod relay;
 mod relays_section;
@@ -34,7 +36,7 @@ use report::Report;
 use std::path::PathBuf;
 
 /// The sections, in the order they run.
-const SECTIONS: [&str; 8] = ["throughput", "rtt", "ingest", "server", "viewer", "export", "check", "show"];
+const SECTIONS: [&str; 9] = ["throughput", "rtt", "ingest", "server", "viewer", "export", "check", "show", "http"];
 
 /// What to run, and where.
 #[derive(Debug, Clone)]
@@ -73,7 +75,7 @@ in one run and writes a Markdown report. A lost message or frame fails the run (
   --strict         also exit 1 when a target does not hold";
 
 fn usage() -> &'static str {
-    "usage: acp-tee-bench [--quick] [--only throughput,rtt,ingest,server,viewer,export,check,show] [--reps N] \
+    "usage: acp-tee-bench [--quick] [--only throughput,rtt,ingest,server,viewer,export,check,show,http] [--reps N] \
      [--out FILE] [--acp-tee PATH] [--dist DIR] [--work DIR] [--strict]"
 }
 
@@ -207,6 +209,10 @@ fn run_sections(cfg: &Config, report: &mut Report) -> Result<()> {
     if on("show") {
         let r = show::section(cfg, report);
         attempt(report, "show", r);
+    }
+    if on("http") {
+        let r = http_memory::section(cfg, report);
+        attempt(report, "http", r);
     }
     if !errors.is_empty() {
         bail!("sections failed: {}", errors.join(", "));

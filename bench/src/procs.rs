@@ -49,6 +49,14 @@ pub fn vm_hwm(pid: u32) -> Option<u64> {
     Some(kib * 1024)
 }
 
+/// `VmRSS` (resident set now) of `pid` in bytes, while it is alive.
+pub fn vm_rss(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
 /// The short command name of `pid`.
 fn comm(pid: u32) -> Option<String> {
     Some(std::fs::read_to_string(format!("/proc/{pid}/comm")).ok()?.trim().to_owned())
@@ -102,7 +110,7 @@ pub fn cpu_by_role(root: u32) -> BTreeMap<String, f64> {
 /// Calls `each` with every process of the tree under `root` and its role:
 /// `relay` for the root, `recorder` for an `acp-tee __recorder`, else its
 /// command name.
-fn each_in_tree(root: u32, mut each: impl FnMut(u32, String)) {
+pub fn each_in_tree(root: u32, mut each: impl FnMut(u32, String)) {
     let mut stack = vec![(root, true)];
     while let Some((pid, is_root)) = stack.pop() {
         let role = if is_root {
