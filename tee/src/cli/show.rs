@@ -42,7 +42,7 @@ to its last frame once it ended).
 
 Texts are masked like exports (--no-redact shows them as stored) and cut to
 16,384 characters each; the rest is counted. --format json writes one
-document (its shape is in the README).";
+document (its shape is in docs/sessions.md).";
 
 #[derive(Debug, Args)]
 pub struct ShowArgs {

@@ -136,7 +136,7 @@ pub fn app(state: AppState) -> Router {
 /// Any path under `/api` that is not a route: a JSON 404, never the app.
 async fn api_not_found() -> AppError {
     AppError::NotFound(
-        "no such API route; the routes are listed in the README (`GET /api/traces` lists the traces)".into(),
+        "no such API route; the routes are listed in docs/viewer.md (`GET /api/traces` lists the traces)".into(),
     )
 }
 
