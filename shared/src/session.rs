@@ -98,7 +98,8 @@ pub struct SessionSummary {
     pub last_t_ns: i64,
     /// Prompt turns.
     pub turns: u64,
-    /// Tool calls.
+    /// Tool calls: distinct `toolCallId`s, announced by a `tool_call` or only
+    /// updated (`tool_call_update` with no `tool_call` before it).
     pub tool_calls: u64,
     /// Permission requests, and how long the client took over them in all.
     pub permission_requests: u64,

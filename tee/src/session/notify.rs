@@ -128,6 +128,18 @@ impl Model {
                 }
                 None => s.summary.tool_calls += 1,
             },
+            // An update for a call no `tool_call` announced (yet) still
+            // tells of a tool call: the turn lists it (set apart), the OTLP
+            // mapper gives it a span, so it counts, once, here too.
+            "tool_call_update" => {
+                if let Some(h) = update.tool_call_id.as_deref().map(tool_call_hash) {
+                    if !s.tool_call_ids.contains(&h) && room_for_tool_call_ids {
+                        s.tool_call_ids.insert(h);
+                        tool_call_id_kept = true;
+                        s.summary.tool_calls += 1;
+                    }
+                }
+            }
             "plan" => {
                 let entries = update.entries.unwrap_or_default();
                 let plan = s.plan.get_or_insert_with(Plan::default);
@@ -189,7 +201,6 @@ impl Model {
             "agent_message_chunk"
             | "agent_thought_chunk"
             | "user_message_chunk"
-            | "tool_call_update"
             | "agent_message"
             | "agent_thought"
             | "user_message"
