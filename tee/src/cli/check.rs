@@ -2,11 +2,11 @@
 //! or a trace file, printed for people or as JSON, with an exit status for CI.
 
 use super::args::StoreArg;
-use super::list::printable;
 use crate::check::{check_trace, CheckOptions, DEFAULT_MAX_LINE_BYTES};
 use crate::export::{self, TraceSelection};
 use crate::import::{ImportFormat, ImportOptions};
 use crate::store::Store;
+use crate::text::printable;
 use acp_tee_shared::check::{Severity, TraceFindings};
 use clap::{Args, ValueEnum};
 use std::io::Write;

@@ -10,7 +10,6 @@ mod replay;
 mod show;
 
 pub use args::{with_default_subcommand, Cli};
-pub use list::printable;
 
 use crate::export::{self, ExportOptions, TraceSelection};
 use crate::redact::Redactor;
@@ -172,7 +171,7 @@ fn recorder_otlp(a: &args::RecorderArgs) -> Option<crate::otlp::LiveOptions> {
 fn export_command(a: ExportArgs) -> anyhow::Result<i32> {
     let store = a.store.open_reader()?;
     let format = a.format;
-    let redactor = if a.no_redact { Redactor::without_defaults(Vec::new()) } else { Redactor::new(a.redact) };
+    let redactor = crate::read::mask::policy(!a.no_redact, a.redact);
     for trace in export::selected_traces(&store, a.trace)? {
         settle(&store, trace.id, !a.no_wait, "the export holds")?;
     }

@@ -9,11 +9,11 @@
 //! frames, and memory stays bounded however long the trace.
 
 use super::args::StoreArg;
-use super::list::printable;
 use crate::export::TraceSelection;
 use crate::redact::Redactor;
 use crate::session::{now_t_ns, Model, Step, HELD_MAX_BYTES};
 use crate::store::Store;
+use crate::text::printable;
 use acp_tee_shared::api::TraceSummary;
 use acp_tee_shared::session::{OpenRequest, SessionSummary, ShowSession, Text, TraceSessions, Turn};
 use anyhow::Context;
@@ -76,7 +76,7 @@ pub fn show_command(a: ShowArgs) -> anyhow::Result<i32> {
     };
     super::settle(&store, id, !a.no_wait, "show tells of")?;
     let trace = store.trace_summary(id)?;
-    let redactor = crate::server::redactor(!a.no_redact);
+    let redactor = crate::read::mask::redactor(!a.no_redact);
     let redact = (!redactor.is_noop()).then_some(&redactor);
     let mut model = Model::default();
     model.catch_up(&store, id, redact)?;

@@ -1,6 +1,6 @@
 //! `acp-tee mcp`: a Model Context Protocol server on stdio (the official
-//! Rust SDK, `rmcp`) that lets a model read the trace store. Read-only: it
-//! holds one [`Reader`]. Its tools list traces, describe a trace's sessions
+//! Rust SDK, `rmcp`) that lets a model read the trace store. Read-only: a front
+//! end of the read service (`crate::read`), as `serve` is. Its tools list traces, describe a trace's sessions
 //! (turns, tool calls, open requests, notes), search frames, get a frame
 //! with its pair, give per-method stats and compare two traces.
 //!
@@ -18,10 +18,10 @@ pub use answer::MAX_ANSWER_BYTES;
 use answer::{Fit, FRAME_DEFAULT_BYTES, FRAME_MAX_BYTES};
 pub use input::MAX_REQUEST_BYTES;
 
+use crate::read::mask;
+use crate::read::Models;
+use crate::read::{Db, QUERY_TIME_LIMIT};
 use crate::redact::Redactor;
-use crate::server::mask;
-use crate::server::sessions::Models;
-use crate::server::QUERY_TIME_LIMIT;
 use crate::session::{now_t_ns, Want};
 use crate::store::api::SearchCounts;
 use crate::store::{Reader, Store, StoreError};
@@ -35,7 +35,6 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use tokio::sync::Mutex;
 
 /// Traces per `list_traces` page: default and most.
 pub const TRACES_PAGE: (i64, i64) = (20, 100);
@@ -249,14 +248,15 @@ pub struct CompareTraces {
     pub b: i64,
 }
 
-/// The MCP server: the store's reader, the session models and search
-/// counts it keeps, the redaction of what it returns. rmcp runs each
-/// request as a task of its own; they wait for the reader here, as
-/// futures, so however many a client sends at once, one blocking thread
-/// runs queries.
+/// The MCP server: a front end of the read service (`crate::read`): its
+/// query pool, the session models and search counts it keeps, the
+/// redaction of what it returns. rmcp runs each request as a task of its
+/// own; they wait for a slot of the pool as futures, so however many a
+/// client sends at once, at most the pool's few blocking threads run
+/// queries.
 #[derive(Clone)]
 pub struct TraceTools {
-    reader: Arc<Mutex<Reader>>,
+    db: Db,
     models: Models,
     search_counts: SearchCounts,
     redactor: Redactor,
@@ -285,14 +285,14 @@ impl TraceTools {
     /// `redact` is false.
     pub fn new(reader: Reader, redact: bool) -> TraceTools {
         TraceTools {
-            reader: Arc::new(Mutex::new(reader)),
+            db: Db::from_reader(reader),
             models: Models::default(),
             search_counts: SearchCounts::default(),
             redactor: mask::redactor(redact),
         }
     }
 
-    /// Runs `work` on the reader on a blocking thread under
+    /// Runs `work` on a connection of the pool on a blocking thread under
     /// [`QUERY_TIME_LIMIT`], and sizes its answer as `fit` says (see
     /// [`answer::finish`]).
     async fn query(
@@ -301,17 +301,12 @@ impl TraceTools {
         fit: Fit,
         work: impl FnOnce(&Cx<'_>) -> Result<Value, ToolError> + Send + 'static,
     ) -> Result<String, String> {
-        let (reader, r, models) = (self.reader.clone(), self.redactor.clone(), self.models.clone());
+        let (r, models) = (self.redactor.clone(), self.models.clone());
         let search_counts = self.search_counts.clone();
-        let store = reader.lock_owned().await;
-        let answer = tokio::task::spawn_blocking(move || {
-            store.interrupt_after(Some(QUERY_TIME_LIMIT));
-            let answer = work(&Cx { store: &store, r: &r, models: &models, search_counts: &search_counts });
-            store.interrupt_after(None);
-            answer
-        })
-        .await
-        .map_err(|e| format!("the query failed: {e}"))?;
+        let answer = self
+            .db
+            .run_any(move |store| work(&Cx { store, r: &r, models: &models, search_counts: &search_counts }))
+            .await;
         answer.map_err(|e| answer::error_text(e.text(tool))).and_then(|v| answer::finish(v, fit))
     }
 }
@@ -536,10 +531,7 @@ fn search(cx: &Cx<'_>, a: SearchFrames) -> Result<Value, ToolError> {
         min_latency_ms: a.min_latency_ms,
         q: a.q,
     };
-    crate::server::validate(&q).map_err(|e| match e {
-        crate::server::AppError::BadRequest(m) => ToolError::Bad(m),
-        other => ToolError::Bad(format!("{other:?}")),
-    })?;
+    crate::read::query::validate(&q).map_err(ToolError::Bad)?;
     // Searched and sized as the page shows the frames: masked.
     let mut page = cx.store.seen_by(cx.r).run(|| cx.store.frame_page_counted(id, &q, cx.search_counts))?;
     page.frames.iter_mut().for_each(|f| mask::summary(cx.r, f));

@@ -1,61 +1,21 @@
 //! `/api/traces/{id}/sessions` and `/sessions/{sid}`: the session model of
 //! a trace (`crate::session`).
 //!
-//! The server keeps the whole-trace fold of the last [`MODELS_KEPT`] traces
-//! asked about and feeds it only the frames stored since, so asking again
-//! about a live trace costs its new frames. Pages of turns re-read only
-//! their own frames.
+//! The server keeps the whole-trace fold of the last
+//! [`crate::read::folds::MODELS_KEPT`] traces asked about ([`Models`]) and feeds it
+//! only the frames stored since, so asking again about a live trace costs
+//! its new frames. Pages of turns re-read only their own frames.
 
 use super::error::AppError;
 use super::routes::{path, query};
 use super::AppState;
-use crate::session::{now_t_ns, Model};
+use crate::read::Models;
+use crate::session::now_t_ns;
 use crate::store::{Store, StoreError};
 use acp_tee_shared::session::{SessionDetail, TraceSessions, TurnQuery, TURNS_DEFAULT_LIMIT, TURNS_MAX_LIMIT};
 use axum::extract::rejection::{PathRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
 use axum::Json;
-use std::sync::{Arc, Mutex};
-
-/// Traces whose session models the server keeps between requests.
-pub const MODELS_KEPT: usize = 4;
-
-/// A trace's id and its model, shared with the requests using it.
-type Kept = (i64, Arc<Mutex<Model>>);
-
-/// The models kept, most recently used last.
-#[derive(Clone, Default)]
-pub struct Models(Arc<Mutex<Vec<Kept>>>);
-
-impl Models {
-    /// Runs `read` on trace `id`'s model, brought up to date with what
-    /// `store` holds.
-    pub(crate) fn with_current<T>(
-        &self,
-        store: &Store,
-        id: i64,
-        redactor: &crate::redact::Redactor,
-        read: impl FnOnce(&Model) -> Result<T, StoreError>,
-    ) -> Result<T, StoreError> {
-        let model = {
-            let mut kept = self.0.lock().unwrap_or_else(|e| e.into_inner());
-            let model = match kept.iter().position(|(t, _)| *t == id) {
-                Some(i) => kept.remove(i).1,
-                None => Arc::default(),
-            };
-            kept.push((id, model.clone()));
-            if kept.len() > MODELS_KEPT {
-                kept.remove(0);
-            }
-            model
-        };
-        // One request at a time brings a trace's model up to date; the
-        // others wait for it here rather than each reading the trace.
-        let mut model = model.lock().unwrap_or_else(|e| e.into_inner());
-        model.catch_up(store, id, (!redactor.is_noop()).then_some(redactor))?;
-        read(&model)
-    }
-}
 
 /// Starts bringing trace `id`'s model up to date in the background when a
 /// scan slot is free: the server does it when it serves the page of a
@@ -94,14 +54,6 @@ pub async fn warm_on_page(
         }
     }
     next.run(req).await
-}
-
-impl Models {
-    /// Whether trace `id`'s model is kept (built or being built).
-    #[cfg(test)]
-    pub(crate) fn holds(&self, id: i64) -> bool {
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).iter().any(|(t, _)| *t == id)
-    }
 }
 
 /// Trace `id`'s sessions, its model brought up to date first.

@@ -1,10 +1,11 @@
-//! Store connections for async handlers: a small pool, queries run on
-//! tokio's blocking threads, scans and exports kept from crowding out the rest.
+//! Store connections for async readers (`serve`'s handlers, `mcp`'s tools):
+//! a small pool, queries run on tokio's blocking threads, scans and exports
+//! kept from crowding out the rest.
 //!
 //! Every connection here is a [`Reader`] (`PRAGMA query_only=1`): the HTTP
-//! API cannot write the store, even by mistake. The one writer the server
-//! runs, the background search indexer, opens its own connection
-//! (`live.rs`, [`super::live::index_behind_recorders`]).
+//! API and the MCP tools cannot write the store, even by mistake. The one
+//! writer the server runs, the background search indexer, opens its own
+//! connection (`server/live.rs`, `index_behind_recorders`).
 
 use crate::store::{Reader, Store, StoreError};
 use std::path::{Path, PathBuf};
@@ -52,6 +53,12 @@ impl Db {
         Ok(Db::around(path, first))
     }
 
+    /// The pool of the store `first` reads, `first` its first connection.
+    pub fn from_reader(first: Reader) -> Db {
+        let path = first.path().to_owned();
+        Db::around(&path, first)
+    }
+
     fn around(path: &Path, first: Reader) -> Db {
         Db {
             path: path.to_owned(),
@@ -97,6 +104,15 @@ impl Db {
         &self,
         query: impl FnOnce(&Store) -> Result<T, StoreError> + Send + 'static,
     ) -> Result<T, StoreError> {
+        self.run_any(query).await
+    }
+
+    /// [`Db::run`] for a query whose error is any that a store error
+    /// converts into (the MCP tools' errors).
+    pub async fn run_any<T: Send + 'static, E: From<StoreError> + Send + 'static>(
+        &self,
+        query: impl FnOnce(&Store) -> Result<T, E> + Send + 'static,
+    ) -> Result<T, E> {
         let _slot = self.queries.acquire().await.expect("the semaphore is never closed");
         self.on_blocking_thread(Some(self.time_limit), query).await
     }
@@ -125,11 +141,11 @@ impl Db {
         self.on_blocking_thread(None, export).await
     }
 
-    async fn on_blocking_thread<T: Send + 'static>(
+    async fn on_blocking_thread<T: Send + 'static, E: From<StoreError> + Send + 'static>(
         &self,
         limit: Option<Duration>,
-        work: impl FnOnce(&Store) -> Result<T, StoreError> + Send + 'static,
-    ) -> Result<T, StoreError> {
+        work: impl FnOnce(&Store) -> Result<T, E> + Send + 'static,
+    ) -> Result<T, E> {
         let db = self.clone();
         tokio::task::spawn_blocking(move || {
             let store = db.take()?;
