@@ -11,11 +11,13 @@
 //! tool error (`isError: true`) that says what to change.
 
 mod answer;
+mod args;
 mod compare;
 mod input;
 
 pub use answer::MAX_ANSWER_BYTES;
 use answer::{Fit, FRAME_DEFAULT_BYTES, FRAME_MAX_BYTES};
+pub use args::*;
 pub use input::MAX_REQUEST_BYTES;
 
 use crate::read::mask;
@@ -31,7 +33,6 @@ use rmcp::model::JsonObject;
 use rmcp::model::{Implementation, ServerCapabilities, ServerInfo};
 use rmcp::schemars::JsonSchema;
 use rmcp::{tool, tool_handler, tool_router, ServerHandler, ServiceExt};
-use serde::Deserialize;
 use serde_json::{json, Value};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -156,96 +157,6 @@ fn settled(store: &Store, id: i64) -> Result<acp_tee_shared::api::TraceSummary, 
         )));
     }
     Ok(s)
-}
-
-/// Arguments of `list_traces`.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[schemars(crate = "rmcp::schemars")]
-pub struct ListTraces {
-    /// Skip this many traces (newest first).
-    pub offset: Option<i64>,
-    /// At most this many traces (1..=100, default 20).
-    pub limit: Option<i64>,
-}
-
-/// Arguments of `describe_trace`.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[schemars(crate = "rmcp::schemars")]
-pub struct DescribeTrace {
-    /// The trace (an id from list_traces).
-    pub trace_id: i64,
-    /// Only this ACP session.
-    pub session_id: Option<String>,
-    /// Skip this many sessions.
-    pub offset: Option<i64>,
-    /// At most this many sessions (1..=100, default 10).
-    pub limit: Option<i64>,
-    /// Skip this many turns in each session shown.
-    pub turns_offset: Option<i64>,
-    /// At most this many turns of each session (0..=50, default 3).
-    pub turns_limit: Option<i64>,
-}
-
-/// Arguments of `search_frames`.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[schemars(crate = "rmcp::schemars")]
-pub struct SearchFrames {
-    /// The trace (an id from list_traces).
-    pub trace_id: i64,
-    /// Words that must all occur in the frame, as whole words, without case.
-    pub q: Option<String>,
-    /// Only this JSON-RPC method (responses carry their request's).
-    pub method: Option<String>,
-    /// Only this kind: request, response, notification, batch, invalid, stderr.
-    pub kind: Option<String>,
-    /// Only this direction: client_to_agent, agent_to_client, stderr.
-    pub dir: Option<String>,
-    /// Only this ACP session.
-    pub session_id: Option<String>,
-    /// Only error responses.
-    pub errors: Option<bool>,
-    /// Only responses slower than this many milliseconds.
-    pub min_latency_ms: Option<f64>,
-    /// Only frames after this seq.
-    pub after: Option<i64>,
-    /// Skip this many matching frames.
-    pub offset: Option<i64>,
-    /// At most this many frames (1..=100, default 20).
-    pub limit: Option<i64>,
-}
-
-/// Arguments of `get_frame`.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[schemars(crate = "rmcp::schemars")]
-pub struct GetFrame {
-    /// The trace (an id from list_traces).
-    pub trace_id: i64,
-    /// The frame's seq (from search_frames or describe_trace).
-    pub seq: i64,
-    /// The first byte of the frame's text to return (default 0); a cut answer's next_offset.
-    pub offset: Option<i64>,
-    /// Bytes of the frame's text to return (1..=32768, default 4096).
-    pub max_bytes: Option<i64>,
-}
-
-/// Arguments of `method_stats`.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[schemars(crate = "rmcp::schemars")]
-pub struct MethodStatsArgs {
-    /// The trace (an id from list_traces).
-    pub trace_id: i64,
-    /// At most this many methods, most frequent first (1..=200, default 50).
-    pub limit: Option<i64>,
-}
-
-/// Arguments of `compare_traces`.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[schemars(crate = "rmcp::schemars")]
-pub struct CompareTraces {
-    /// The first trace (the baseline).
-    pub a: i64,
-    /// The second trace; deltas are b minus a.
-    pub b: i64,
 }
 
 /// The MCP server: a front end of the read service (`crate::read`): its
