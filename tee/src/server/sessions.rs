@@ -149,10 +149,18 @@ pub async fn session(
                 let Some(summary) = view.sessions.into_iter().find(|x| x.session_id == sid) else { return Ok(None) };
                 let redact = (!r.is_noop()).then_some(&r);
                 let Some(turns) = model.turns_of(s, id, &sid, offset, limit, redact)? else { return Ok(None) };
-                let (plan, commands, changes) = model.extras(&sid);
-                let open_requests =
-                    view.open_requests.into_iter().filter(|o| o.session_id.as_deref() == Some(sid.as_str())).collect();
-                Ok(Some(SessionDetail { summary, turns, offset, open_requests, plan, commands, changes }))
+                let x = model.extras(&sid);
+                let open_requests = model.open_requests_of(&sid, now_t_ns(&trace));
+                Ok(Some(SessionDetail {
+                    summary,
+                    turns,
+                    offset,
+                    open_requests,
+                    plan: x.plan,
+                    commands: x.commands,
+                    changes: x.changes,
+                    left_out: x.left_out,
+                }))
             })
         })
         .await?;
