@@ -507,7 +507,12 @@ fn what_the_model_shows_is_masked_as_served_frames_are() {
         (A2C, 1, update(r#"{"sessionUpdate":"session_info_update","title":"https://h/y?api_key=abc2"}"#)),
         (A2C, 2, update(r#"{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"at https://h/z?access_token=abc3"}}"#)),
         (A2C, 3, update(r#"{"sessionUpdate":"plan","entries":[{"content":"open https://h/p?token=abc4","status":"pending"}]}"#)),
-        (A2C, 4, r#"{"jsonrpc":"2.0","id":1,"result":{"stopReason":"end_turn"}}"#.to_owned()),
+        // URLs spelled with escapes, and a chunk with nothing to mask (read
+        // unmasked) next to them.
+        (A2C, 4, update(r#"{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":" and https:\/\/h/e?token=abc5"}}"#)),
+        (A2C, 4, update(r#"{"sessionUpdate":"agent_thought_chunk","content":{"type":"text","text":"h\u0074tps://h/u?key=abc6"}}"#)),
+        (A2C, 4, update(r#"{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":" done\n"},"apiKey":"x"}"#)),
+        (A2C, 5, r#"{"jsonrpc":"2.0","id":1,"result":{"stopReason":"end_turn"}}"#.to_owned()),
     ];
     let store = trace(&as_refs(&lines));
     let redactor = crate::redact::Redactor::new(Vec::new());
@@ -517,10 +522,15 @@ fn what_the_model_shows_is_masked_as_served_frames_are() {
     let plan = m.extras("s1").plan;
     let turn = &m.turns_of(&store, 1, "s1", 0, 1, Some(&redactor)).unwrap().unwrap()[0];
     let shown = format!("{view:?} {plan:?} {turn:?}");
-    for secret in ["abc1", "abc2", "abc3", "abc4"] {
+    for secret in ["abc1", "abc2", "abc3", "abc4", "abc5", "abc6"] {
         assert!(!shown.contains(secret), "{secret} shown: {shown}");
     }
     assert!(turn.message.text.starts_with("at https://h/z?access_token="), "{}", turn.message.text);
+    assert!(turn.message.text.ends_with("token=[REDACTED] done\n"), "{}", turn.message.text);
+    assert_eq!(turn.thought.text, "https://h/u?key=[REDACTED]");
+    // And so in the pass that builds every session's turns with the model.
+    let built = Model::default().catch_up_building(&store, 1, Some(&redactor), None, u64::MAX).unwrap();
+    assert_eq!(built.turns[0].as_ref().map(|t| &t[0]), Some(turn));
     // Without masking, all of it is there.
     let plain = model_of(&store);
     let turn = &plain.turns_of(&store, 1, "s1", 0, 1, None).unwrap().unwrap()[0];

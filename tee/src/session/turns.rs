@@ -65,6 +65,14 @@ pub fn token_usage(u: super::wire::Usage) -> TokenUsage {
     }
 }
 
+/// True for a streamed chunk, most of a trace, that masking would not
+/// change what is read of: its text, block kind and message id are under
+/// members no default rule masks, and no string in it can hold a URL.
+fn plain_chunk(f: &FrameRef<'_>, redact: Option<&crate::redact::Redactor>) -> bool {
+    redact.is_some_and(|r| r.masks_only_members(f.raw))
+        && wire::plain_update_kind(f.raw).is_some_and(|k| wire::COUNTED_KINDS.contains(&k))
+}
+
 impl Builder {
     /// A builder of turns `first_index..first_index + want` of a session.
     pub(super) fn new(first_index: u64, want: usize, v2: bool) -> Builder {
@@ -88,7 +96,7 @@ impl Builder {
             FrameKind::Request => {
                 f.method == Some("session/prompt") || (f.dir == Direction::AgentToClient && self.current().is_some())
             }
-            FrameKind::Notification => f.method == Some("session/update"),
+            FrameKind::Notification => f.method == Some("session/update") && !plain_chunk(f, redact),
             FrameKind::Response | FrameKind::Error => f.reply_to_seq.is_some_and(|r| self.pending.contains_key(&r)),
             _ => false,
         };
