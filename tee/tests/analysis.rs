@@ -121,6 +121,19 @@ fn show_says_which_sessions_it_left_out_and_finds_any_of_them() {
         Command::new(bin()).arg("show").arg("--db").arg(&store.db).args(["--session", "s12000"]).output().unwrap();
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("has no session s12000"));
+
+    // The server's sessions say so too, and its page of a session left out
+    // does not say the session does not exist.
+    let served = common::Served::start(&store.db, &[]);
+    let overview: serde_json::Value = served.get("/api/traces/1/sessions");
+    assert_eq!(
+        (overview["sessions_left_out"].as_u64(), overview["frames_left_out"].as_u64()),
+        (Some(2000), Some(4000))
+    );
+    let err = ureq::get(&format!("{}/api/traces/1/sessions/s11000", served.url)).call().unwrap_err();
+    let ureq::Error::Status(404, resp) = err else { panic!("{err}") };
+    let body = resp.into_string().unwrap();
+    assert!(body.contains("among the first 10000 it keeps; 2000 sessions past them are left out"), "{body}");
 }
 
 /// A turn with more tool calls and client calls than it lists (1,000 of

@@ -462,8 +462,12 @@ fn describe(cx: &Cx<'_>, a: DescribeTrace) -> Result<Value, ToolError> {
         let mut view = model.sessions(now);
         if let Some(sid) = &a.session_id {
             if !view.sessions.iter().any(|s| &s.session_id == sid) {
+                let missing = crate::server::sessions::past_the_bound(
+                    format!("trace {id} has no session {sid}"),
+                    view.sessions_left_out,
+                );
                 return Ok(Err(ToolError::Bad(format!(
-                    "trace {id} has no session {sid}; describe_trace without session_id lists its sessions"
+                    "{missing}; describe_trace without session_id lists its sessions"
                 ))));
             }
             view.sessions.retain(|s| &s.session_id == sid);
