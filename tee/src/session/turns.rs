@@ -186,41 +186,51 @@ impl Builder {
         }
         let Some(turn) = self.current() else { return };
         if method == "session/request_permission" {
-            let fields = params.tool_call.unwrap_or_default();
-            let Some(tool) = self.tool(turn, fields.tool_call_id.as_deref().unwrap_or(""), f, false) else { return };
-            let call = &mut self.turns[turn].tool_calls[tool];
-            if fields.title.is_some() && call.title.is_none() {
-                call.title = fields.title.as_deref().map(|t| cut(t, SHORT_MAX));
-            }
-            if call.permissions.len() >= PER_TOOL_MAX {
-                call.permissions_left_out += 1;
-                return;
-            }
-            let options_left_out = params.options.as_ref().map_or(0, |o| o.len().saturating_sub(PER_TOOL_MAX)) as u64;
-            let options = params
-                .options
-                .iter()
-                .flatten()
-                .take(PER_TOOL_MAX)
-                .map(|o| {
-                    let id = cut(o.option_id.as_deref().unwrap_or("?"), SHORT_MAX);
-                    match &o.kind {
-                        Some(k) => format!("{id}: {}", cut(k, 64)),
-                        None => id,
-                    }
-                })
-                .collect();
-            call.permissions.push(Permission {
-                request_seq: f.seq,
-                t_ns: f.t_ns,
-                options,
-                options_left_out,
-                ..Permission::default()
-            });
-            let permission = call.permissions.len() - 1;
-            self.pending.insert(f.seq, Awaits::Permission { turn, tool, permission });
+            self.permission(turn, f, params);
+        } else {
+            self.client_call(turn, method, f, params);
+        }
+    }
+
+    /// A permission request in turn `turn`, added to the tool call it names.
+    fn permission(&mut self, turn: usize, f: &FrameRef<'_>, params: SessionParams<'_>) {
+        let fields = params.tool_call.unwrap_or_default();
+        let Some(tool) = self.tool(turn, fields.tool_call_id.as_deref().unwrap_or(""), f, false) else { return };
+        let call = &mut self.turns[turn].tool_calls[tool];
+        if fields.title.is_some() && call.title.is_none() {
+            call.title = fields.title.as_deref().map(|t| cut(t, SHORT_MAX));
+        }
+        if call.permissions.len() >= PER_TOOL_MAX {
+            call.permissions_left_out += 1;
             return;
         }
+        let options_left_out = params.options.as_ref().map_or(0, |o| o.len().saturating_sub(PER_TOOL_MAX)) as u64;
+        let options = params
+            .options
+            .iter()
+            .flatten()
+            .take(PER_TOOL_MAX)
+            .map(|o| {
+                let id = cut(o.option_id.as_deref().unwrap_or("?"), SHORT_MAX);
+                match &o.kind {
+                    Some(k) => format!("{id}: {}", cut(k, 64)),
+                    None => id,
+                }
+            })
+            .collect();
+        call.permissions.push(Permission {
+            request_seq: f.seq,
+            t_ns: f.t_ns,
+            options,
+            options_left_out,
+            ..Permission::default()
+        });
+        let permission = call.permissions.len() - 1;
+        self.pending.insert(f.seq, Awaits::Permission { turn, tool, permission });
+    }
+
+    /// A request the agent made of the client in turn `turn`.
+    fn client_call(&mut self, turn: usize, method: &str, f: &FrameRef<'_>, params: SessionParams<'_>) {
         let t = &mut self.turns[turn];
         if t.client_calls.len() >= PER_TURN_MAX {
             t.client_calls_left_out += 1;
