@@ -144,7 +144,7 @@ fn bench(args: &[String]) -> Result<()> {
     let mut report = Report::default();
     report.smoke = cfg.quick;
     report.say(&format!("# acp-tee benchmark results{}\n", if cfg.quick { " (quick smoke run)" } else { "" }));
-    report.say(&report::machine(command.trim()));
+    report.say(&report::machine(command.trim(), &cfg.acp_tee));
     let started = std::time::Instant::now();
     let result = run_sections(&cfg, &mut report);
     report.say(&format!(
