@@ -368,12 +368,17 @@ fn describe(cx: &Cx<'_>, a: DescribeTrace) -> Result<Value, ToolError> {
         let mut view = model.sessions(now);
         if let Some(sid) = &a.session_id {
             if !view.sessions.iter().any(|s| &s.session_id == sid) {
+                let missing = crate::server::sessions::past_the_bound(
+                    format!("trace {id} has no session {sid}"),
+                    view.sessions_left_out,
+                );
                 return Ok(Err(ToolError::Bad(format!(
-                    "trace {id} has no session {sid}; describe_trace without session_id lists its sessions"
+                    "{missing}; describe_trace without session_id lists its sessions"
                 ))));
             }
             view.sessions.retain(|s| &s.session_id == sid);
-            view.open_requests.retain(|o| o.session_id.as_ref() == Some(sid));
+            view.open_requests = model.open_requests_of(sid, now);
+            view.open_requests_total = view.sessions[0].open_requests + view.requests_not_followed;
         }
         let total = view.sessions.len() as i64;
         let page: Vec<_> = view.sessions.iter().skip(offset as usize).take(limit as usize).collect();
@@ -386,16 +391,18 @@ fn describe(cx: &Cx<'_>, a: DescribeTrace) -> Result<Value, ToolError> {
         };
         let mut sessions = Vec::new();
         for (s, turns) in page.into_iter().zip(pages) {
-            let (plan, commands, changes) = model.extras(&s.session_id);
+            let x = model.extras(&s.session_id);
             let shown = turns.len() as u64;
             let mut v = to_value(s);
             v["turns_offset"] = json!(turns_offset);
             v["turns_shown"] = json!(shown);
             v["turns_next_offset"] = json!((turns_offset + shown < s.turns).then_some(turns_offset + shown));
             v["turn_page"] = json!(turns);
-            v["plan"] = to_value(&plan);
-            v["commands"] = to_value(&commands);
-            v["changes"] = to_value(&changes);
+            v["plan"] = to_value(&x.plan);
+            v["commands"] = to_value(&x.commands);
+            v["changes"] = to_value(&x.changes);
+            v["commands_left_out"] = json!(x.left_out.commands_left_out);
+            v["changes_left_out"] = json!(x.left_out.changes_left_out);
             sessions.push(v);
         }
         let next = offset + sessions.len() as i64;
@@ -405,9 +412,17 @@ fn describe(cx: &Cx<'_>, a: DescribeTrace) -> Result<Value, ToolError> {
             "has_more": next < total, "next_offset": (next < total).then_some(next),
         });
         let overview = to_value(&view);
-        for key in
-            ["open_requests", "open_requests_total", "live", "protocol_version", "agent", "client", "frames_left_out"]
-        {
+        for key in [
+            "open_requests",
+            "open_requests_total",
+            "live",
+            "protocol_version",
+            "agent",
+            "client",
+            "frames_left_out",
+            "sessions_left_out",
+            "requests_not_followed",
+        ] {
             v[key] = overview[key].clone();
         }
         Ok(Ok(v))

@@ -12,7 +12,9 @@ use super::AppState;
 use crate::read::Models;
 use crate::session::now_t_ns;
 use crate::store::{Store, StoreError};
-use acp_tee_shared::session::{SessionDetail, TraceSessions, TurnQuery, TURNS_DEFAULT_LIMIT, TURNS_MAX_LIMIT};
+use acp_tee_shared::session::{
+    SessionDetail, TraceSessions, TurnQuery, SESSIONS_MAX, TURNS_DEFAULT_LIMIT, TURNS_MAX_LIMIT,
+};
 use axum::extract::rejection::{PathRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
 use axum::Json;
@@ -92,23 +94,46 @@ pub async fn session(
     let offset = q.offset.unwrap_or(0);
     let (models, r) = (st.sessions.clone(), st.redactor());
     let missing = format!("trace {id} has no session {sid}");
-    let detail = st
+    let detail: Result<SessionDetail, u64> = st
         .db
         .run_scan(move |s| {
             let trace = s.trace_summary(id)?;
             models.with_current(s, id, &r, |model| {
                 let view = model.sessions(now_t_ns(&trace));
-                let Some(summary) = view.sessions.into_iter().find(|x| x.session_id == sid) else { return Ok(None) };
+                let left_out = view.sessions_left_out;
+                let Some(summary) = view.sessions.into_iter().find(|x| x.session_id == sid) else {
+                    return Ok(Err(left_out));
+                };
                 let redact = (!r.is_noop()).then_some(&r);
-                let Some(turns) = model.turns_of(s, id, &sid, offset, limit, redact)? else { return Ok(None) };
-                let (plan, commands, changes) = model.extras(&sid);
-                let open_requests =
-                    view.open_requests.into_iter().filter(|o| o.session_id.as_deref() == Some(sid.as_str())).collect();
-                Ok(Some(SessionDetail { summary, turns, offset, open_requests, plan, commands, changes }))
+                let Some(turns) = model.turns_of(s, id, &sid, offset, limit, redact)? else { return Ok(Err(left_out)) };
+                let x = model.extras(&sid);
+                let open_requests = model.open_requests_of(&sid, now_t_ns(&trace));
+                Ok(Ok(SessionDetail {
+                    summary,
+                    turns,
+                    offset,
+                    open_requests,
+                    plan: x.plan,
+                    commands: x.commands,
+                    changes: x.changes,
+                    left_out: x.left_out,
+                }))
             })
         })
         .await?;
-    detail.map(Json).ok_or(AppError::NotFound(missing))
+    detail.map(Json).map_err(|left_out| AppError::NotFound(past_the_bound(missing, left_out)))
+}
+
+/// `missing` ("trace N has no session S"), saying so of the sessions the
+/// model keeps when it left `left_out` out: S may be one of them.
+pub(crate) fn past_the_bound(missing: String, left_out: u64) -> String {
+    match left_out {
+        0 => missing,
+        n => format!(
+            "{missing} among the first {SESSIONS_MAX} it keeps; {n} sessions past them are left out \
+             (`acp-tee show --session` shows any of them)"
+        ),
+    }
 }
 
 #[cfg(test)]
