@@ -392,8 +392,9 @@ fn many_calls_at_once_all_answer_and_share_the_few_query_threads() {
             _ => assert_eq!((&v["frame"]["seq"], &v["raw"]), (&json!(1), &first["raw"])),
         }
     }
-    // The runtime's thread and the read service's few query threads (at
-    // most its `CONCURRENT_QUERIES`, 8); not one thread per waiting call.
+    // The runtime's thread, the pool's query threads (at most
+    // `MCP_CONCURRENT_QUERIES`, 2) and a few of tokio's; not one thread per
+    // waiting call.
     assert!(most > 0 && most < 16, "acp-tee mcp ran {most} threads at once");
 }
 

@@ -37,6 +37,10 @@ use serde_json::{json, Value};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
+/// Queries the MCP server runs at once: it has one client, which waits for
+/// its answers; more than the cores would only add threads.
+const MCP_CONCURRENT_QUERIES: usize = 2;
+
 /// Traces per `list_traces` page: default and most.
 pub const TRACES_PAGE: (i64, i64) = (20, 100);
 /// Sessions per `describe_trace` page: default and most.
@@ -196,7 +200,7 @@ impl TraceTools {
     /// `redact` is false.
     pub fn new(reader: Reader, redact: bool) -> TraceTools {
         TraceTools {
-            db: Db::from_reader(reader),
+            db: Db::from_reader(reader, MCP_CONCURRENT_QUERIES),
             models: Models::default(),
             search_counts: SearchCounts::default(),
             redactor: mask::redactor(redact),

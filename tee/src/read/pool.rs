@@ -42,6 +42,8 @@ pub struct Db {
     queries: Arc<Semaphore>,
     scans: Arc<Semaphore>,
     exports: Arc<Semaphore>,
+    /// Queries at once at most, and connections kept idle.
+    most: usize,
     time_limit: Duration,
 }
 
@@ -53,18 +55,26 @@ impl Db {
         Ok(Db::around(path, first))
     }
 
-    /// The pool of the store `first` reads, `first` its first connection.
-    pub fn from_reader(first: Reader) -> Db {
+    /// The pool of the store `first` reads, `first` its first connection,
+    /// running at most `queries` queries at once (a front end with one
+    /// client, `mcp`, needs fewer than the server's
+    /// `CONCURRENT_QUERIES`).
+    pub fn from_reader(first: Reader, queries: usize) -> Db {
         let path = first.path().to_owned();
-        Db::around(&path, first)
+        Db::sized(&path, first, queries.clamp(1, CONCURRENT_QUERIES))
     }
 
     fn around(path: &Path, first: Reader) -> Db {
+        Db::sized(path, first, CONCURRENT_QUERIES)
+    }
+
+    fn sized(path: &Path, first: Reader, queries: usize) -> Db {
         Db {
             path: path.to_owned(),
             idle: Arc::new(Mutex::new(vec![first])),
-            queries: Arc::new(Semaphore::new(CONCURRENT_QUERIES)),
-            scans: Arc::new(Semaphore::new(CONCURRENT_SCANS)),
+            queries: Arc::new(Semaphore::new(queries)),
+            scans: Arc::new(Semaphore::new(CONCURRENT_SCANS.min(queries))),
+            most: queries,
             exports: Arc::new(Semaphore::new(MAX_EXPORTS)),
             time_limit: QUERY_TIME_LIMIT,
         }
@@ -87,7 +97,7 @@ impl Db {
 
     fn give_back(&self, store: Reader) {
         let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
-        if idle.len() < CONCURRENT_QUERIES {
+        if idle.len() < self.most {
             idle.push(store);
         }
     }
