@@ -295,16 +295,25 @@ fn took(ns: i64) -> String {
     }
 }
 
+/// `n thing` or `n things`.
+fn counted(n: u64, thing: &str) -> String {
+    if n == 1 {
+        format!("1 {thing}")
+    } else {
+        format!("{n} {thing}s")
+    }
+}
+
 fn session_head(s: &SessionSummary, out: &mut impl Write) -> anyhow::Result<()> {
     let cwd = s.cwd.as_deref().map(|c| format!(", cwd {}", printable(c))).unwrap_or_default();
     let title = s.title.as_deref().map(|t| format!(" \"{}\"", printable(t))).unwrap_or_default();
     writeln!(out, "session {}{title} ({}{cwd})", printable(&s.session_id), s.began)?;
-    let mut facts = vec![
-        format!("{} turns", s.turns),
-        format!("{} tool calls", s.tool_calls),
-        format!("{} permission requests (waited {})", s.permission_requests, took(s.permission_wait_ns)),
-        format!("{} updates", s.updates),
-    ];
+    let permissions = match s.permission_requests {
+        0 => counted(0, "permission request"),
+        n => format!("{} (waited {})", counted(n, "permission request"), took(s.permission_wait_ns)),
+    };
+    let mut facts =
+        vec![counted(s.turns, "turn"), counted(s.tool_calls, "tool call"), permissions, counted(s.updates, "update")];
     if s.replayed_updates > 0 {
         facts.push(format!("{} replayed", s.replayed_updates));
     }

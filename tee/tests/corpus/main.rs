@@ -268,3 +268,28 @@ fn every_consumer_counts_the_same_turns_tool_calls_and_permissions() {
     });
     insta::assert_snapshot!("counts", table.into_inner().unwrap());
 }
+
+/// A reader that stops reading (`acp-tee show | head`) ends `show`,
+/// `export` and `list` quietly with 0, as other Unix tools end, instead of an
+/// error about a broken pipe.
+#[test]
+fn a_reader_that_went_away_ends_readers_quietly() {
+    let c = Imported::new(&corpus()[0]);
+    for args in [&["show", "--trace", "1"][..], &["export", "--trace", "1", "-o", "-"], &["list"]] {
+        let mut child = Command::new(bin())
+            .args(args)
+            .args(["--db", "t.db"])
+            .current_dir(c.dir.path())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // The read end closed before anything is written: every write fails
+        // with EPIPE.
+        drop(child.stdout.take());
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {stderr}");
+        assert!(!stderr.contains("Broken pipe"), "{args:?}: {stderr}");
+    }
+}
