@@ -43,7 +43,7 @@ const SECTIONS: [&str; 9] = ["throughput", "rtt", "ingest", "server", "viewer", 
 pub struct Config {
     /// A smoke run of a few seconds: small counts, one repetition.
     pub quick: bool,
-    /// Repetitions of each relay measurement.
+    /// Repetitions of each relay measurement, and of `show` and `check`.
     pub reps: usize,
     /// The acp-tee binary under test.
     pub acp_tee: PathBuf,
@@ -66,8 +66,9 @@ in one run and writes a Markdown report. A lost message or frame fails the run (
   --quick          smoke run (~20 s): small counts, one repetition; checks that
                    nothing is lost but judges no target
   --only SECTIONS  run only these sections, comma-separated
-  --reps N         repetitions of the relay sections (default 3, 1 with --quick);
-                   the round trips run 4 × N shorter ones
+  --reps N         repetitions of the relay sections and of show/check
+                   (default 3, 1 with --quick); the round trips run 4 × N
+                   shorter ones
   --out FILE       where the report goes (default target/bench-report.md)
   --acp-tee PATH   the binary measured (default target/release/acp-tee)
   --dist DIR       the built viewer (default dist/)
@@ -145,7 +146,7 @@ fn bench(args: &[String]) -> Result<()> {
     let mut report = Report::default();
     report.smoke = cfg.quick;
     report.say(&format!("# acp-tee benchmark results{}\n", if cfg.quick { " (quick smoke run)" } else { "" }));
-    report.say(&report::machine(command.trim()));
+    report.say(&report::machine(command.trim(), &cfg.acp_tee));
     let started = std::time::Instant::now();
     let result = run_sections(&cfg, &mut report);
     report.say(&format!(

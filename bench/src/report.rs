@@ -101,7 +101,7 @@ pub fn loadavg() -> String {
 }
 
 /// A Markdown list describing this machine and run.
-pub fn machine(command: &str) -> String {
+pub fn machine(command: &str, acp_tee: &std::path::Path) -> String {
     let cpuinfo = read("/proc/cpuinfo");
     let cpu = cpuinfo
         .lines()
@@ -119,9 +119,12 @@ pub fn machine(command: &str) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "- date: {}", run("date", &["-u", "+%Y-%m-%d %H:%M UTC"]));
     let _ = writeln!(s, "- command: `{command}`");
+    // The binary measured may be another one than this checkout's
+    // (`--acp-tee`): both are named.
     let _ = writeln!(
         s,
-        "- acp-tee: commit {}{}, `target/release/acp-tee`",
+        "- acp-tee: `{}`; this checkout is at commit {}{}",
+        acp_tee.display(),
         run("git", &["rev-parse", "--short", "HEAD"]),
         if dirty { " plus uncommitted changes" } else { "" }
     );

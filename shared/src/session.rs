@@ -47,6 +47,17 @@ pub struct TraceSessions {
     /// the model.
     #[serde(default)]
     pub frames_left_out: u64,
+    /// Sessions beyond the first [`SESSIONS_MAX`], left out of `sessions`
+    /// (a session asked for by its id is kept however late it comes).
+    /// Distinct ids are counted up to [`SESSIONS_LEFT_OUT_COUNTED`]; at
+    /// that figure, there may be more.
+    #[serde(default)]
+    pub sessions_left_out: u64,
+    /// Requests made while [`PENDING_MAX`] others awaited their answers:
+    /// the model did not follow them, so whether and when they were
+    /// answered is unknown. `open_requests_total` counts them as open.
+    #[serde(default)]
+    pub requests_not_followed: u64,
     /// The protocol version `initialize` settled on, when seen.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub protocol_version: Option<i64>,
@@ -61,8 +72,29 @@ pub struct TraceSessions {
 /// Sessions one trace's model keeps at most.
 pub const SESSIONS_MAX: usize = 10_000;
 
+/// Sessions left out (past [`SESSIONS_MAX`]) a model tells apart at most.
+pub const SESSIONS_LEFT_OUT_COUNTED: u64 = 1_000_000;
+
 /// Open requests a model lists at most.
 pub const OPEN_REQUESTS_MAX: usize = 200;
+
+/// Requests awaiting an answer a model follows at most; later ones are
+/// counted in `requests_not_followed` while this many are open.
+pub const PENDING_MAX: usize = 100_000;
+
+/// Tool calls, client calls and messages one turn lists at most.
+pub const PER_TURN_MAX: usize = 1000;
+
+/// Statuses, locations and permission requests one tool call lists at
+/// most, and options one permission request lists.
+pub const PER_TOOL_MAX: usize = 64;
+
+/// Setting changes, plan entries and commands one session lists at most.
+pub const LIST_MAX: usize = 200;
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
 
 /// One ACP session.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -98,7 +130,8 @@ pub struct SessionSummary {
     pub last_t_ns: i64,
     /// Prompt turns.
     pub turns: u64,
-    /// Tool calls.
+    /// Tool calls: distinct `toolCallId`s, announced by a `tool_call` or only
+    /// updated (`tool_call_update` with no `tool_call` before it).
     pub tool_calls: u64,
     /// Permission requests, and how long the client took over them in all.
     pub permission_requests: u64,
@@ -217,9 +250,23 @@ pub struct SessionDetail {
     /// The commands the agent offered last (`available_commands_update`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub commands: Vec<String>,
-    /// Mode and configuration changes, in order (the first `LIST_MAX`).
+    /// Mode and configuration changes, in order (the first [`LIST_MAX`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub changes: Vec<SettingChange>,
+    /// What `commands` and `changes` leave out past their bound.
+    #[serde(flatten)]
+    pub left_out: ListsLeftOut,
+}
+
+/// How much of a session's bounded lists ([`LIST_MAX`]) was left out.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ListsLeftOut {
+    /// Commands of the last `available_commands_update` not listed.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub commands_left_out: u64,
+    /// Setting changes not listed (those after the first [`LIST_MAX`]).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub changes_left_out: u64,
 }
 
 /// Paging of `/api/traces/{id}/sessions/{sid}`.
@@ -287,6 +334,18 @@ pub struct Turn {
     /// `plan` updates in the turn.
     #[serde(default)]
     pub plans: u64,
+    /// Tool calls past the first [`PER_TURN_MAX`], not listed: distinct
+    /// ids, up to [`PENDING_MAX`] of them; past that, each `tool_call`
+    /// for an id not listed.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub tool_calls_left_out: u64,
+    /// Client calls past the first [`PER_TURN_MAX`], not listed.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub client_calls_left_out: u64,
+    /// Messages past the first [`PER_TURN_MAX`], not listed (counted as
+    /// tool calls are).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub messages_left_out: u64,
 }
 
 /// An assembled text.
@@ -376,6 +435,16 @@ pub struct ToolCall {
     /// it (out of order: not a normal step of its statuses).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unannounced_update: Option<i64>,
+    /// Status changes past the first [`PER_TOOL_MAX`], not listed.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub statuses_left_out: u64,
+    /// Paths past the first [`PER_TOOL_MAX`], not listed (counted as tool
+    /// calls are).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub locations_left_out: u64,
+    /// Permission requests past the first [`PER_TOOL_MAX`], not listed.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub permissions_left_out: u64,
 }
 
 /// A tool call's status at one moment.
@@ -410,6 +479,9 @@ pub struct Permission {
     /// The option chosen, when one was.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub option_id: Option<String>,
+    /// Options past the first [`PER_TOOL_MAX`], not listed.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub options_left_out: u64,
 }
 
 /// A request the agent made of the client (`fs/*`, `terminal/*`,
@@ -448,6 +520,9 @@ pub struct Plan {
     pub seq: i64,
     /// How many times the plan was sent.
     pub updates: u64,
+    /// Entries of the last plan past the first [`LIST_MAX`], not listed.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub entries_left_out: u64,
 }
 
 /// One entry of a plan.
@@ -515,6 +590,9 @@ pub struct ShowSession {
     /// Mode and configuration changes, in order.
     #[serde(default)]
     pub changes: Vec<SettingChange>,
+    /// What `commands` and `changes` leave out past their bound.
+    #[serde(flatten)]
+    pub left_out: ListsLeftOut,
     /// Every turn, in order.
     pub turns: Vec<Turn>,
 }

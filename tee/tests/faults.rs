@@ -1,6 +1,6 @@
 //! Fault suite: kill -9 mid-burst, a store that runs out of space, agents
 //! that die or half-close, and 10,000 random streams through the real binary.
-//! RELIABILITY.md lists each case with what held.
+//! docs/reliability.md lists each case with what held.
 
 mod common;
 

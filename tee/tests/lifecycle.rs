@@ -277,7 +277,19 @@ fn acp_tee_exits_when_the_run_ends_and_the_trace_ends_then_too() {
     drop(stdin);
     let status = wait_within(&mut child, Duration::from_secs(15));
     let exited = spawned.elapsed();
-    std::thread::sleep(Duration::from_millis(1500));
+    // Storage resumes only once the wall clock is past the moment a trace
+    // ending at its storage would end later than acp-tee's exit (with a
+    // margin for the clocks' granularity): an end taken from storage then
+    // fails the check below.
+    let read_only =
+        rusqlite::Connection::open_with_flags(&store.db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY).unwrap();
+    let started: String = read_only.query_row("SELECT started_at FROM traces", [], |r| r.get(0)).unwrap();
+    drop(read_only);
+    let started = chrono::DateTime::parse_from_rfc3339(&started).unwrap();
+    let past = started + chrono::Duration::from_std(exited + Duration::from_millis(200)).unwrap();
+    while chrono::Utc::now() < past {
+        std::thread::sleep(Duration::from_millis(5));
+    }
     resume(recorder);
     assert_eq!(status.and_then(|s| s.code()), Some(0), "acp-tee waited for storage to catch up");
     let trace = store.only_trace();

@@ -1,5 +1,5 @@
 //! Bounds the recorder keeps under load: the size of the store's log, and
-//! what a stopped recorder does to forwarding. RELIABILITY.md lists each case.
+//! what a stopped recorder does to forwarding. docs/reliability.md lists each case.
 //!
 //! These depend on speed: the recorder of a debug build stores slowly, which
 //! hides some races. `ACP_TEE_LIMITS_BIN=path/to/release/acp-tee` runs them

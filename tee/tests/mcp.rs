@@ -344,7 +344,7 @@ fn child_named(parent: u32, comm: &str) -> Option<u32> {
 const AT_ONCE: usize = 50;
 
 #[test]
-fn many_calls_at_once_all_answer_and_wait_for_one_query_thread() {
+fn many_calls_at_once_all_answer_and_share_the_few_query_threads() {
     let store = TempStore::new();
     record(&store.db, PROMPT);
     let t = store.open().trace_summaries().unwrap()[0].meta.id;
@@ -392,8 +392,9 @@ fn many_calls_at_once_all_answer_and_wait_for_one_query_thread() {
             _ => assert_eq!((&v["frame"]["seq"], &v["raw"]), (&json!(1), &first["raw"])),
         }
     }
-    // The runtime's thread, one query thread and a few of tokio's; not one
-    // thread per waiting call.
+    // The runtime's thread, the pool's query threads (at most
+    // `MCP_CONCURRENT_QUERIES`, 2) and a few of tokio's; not one thread per
+    // waiting call.
     assert!(most > 0 && most < 16, "acp-tee mcp ran {most} threads at once");
 }
 

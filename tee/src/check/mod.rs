@@ -18,6 +18,8 @@
 //! past a bound the checker says so once (`check.limit`) and counts.
 
 mod answers;
+mod conformance;
+mod report;
 mod rules;
 mod schema;
 mod sessions;
@@ -477,80 +479,6 @@ impl Checker {
         }
     }
 
-    /// `capability.not-advertised`: a method the other peer did not say it
-    /// supports in initialize.
-    fn capability(&mut self, seq: i64, from_client: bool, method: &str) {
-        let (init, needed) = if from_client {
-            let Some((init, load)) = self.load_session else { return };
-            match method {
-                "session/load" if !load => (init, "agentCapabilities.loadSession"),
-                _ => return,
-            }
-        } else {
-            let Some((init, caps)) = self.client_caps else { return };
-            let fs = caps.fs.unwrap_or_default();
-            match method {
-                "fs/read_text_file" if fs.read_text_file != Some(true) => (init, "clientCapabilities.fs.readTextFile"),
-                "fs/write_text_file" if fs.write_text_file != Some(true) => {
-                    (init, "clientCapabilities.fs.writeTextFile")
-                }
-                m if m.starts_with("terminal/") && caps.terminal != Some(true) => (init, "clientCapabilities.terminal"),
-                _ => return,
-            }
-        };
-        let message = format!(
-            "{} called {}, but {} did not advertise {needed} in initialize (frame {init})",
-            who(from_client),
-            quote(method),
-            who(!from_client)
-        );
-        self.find(Rule::CapabilityNotAdvertised, vec![init, seq], message);
-    }
-
-    fn schema_request(&mut self, seq: i64, from_client: bool, method: &str, params: Option<&RawValue>) {
-        if self.v2() {
-            return;
-        }
-        if let Err(problem) = schema::request(from_client, method, params) {
-            self.schema_problem(Rule::SchemaParams, vec![seq], from_client, "params", method, problem);
-        }
-    }
-
-    fn schema_notification(&mut self, seq: i64, from_client: bool, method: &str, params: Option<&RawValue>) {
-        if self.v2() {
-            return;
-        }
-        if let Err(problem) = schema::notification(from_client, method, params) {
-            self.schema_problem(Rule::SchemaParams, vec![seq], from_client, "params", method, problem);
-        }
-    }
-
-    fn schema_problem(
-        &mut self,
-        rule: Rule,
-        seqs: Vec<i64>,
-        from_client: bool,
-        part: &str,
-        method: &str,
-        problem: schema::Problem,
-    ) {
-        let (rule, message) = match problem {
-            schema::Problem::Unknown => (
-                Rule::UnknownMethod,
-                format!("{} sent {}, a method the ACP schema does not have", who(from_client), quote(method)),
-            ),
-            schema::Problem::WrongDirection => (
-                Rule::UnknownMethod,
-                format!("{} sent {}, a method only {} may send", who(from_client), quote(method), who(!from_client)),
-            ),
-            schema::Problem::Invalid(said) => (
-                rule,
-                format!("the {part} of {} from {} do not fit the schema: {said}", quote(method), who(from_client)),
-            ),
-        };
-        self.find(rule, seqs, message);
-    }
-
     /// The trace negotiated v2, whose prompt answers only acknowledge and
     /// whose schema is a draft: schema and turn rules are left out.
     fn v2(&self) -> bool {
@@ -575,60 +503,6 @@ impl Checker {
             return;
         }
         self.findings.push(Finding { code: rule.code().to_owned(), severity: rule.severity(), seqs, message });
-    }
-
-    /// The findings so far, with every request still unanswered: the
-    /// checker goes on with the frames that follow (a live trace).
-    pub fn report(&self, trace_id: i64) -> TraceFindings {
-        let mut open: Vec<&Request> = self.in_flight.values().collect();
-        open.sort_by_key(|r| r.seq);
-        let mut findings = self.findings.clone();
-        let mut counts_by_rule = self.counts;
-        let mut left_out = self.left_out;
-        for r in open {
-            counts_by_rule[Rule::Unanswered.index()] += 1;
-            if findings.len() >= MAX_FINDINGS {
-                left_out += 1;
-                continue;
-            }
-            let message = format!(
-                "{} sent {} (id {}), which {} never answered by the end of the trace",
-                who(r.from_client),
-                quote(&r.method),
-                r.id,
-                who(!r.from_client)
-            );
-            let rule = Rule::Unanswered;
-            findings.push(Finding {
-                code: rule.code().to_owned(),
-                severity: rule.severity(),
-                seqs: vec![r.seq],
-                message,
-            });
-        }
-        findings.sort_by_key(|f| f.seq().unwrap_or(0));
-        let mut counts = FindingCounts::default();
-        let mut by_code = Vec::new();
-        for (rule, &count) in Rule::ALL.iter().zip(&counts_by_rule) {
-            if count > 0 {
-                by_code.push(CodeCount { code: rule.code().to_owned(), severity: rule.severity(), count });
-            }
-            match rule.severity() {
-                acp_tee_shared::check::Severity::Error => counts.errors += count,
-                acp_tee_shared::check::Severity::Warning => counts.warnings += count,
-                acp_tee_shared::check::Severity::Info => counts.infos += count,
-            }
-        }
-        TraceFindings {
-            trace_id,
-            frames: self.frames,
-            protocol_version: self.protocol_version,
-            counts,
-            by_code,
-            findings,
-            left_out,
-            live: false,
-        }
     }
 }
 

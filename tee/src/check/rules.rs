@@ -60,7 +60,7 @@ pub enum Rule {
 }
 
 impl Rule {
-    /// Every rule, in the order the README lists them.
+    /// Every rule, in the order docs/checks.md lists them.
     pub const ALL: [Rule; 26] = [
         Rule::NotJson,
         Rule::NotAMessage,

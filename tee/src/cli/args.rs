@@ -101,7 +101,7 @@ Tools: list_traces, describe_trace (sessions, turns, tool calls, open
 requests, notes), search_frames, get_frame (with its pair; the text a
 window at a time), method_stats, compare_traces. Answers are paged and
 bounded in size. Texts are masked like exports (--no-redact returns them
-as stored). stdout is the protocol; logs go to stderr. The README shows
+as stored). stdout is the protocol; logs go to stderr. docs/mcp-server.md shows
 the client configuration.";
 
 /// Arguments of `acp-tee mcp`.

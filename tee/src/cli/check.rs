@@ -2,11 +2,11 @@
 //! or a trace file, printed for people or as JSON, with an exit status for CI.
 
 use super::args::StoreArg;
-use super::list::printable;
 use crate::check::{check_trace, CheckOptions, DEFAULT_MAX_LINE_BYTES};
 use crate::export::{self, TraceSelection};
 use crate::import::{ImportFormat, ImportOptions};
 use crate::store::Store;
+use crate::text::printable;
 use acp_tee_shared::check::{Severity, TraceFindings};
 use clap::{Args, ValueEnum};
 use std::io::Write;
@@ -17,7 +17,7 @@ Check a trace against the ACP spec: JSON-RPC shape, every message against the
 official ACP schema (agent-client-protocol-schema) for its method and
 direction, requests and their answers, initialize, sessions, turns,
 cancellation, capabilities and permission outcomes. Each finding has a stable
-code (README: \"Protocol checks\"), a severity and the frames involved.
+code (docs/checks.md), a severity and the frames involved.
 
 Checks a stored trace (--trace, default the latest) or FILE, any file
 `acp-tee import` reads (an acp-tee export, the conductor's .jsons, a sacp-tee

@@ -2,10 +2,10 @@
 //! `crate::import` reads.
 
 use super::args::StoreArg;
-use super::list::printable;
 use super::progress;
 use crate::import::{ImportFormat, ImportOptions};
 use crate::store::Store;
+use crate::text::printable;
 use clap::Args;
 use std::io::Write;
 use std::path::PathBuf;

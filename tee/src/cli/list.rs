@@ -1,36 +1,12 @@
-//! `acp-tee list`: the traces as a text table, and [`printable`], which
-//! every terminal message quoting a stored or imported string goes through.
+//! `acp-tee list`: the traces as a text table. Stored strings are shown
+//! [`printable`] (`crate::text`), as every terminal message quoting a stored
+//! or imported string is.
 
 use crate::model::Mode;
+use crate::text::printable;
 use acp_tee_shared::api::TraceSummary;
 use acp_tee_shared::TraceMeta;
 use chrono::DateTime;
-use std::borrow::Cow;
-
-/// `text` safe to print on a terminal: control characters (C0, DEL, C1:
-/// escape sequences, line ends) and the bidirectional-text controls (which
-/// reorder what is shown) are written as Rust escapes (`\n`, `\u{1b}`), so
-/// a stored name can neither drive the terminal nor forge a line.
-pub fn printable(text: &str) -> Cow<'_, str> {
-    let unsafe_char = |c: char| {
-        c.is_control()
-            || matches!(c, '\u{61c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
-    };
-    if !text.chars().any(unsafe_char) {
-        return Cow::Borrowed(text);
-    }
-    let mut out = String::with_capacity(text.len() + 8);
-    for c in text.chars() {
-        match c {
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if unsafe_char(c) => out.extend(c.escape_unicode()),
-            c => out.push(c),
-        }
-    }
-    Cow::Owned(out)
-}
 
 /// Renders `traces` as an aligned table with a header row; stored strings
 /// are shown [`printable`].
@@ -141,15 +117,5 @@ ID  NAME    STARTED (UTC)        DURATION  FRAMES           ERRORS  EXIT
 1   agent1  2026-11-30 16:00:00  1.250s    12               1       killed
 ";
         assert_eq!(out, expect);
-    }
-
-    #[test]
-    fn control_characters_are_escaped() {
-        assert_eq!(printable("plain ünï 名前 \\n"), "plain ünï 名前 \\n");
-        assert!(matches!(printable("plain"), Cow::Borrowed(_)));
-        assert_eq!(
-            printable("\u{1b}]0;t\u{7}a\nb\r\tc\u{7f}\u{9b}\u{202e}d"),
-            "\\u{1b}]0;t\\u{7}a\\nb\\r\\tc\\u{7f}\\u{9b}\\u{202e}d"
-        );
     }
 }

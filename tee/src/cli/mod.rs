@@ -10,7 +10,6 @@ mod replay;
 mod show;
 
 pub use args::{with_default_subcommand, Cli};
-pub use list::printable;
 
 use crate::export::{self, ExportOptions, TraceSelection};
 use crate::redact::Redactor;
@@ -38,6 +37,10 @@ pub fn main(args: Vec<OsString>) -> i32 {
     let cli = Cli::parse_from(with_default_subcommand(args));
     match run(cli) {
         Ok(code) => code,
+        // The reader of our output went away (`acp-tee show | head`): what
+        // it read was whole lines, and it chose to stop; as other Unix
+        // tools, end quietly rather than report its choice as our error.
+        Err(e) if stdout_closed(&e) => 0,
         Err(e) => {
             eprintln!("acp-tee: error: {}", error_text(&e));
             match e.downcast_ref::<relay::SpawnError>() {
@@ -46,6 +49,11 @@ pub fn main(args: Vec<OsString>) -> i32 {
             }
         }
     }
+}
+
+/// Whether `e` is a write to a standard output whose reader has gone.
+fn stdout_closed(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| c.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe))
 }
 
 /// An error and its causes in one line, each cause said once: most of our
@@ -172,7 +180,7 @@ fn recorder_otlp(a: &args::RecorderArgs) -> Option<crate::otlp::LiveOptions> {
 fn export_command(a: ExportArgs) -> anyhow::Result<i32> {
     let store = a.store.open_reader()?;
     let format = a.format;
-    let redactor = if a.no_redact { Redactor::without_defaults(Vec::new()) } else { Redactor::new(a.redact) };
+    let redactor = crate::read::mask::policy(!a.no_redact, a.redact);
     for trace in export::selected_traces(&store, a.trace)? {
         settle(&store, trace.id, !a.no_wait, "the export holds")?;
     }

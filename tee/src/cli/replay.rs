@@ -202,7 +202,7 @@ pub fn replay_command(a: ReplayArgs) -> anyhow::Result<i32> {
             0
         }
         Outcome::Diverged(why) => {
-            writeln!(out, "replayed trace {} as {new}: diverged: {}", a.trace, super::printable(why))?;
+            writeln!(out, "replayed trace {} as {new}: diverged: {}", a.trace, crate::text::printable(why))?;
             1
         }
     };
@@ -212,7 +212,7 @@ pub fn replay_command(a: ReplayArgs) -> anyhow::Result<i32> {
         t.sent, t.received, t.answered
     )?;
     if !t.unmatched.is_empty() {
-        let methods: Vec<String> = t.unmatched.iter().map(|m| super::printable(m).into_owned()).collect();
+        let methods: Vec<String> = t.unmatched.iter().map(|m| crate::text::printable(m).into_owned()).collect();
         writeln!(out, "requests without a recorded answer (answered with an error): {}", methods.join(", "))?;
     }
     if t.bad_lines > 0 {
@@ -237,7 +237,7 @@ fn as_agent(a: &ReplayArgs) -> anyhow::Result<i32> {
     };
     let tally = replay::run_agent(&script)?;
     if !tally.unmatched.is_empty() {
-        let methods: Vec<String> = tally.unmatched.iter().map(|m| super::printable(m).into_owned()).collect();
+        let methods: Vec<String> = tally.unmatched.iter().map(|m| crate::text::printable(m).into_owned()).collect();
         eprintln!("acp-tee: note: requests without a recorded answer (answered with an error): {}", methods.join(", "));
     }
     Ok(0)

@@ -2,20 +2,25 @@
 //! calls, permission waits, usage, open requests), as text or JSON.
 //!
 //! The JSON is one `ShowDocument` (`shared/src/session.rs`), written as it
-//! is built. After the whole-trace fold (`Model`), one more pass over the
-//! frames builds the turns of every session at once (`Model::pages_of`),
-//! holding at most `HELD_MAX_BYTES`: sessions past that are read by a
-//! further pass, so the time grows with the frames, not with sessions ×
-//! frames, and memory stays bounded however long the trace.
+//! is built. One pass over the frames makes the whole-trace fold (`Model`)
+//! and builds the turns of every session with it
+//! (`Model::catch_up_building`), holding at most `HELD_MAX_BYTES`: sessions
+//! past that are read by further passes, so the time grows with the
+//! frames, not with sessions × frames, and memory stays bounded however
+//! long the trace. Whatever a bound leaves out is said, in the text and
+//! the JSON.
 
 use super::args::StoreArg;
-use super::list::printable;
 use crate::export::TraceSelection;
 use crate::redact::Redactor;
-use crate::session::{now_t_ns, Model, Step, HELD_MAX_BYTES};
+use crate::session::{now_t_ns, Built, Model, Step, HELD_MAX_BYTES};
 use crate::store::Store;
+use crate::text::printable;
 use acp_tee_shared::api::TraceSummary;
-use acp_tee_shared::session::{OpenRequest, SessionSummary, ShowSession, Text, TraceSessions, Turn};
+use acp_tee_shared::session::{
+    OpenRequest, SessionSummary, ShowSession, Text, TraceSessions, Turn, OPEN_REQUESTS_MAX, PENDING_MAX, PER_TOOL_MAX,
+    PER_TURN_MAX, SESSIONS_LEFT_OUT_COUNTED, SESSIONS_MAX,
+};
 use anyhow::Context;
 use clap::{Args, ValueEnum};
 use std::io::Write;
@@ -42,7 +47,7 @@ to its last frame once it ended).
 
 Texts are masked like exports (--no-redact shows them as stored) and cut to
 16,384 characters each; the rest is counted. --format json writes one
-document (its shape is in the README).";
+document (its shape is in docs/sessions.md).";
 
 #[derive(Debug, Args)]
 pub struct ShowArgs {
@@ -76,25 +81,31 @@ pub fn show_command(a: ShowArgs) -> anyhow::Result<i32> {
     };
     super::settle(&store, id, !a.no_wait, "show tells of")?;
     let trace = store.trace_summary(id)?;
-    let redactor = crate::server::redactor(!a.no_redact);
+    let redactor = crate::read::mask::redactor(!a.no_redact);
     let redact = (!redactor.is_noop()).then_some(&redactor);
-    let mut model = Model::default();
-    model.catch_up(&store, id, redact)?;
-    let mut overview = model.sessions(now_t_ns(&trace));
+    // The session asked for is kept however many come before it.
+    let mut model = a.session.as_deref().map(Model::keeping).unwrap_or_default();
+    let built = model.catch_up_building(&store, id, redact, a.session.as_deref(), HELD_MAX_BYTES)?;
+    let now = now_t_ns(&trace);
+    let mut overview = model.sessions(now);
     if let Some(sid) = &a.session {
-        anyhow::ensure!(
-            overview.sessions.iter().any(|s| &s.session_id == sid),
-            "trace {id} has no session {}; `acp-tee show --trace {id}` lists its sessions",
-            printable(sid)
-        );
         overview.sessions.retain(|s| &s.session_id == sid);
-        overview.open_requests.retain(|o| o.session_id.as_ref() == Some(sid));
+        let Some(session) = overview.sessions.first() else {
+            anyhow::bail!(
+                "trace {id} has no session {}; `acp-tee show --trace {id}` lists its sessions",
+                printable(sid)
+            )
+        };
+        // Its own open requests, listed and counted (those not followed
+        // belong to no session the model knows of).
+        overview.open_requests = model.open_requests_of(sid, now);
+        overview.open_requests_total = session.open_requests + overview.requests_not_followed;
     }
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-    let shown = Shown { store: &store, id, model: &model, redact };
+    let shown = Shown { store: &store, id, model: &model, redact, one_session: a.session.is_some() };
     match a.format {
-        ShowFormat::Json => shown.json(&trace, &overview, &mut out),
-        ShowFormat::Text => shown.text(&trace, &overview, &mut out),
+        ShowFormat::Json => shown.json(&trace, &overview, built, &mut out),
+        ShowFormat::Text => shown.text(&trace, &overview, built, &mut out),
     }
     .and_then(|()| out.flush().context("cannot write to stdout"))?;
     Ok(0)
@@ -105,6 +116,9 @@ struct Shown<'a> {
     id: i64,
     model: &'a Model,
     redact: Option<&'a Redactor>,
+    /// Only the session asked for is shown: the others left out are not
+    /// told of in the text.
+    one_session: bool,
 }
 
 /// What a session's turns are written as, in order.
@@ -116,32 +130,46 @@ enum Event<'a> {
 
 impl Shown<'_> {
     /// Calls `each` for every session of `sessions` in order: its start,
-    /// each of its turns, its end (`Model::each_turn_of`: one pass over the
-    /// frames for all of them, as far as `HELD_MAX_BYTES` allows).
+    /// each of its turns, its end (`Model::each_turn_built`: the turns the
+    /// model's own pass built, then further passes for those it could not
+    /// hold).
     fn each_session(
         &self,
         sessions: &[SessionSummary],
+        built: Built,
         mut each: impl FnMut(Event<'_>) -> anyhow::Result<()>,
     ) -> anyhow::Result<()> {
         let sids: Vec<&str> = sessions.iter().map(|s| s.session_id.as_str()).collect();
-        self.model.each_turn_of(self.store, self.id, &sids, self.redact, HELD_MAX_BYTES, |step| match step {
+        self.model.each_turn_built(self.store, self.id, &sids, built, self.redact, HELD_MAX_BYTES, |step| match step {
             Step::Begin(i) => each(Event::Begin(&sessions[i])),
             Step::Turn(t) => each(Event::Turn(t)),
             Step::End(i) => each(Event::End(&sessions[i])),
         })
     }
 
-    fn json(&self, trace: &TraceSummary, overview: &TraceSessions, out: &mut impl Write) -> anyhow::Result<()> {
+    fn json(
+        &self,
+        trace: &TraceSummary,
+        overview: &TraceSessions,
+        built: Built,
+        out: &mut impl Write,
+    ) -> anyhow::Result<()> {
         write!(out, "{{\"trace\":{},\"overview\":{},\"sessions\":[", json(trace), json(overview))?;
         let (mut sessions, mut first) = (0, true);
-        self.each_session(&overview.sessions, |e| {
+        self.each_session(&overview.sessions, built, |e| {
             match e {
                 Event::Begin(s) => {
-                    let (plan, commands, changes) = self.model.extras(&s.session_id);
+                    let x = self.model.extras(&s.session_id);
                     // The session as its type writes it, turns last and still
                     // empty: they are written into it as they come.
-                    let session =
-                        ShowSession { session_id: s.session_id.clone(), plan, commands, changes, turns: Vec::new() };
+                    let session = ShowSession {
+                        session_id: s.session_id.clone(),
+                        plan: x.plan,
+                        commands: x.commands,
+                        changes: x.changes,
+                        left_out: x.left_out,
+                        turns: Vec::new(),
+                    };
                     let head = json(&session);
                     let head = head.strip_suffix("[]}").expect("a ShowSession's turns come last");
                     write!(out, "{}{head}[", if sessions > 0 { "," } else { "" })?;
@@ -149,7 +177,11 @@ impl Shown<'_> {
                     first = true;
                 }
                 Event::Turn(t) => {
-                    write!(out, "{}{}", if first { "" } else { "," }, json(t))?;
+                    if !first {
+                        out.write_all(b",")?;
+                    }
+                    // Straight into the output: turns are most of the document.
+                    serde_json::to_writer(&mut *out, t).context("cannot write to stdout")?;
                     first = false;
                 }
                 Event::End(_) => write!(out, "]}}")?,
@@ -160,7 +192,13 @@ impl Shown<'_> {
         Ok(())
     }
 
-    fn text(&self, trace: &TraceSummary, overview: &TraceSessions, out: &mut impl Write) -> anyhow::Result<()> {
+    fn text(
+        &self,
+        trace: &TraceSummary,
+        overview: &TraceSessions,
+        built: Built,
+        out: &mut impl Write,
+    ) -> anyhow::Result<()> {
         let name = trace.meta.name.as_deref().map(|n| format!(" \"{}\"", printable(n))).unwrap_or_default();
         let state = if trace.live {
             "live".to_owned()
@@ -179,7 +217,10 @@ impl Shown<'_> {
         if overview.sessions.is_empty() {
             writeln!(out, "no ACP session in this trace")?;
         }
-        self.each_session(&overview.sessions, |e| {
+        if !self.one_session {
+            left_out_text(overview, out)?;
+        }
+        self.each_session(&overview.sessions, built, |e| {
             match e {
                 Event::Begin(s) => {
                     writeln!(out)?;
@@ -196,14 +237,49 @@ impl Shown<'_> {
             }
             Ok(())
         })?;
-        if overview.open_requests_total > 0 {
-            writeln!(out, "\nopen requests ({}):", overview.open_requests_total)?;
-            for o in &overview.open_requests {
-                writeln!(out, "  {}", open_text(o, overview.live))?;
-            }
-        }
-        Ok(())
+        open_requests_text(overview, out)
     }
+}
+
+/// The open requests: those listed, how many more there are, and how many
+/// the model did not follow.
+fn open_requests_text(overview: &TraceSessions, out: &mut impl Write) -> anyhow::Result<()> {
+    let followed = overview.open_requests_total.saturating_sub(overview.requests_not_followed);
+    if followed > 0 {
+        writeln!(out, "\nopen requests ({followed}):")?;
+        for o in &overview.open_requests {
+            writeln!(out, "  {}", open_text(o, overview.live))?;
+        }
+        let more = followed.saturating_sub(overview.open_requests.len() as u64);
+        if more > 0 {
+            writeln!(out, "  … {more} more not listed (the list holds the oldest {OPEN_REQUESTS_MAX})")?;
+        }
+    }
+    if overview.requests_not_followed > 0 {
+        writeln!(
+            out,
+            "\n{} requests made while {PENDING_MAX} others awaited answers were not followed: whether they were \
+             answered is unknown",
+            overview.requests_not_followed
+        )?;
+    }
+    Ok(())
+}
+
+/// What the overview leaves out of the trace: the sessions past
+/// `SESSIONS_MAX`.
+fn left_out_text(overview: &TraceSessions, out: &mut impl Write) -> anyhow::Result<()> {
+    if overview.sessions_left_out == 0 {
+        return Ok(());
+    }
+    let or_more = if overview.sessions_left_out >= SESSIONS_LEFT_OUT_COUNTED { " or more" } else { "" };
+    writeln!(
+        out,
+        "{}{or_more} sessions ({} frames) past the first {SESSIONS_MAX} are left out; `acp-tee show --session ID` \
+         shows any one of them",
+        overview.sessions_left_out, overview.frames_left_out
+    )?;
+    Ok(())
 }
 
 fn json<T: serde::Serialize>(v: &T) -> String {
@@ -219,16 +295,25 @@ fn took(ns: i64) -> String {
     }
 }
 
+/// `n thing` or `n things`.
+fn counted(n: u64, thing: &str) -> String {
+    if n == 1 {
+        format!("1 {thing}")
+    } else {
+        format!("{n} {thing}s")
+    }
+}
+
 fn session_head(s: &SessionSummary, out: &mut impl Write) -> anyhow::Result<()> {
     let cwd = s.cwd.as_deref().map(|c| format!(", cwd {}", printable(c))).unwrap_or_default();
     let title = s.title.as_deref().map(|t| format!(" \"{}\"", printable(t))).unwrap_or_default();
     writeln!(out, "session {}{title} ({}{cwd})", printable(&s.session_id), s.began)?;
-    let mut facts = vec![
-        format!("{} turns", s.turns),
-        format!("{} tool calls", s.tool_calls),
-        format!("{} permission requests (waited {})", s.permission_requests, took(s.permission_wait_ns)),
-        format!("{} updates", s.updates),
-    ];
+    let permissions = match s.permission_requests {
+        0 => counted(0, "permission request"),
+        n => format!("{} (waited {})", counted(n, "permission request"), took(s.permission_wait_ns)),
+    };
+    let mut facts =
+        vec![counted(s.turns, "turn"), counted(s.tool_calls, "tool call"), permissions, counted(s.updates, "update")];
     if s.replayed_updates > 0 {
         facts.push(format!("{} replayed", s.replayed_updates));
     }
@@ -293,14 +378,18 @@ fn turn_text(t: &Turn, out: &mut impl Write) -> anyhow::Result<()> {
                 ),
                 (None, _) => "never answered".into(),
             };
+            let more =
+                if p.options_left_out > 0 { format!(", … {} more", p.options_left_out) } else { String::new() };
             writeln!(
                 out,
-                "      permission #{} {answer} (options {})",
+                "      permission #{} {answer} (options {}{more})",
                 p.request_seq,
                 printable(&p.options.join(", "))
             )?;
         }
+        more_text(c.permissions_left_out, "permission requests", "a tool call", PER_TOOL_MAX, "      ", out)?;
     }
+    more_text(t.tool_calls_left_out, "tool calls", "a turn", PER_TURN_MAX, "    ", out)?;
     for c in &t.client_calls {
         let subject = c.subject.as_deref().map(|s| format!(" {}", printable(s))).unwrap_or_default();
         let answer = match (c.response_seq, c.duration_ns) {
@@ -311,8 +400,17 @@ fn turn_text(t: &Turn, out: &mut impl Write) -> anyhow::Result<()> {
             c.error.as_deref().or(c.result.as_deref()).map(|e| format!(": {}", printable(e))).unwrap_or_default();
         writeln!(out, "    {} #{}{subject}{answer}{extra}", printable(&c.method), c.request_seq)?;
     }
+    more_text(t.client_calls_left_out, "client calls", "a turn", PER_TURN_MAX, "    ", out)?;
     if let Some(u) = &t.usage {
         writeln!(out, "    usage: {} tokens (in {}, out {})", u.total_tokens, u.input_tokens, u.output_tokens)?;
+    }
+    Ok(())
+}
+
+/// `… N more WHAT not listed (WHERE lists at most MAX)`, when `n` > 0.
+fn more_text(n: u64, what: &str, place: &str, max: usize, indent: &str, out: &mut impl Write) -> anyhow::Result<()> {
+    if n > 0 {
+        writeln!(out, "{indent}… {n} more {what} not listed ({place} lists at most {max})")?;
     }
     Ok(())
 }
@@ -320,6 +418,14 @@ fn turn_text(t: &Turn, out: &mut impl Write) -> anyhow::Result<()> {
 /// A tool call's statuses in order; those an update gave before any
 /// `tool_call` announced it are set apart, not shown as a step.
 fn tool_steps(c: &acp_tee_shared::session::ToolCall) -> String {
+    let mut steps = steps_in_order(c);
+    if c.statuses_left_out > 0 {
+        steps.push_str(&format!(" (… {} more status changes not listed)", c.statuses_left_out));
+    }
+    steps
+}
+
+fn steps_in_order(c: &acp_tee_shared::session::ToolCall) -> String {
     let step = |s: &acp_tee_shared::session::StatusChange| format!("{} #{}", printable(&s.status), s.seq);
     let Some(early) = c.unannounced_update else {
         return c.statuses.iter().map(step).collect::<Vec<_>>().join(" → ");

@@ -34,10 +34,10 @@ pub mod sacp;
 mod stamps;
 pub mod zed;
 
-use crate::cli::printable;
 use crate::frame::Framer;
 use crate::model::{Mode, NewFrame};
 use crate::store::{Import, Store, StoreError, MAX_SEQ};
+use crate::text::printable;
 use acp_tee_shared::TraceMeta;
 use indicatif::ProgressBar;
 use stamps::Stamps;

@@ -1,6 +1,6 @@
 //! `acp-tee mcp`: a Model Context Protocol server on stdio (the official
-//! Rust SDK, `rmcp`) that lets a model read the trace store. Read-only: it
-//! holds one [`Reader`]. Its tools list traces, describe a trace's sessions
+//! Rust SDK, `rmcp`) that lets a model read the trace store. Read-only: a front
+//! end of the read service (`crate::read`), as `serve` is. Its tools list traces, describe a trace's sessions
 //! (turns, tool calls, open requests, notes), search frames, get a frame
 //! with its pair, give per-method stats and compare two traces.
 //!
@@ -11,17 +11,19 @@
 //! tool error (`isError: true`) that says what to change.
 
 mod answer;
+mod args;
 mod compare;
 mod input;
 
 pub use answer::MAX_ANSWER_BYTES;
 use answer::{Fit, FRAME_DEFAULT_BYTES, FRAME_MAX_BYTES};
+pub use args::*;
 pub use input::MAX_REQUEST_BYTES;
 
+use crate::read::mask;
+use crate::read::Models;
+use crate::read::{Db, QUERY_TIME_LIMIT};
 use crate::redact::Redactor;
-use crate::server::mask;
-use crate::server::sessions::Models;
-use crate::server::QUERY_TIME_LIMIT;
 use crate::session::{now_t_ns, Want};
 use crate::store::api::SearchCounts;
 use crate::store::{Reader, Store, StoreError};
@@ -31,11 +33,13 @@ use rmcp::model::JsonObject;
 use rmcp::model::{Implementation, ServerCapabilities, ServerInfo};
 use rmcp::schemars::JsonSchema;
 use rmcp::{tool, tool_handler, tool_router, ServerHandler, ServiceExt};
-use serde::Deserialize;
 use serde_json::{json, Value};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use tokio::sync::Mutex;
+
+/// Queries the MCP server runs at once: it has one client, which waits for
+/// its answers; more than the cores would only add threads.
+const MCP_CONCURRENT_QUERIES: usize = 2;
 
 /// Traces per `list_traces` page: default and most.
 pub const TRACES_PAGE: (i64, i64) = (20, 100);
@@ -159,104 +163,15 @@ fn settled(store: &Store, id: i64) -> Result<acp_tee_shared::api::TraceSummary, 
     Ok(s)
 }
 
-/// Arguments of `list_traces`.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[schemars(crate = "rmcp::schemars")]
-pub struct ListTraces {
-    /// Skip this many traces (newest first).
-    pub offset: Option<i64>,
-    /// At most this many traces (1..=100, default 20).
-    pub limit: Option<i64>,
-}
-
-/// Arguments of `describe_trace`.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[schemars(crate = "rmcp::schemars")]
-pub struct DescribeTrace {
-    /// The trace (an id from list_traces).
-    pub trace_id: i64,
-    /// Only this ACP session.
-    pub session_id: Option<String>,
-    /// Skip this many sessions.
-    pub offset: Option<i64>,
-    /// At most this many sessions (1..=100, default 10).
-    pub limit: Option<i64>,
-    /// Skip this many turns in each session shown.
-    pub turns_offset: Option<i64>,
-    /// At most this many turns of each session (0..=50, default 3).
-    pub turns_limit: Option<i64>,
-}
-
-/// Arguments of `search_frames`.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[schemars(crate = "rmcp::schemars")]
-pub struct SearchFrames {
-    /// The trace (an id from list_traces).
-    pub trace_id: i64,
-    /// Words that must all occur in the frame, as whole words, without case.
-    pub q: Option<String>,
-    /// Only this JSON-RPC method (responses carry their request's).
-    pub method: Option<String>,
-    /// Only this kind: request, response, notification, batch, invalid, stderr.
-    pub kind: Option<String>,
-    /// Only this direction: client_to_agent, agent_to_client, stderr.
-    pub dir: Option<String>,
-    /// Only this ACP session.
-    pub session_id: Option<String>,
-    /// Only error responses.
-    pub errors: Option<bool>,
-    /// Only responses slower than this many milliseconds.
-    pub min_latency_ms: Option<f64>,
-    /// Only frames after this seq.
-    pub after: Option<i64>,
-    /// Skip this many matching frames.
-    pub offset: Option<i64>,
-    /// At most this many frames (1..=100, default 20).
-    pub limit: Option<i64>,
-}
-
-/// Arguments of `get_frame`.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[schemars(crate = "rmcp::schemars")]
-pub struct GetFrame {
-    /// The trace (an id from list_traces).
-    pub trace_id: i64,
-    /// The frame's seq (from search_frames or describe_trace).
-    pub seq: i64,
-    /// The first byte of the frame's text to return (default 0); a cut answer's next_offset.
-    pub offset: Option<i64>,
-    /// Bytes of the frame's text to return (1..=32768, default 4096).
-    pub max_bytes: Option<i64>,
-}
-
-/// Arguments of `method_stats`.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[schemars(crate = "rmcp::schemars")]
-pub struct MethodStatsArgs {
-    /// The trace (an id from list_traces).
-    pub trace_id: i64,
-    /// At most this many methods, most frequent first (1..=200, default 50).
-    pub limit: Option<i64>,
-}
-
-/// Arguments of `compare_traces`.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[schemars(crate = "rmcp::schemars")]
-pub struct CompareTraces {
-    /// The first trace (the baseline).
-    pub a: i64,
-    /// The second trace; deltas are b minus a.
-    pub b: i64,
-}
-
-/// The MCP server: the store's reader, the session models and search
-/// counts it keeps, the redaction of what it returns. rmcp runs each
-/// request as a task of its own; they wait for the reader here, as
-/// futures, so however many a client sends at once, one blocking thread
-/// runs queries.
+/// The MCP server: a front end of the read service (`crate::read`): its
+/// query pool, the session models and search counts it keeps, the
+/// redaction of what it returns. rmcp runs each request as a task of its
+/// own; they wait for a slot of the pool as futures, so however many a
+/// client sends at once, at most the pool's few blocking threads run
+/// queries.
 #[derive(Clone)]
 pub struct TraceTools {
-    reader: Arc<Mutex<Reader>>,
+    db: Db,
     models: Models,
     search_counts: SearchCounts,
     redactor: Redactor,
@@ -285,14 +200,14 @@ impl TraceTools {
     /// `redact` is false.
     pub fn new(reader: Reader, redact: bool) -> TraceTools {
         TraceTools {
-            reader: Arc::new(Mutex::new(reader)),
+            db: Db::from_reader(reader, MCP_CONCURRENT_QUERIES),
             models: Models::default(),
             search_counts: SearchCounts::default(),
             redactor: mask::redactor(redact),
         }
     }
 
-    /// Runs `work` on the reader on a blocking thread under
+    /// Runs `work` on a connection of the pool on a blocking thread under
     /// [`QUERY_TIME_LIMIT`], and sizes its answer as `fit` says (see
     /// [`answer::finish`]).
     async fn query(
@@ -301,17 +216,12 @@ impl TraceTools {
         fit: Fit,
         work: impl FnOnce(&Cx<'_>) -> Result<Value, ToolError> + Send + 'static,
     ) -> Result<String, String> {
-        let (reader, r, models) = (self.reader.clone(), self.redactor.clone(), self.models.clone());
+        let (r, models) = (self.redactor.clone(), self.models.clone());
         let search_counts = self.search_counts.clone();
-        let store = reader.lock_owned().await;
-        let answer = tokio::task::spawn_blocking(move || {
-            store.interrupt_after(Some(QUERY_TIME_LIMIT));
-            let answer = work(&Cx { store: &store, r: &r, models: &models, search_counts: &search_counts });
-            store.interrupt_after(None);
-            answer
-        })
-        .await
-        .map_err(|e| format!("the query failed: {e}"))?;
+        let answer = self
+            .db
+            .run_any(move |store| work(&Cx { store, r: &r, models: &models, search_counts: &search_counts }))
+            .await;
         answer.map_err(|e| answer::error_text(e.text(tool))).and_then(|v| answer::finish(v, fit))
     }
 }
@@ -462,12 +372,17 @@ fn describe(cx: &Cx<'_>, a: DescribeTrace) -> Result<Value, ToolError> {
         let mut view = model.sessions(now);
         if let Some(sid) = &a.session_id {
             if !view.sessions.iter().any(|s| &s.session_id == sid) {
+                let missing = crate::server::sessions::past_the_bound(
+                    format!("trace {id} has no session {sid}"),
+                    view.sessions_left_out,
+                );
                 return Ok(Err(ToolError::Bad(format!(
-                    "trace {id} has no session {sid}; describe_trace without session_id lists its sessions"
+                    "{missing}; describe_trace without session_id lists its sessions"
                 ))));
             }
             view.sessions.retain(|s| &s.session_id == sid);
-            view.open_requests.retain(|o| o.session_id.as_ref() == Some(sid));
+            view.open_requests = model.open_requests_of(sid, now);
+            view.open_requests_total = view.sessions[0].open_requests + view.requests_not_followed;
         }
         let total = view.sessions.len() as i64;
         let page: Vec<_> = view.sessions.iter().skip(offset as usize).take(limit as usize).collect();
@@ -480,16 +395,18 @@ fn describe(cx: &Cx<'_>, a: DescribeTrace) -> Result<Value, ToolError> {
         };
         let mut sessions = Vec::new();
         for (s, turns) in page.into_iter().zip(pages) {
-            let (plan, commands, changes) = model.extras(&s.session_id);
+            let x = model.extras(&s.session_id);
             let shown = turns.len() as u64;
             let mut v = to_value(s);
             v["turns_offset"] = json!(turns_offset);
             v["turns_shown"] = json!(shown);
             v["turns_next_offset"] = json!((turns_offset + shown < s.turns).then_some(turns_offset + shown));
             v["turn_page"] = json!(turns);
-            v["plan"] = to_value(&plan);
-            v["commands"] = to_value(&commands);
-            v["changes"] = to_value(&changes);
+            v["plan"] = to_value(&x.plan);
+            v["commands"] = to_value(&x.commands);
+            v["changes"] = to_value(&x.changes);
+            v["commands_left_out"] = json!(x.left_out.commands_left_out);
+            v["changes_left_out"] = json!(x.left_out.changes_left_out);
             sessions.push(v);
         }
         let next = offset + sessions.len() as i64;
@@ -499,9 +416,17 @@ fn describe(cx: &Cx<'_>, a: DescribeTrace) -> Result<Value, ToolError> {
             "has_more": next < total, "next_offset": (next < total).then_some(next),
         });
         let overview = to_value(&view);
-        for key in
-            ["open_requests", "open_requests_total", "live", "protocol_version", "agent", "client", "frames_left_out"]
-        {
+        for key in [
+            "open_requests",
+            "open_requests_total",
+            "live",
+            "protocol_version",
+            "agent",
+            "client",
+            "frames_left_out",
+            "sessions_left_out",
+            "requests_not_followed",
+        ] {
             v[key] = overview[key].clone();
         }
         Ok(Ok(v))
@@ -536,10 +461,7 @@ fn search(cx: &Cx<'_>, a: SearchFrames) -> Result<Value, ToolError> {
         min_latency_ms: a.min_latency_ms,
         q: a.q,
     };
-    crate::server::validate(&q).map_err(|e| match e {
-        crate::server::AppError::BadRequest(m) => ToolError::Bad(m),
-        other => ToolError::Bad(format!("{other:?}")),
-    })?;
+    crate::read::query::validate(&q).map_err(ToolError::Bad)?;
     // Searched and sized as the page shows the frames: masked.
     let mut page = cx.store.seen_by(cx.r).run(|| cx.store.frame_page_counted(id, &q, cx.search_counts))?;
     page.frames.iter_mut().for_each(|f| mask::summary(cx.r, f));

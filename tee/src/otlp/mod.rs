@@ -1,4 +1,4 @@
-//! OpenTelemetry: the mapping from frames to spans (`mapping.rs`,
+//! OpenTelemetry: the mapping from frames to spans (`mapping/`,
 //! [docs/otlp.md](../../../docs/otlp.md)), the OTLP/HTTP client (`send.rs`)
 //! and the recorder's live export (`live.rs`). Spans are the official
 //! `opentelemetry-proto` types: serde gives the OTLP/JSON mapping, prost the

@@ -120,6 +120,19 @@ impl Redactor {
         !self.defaults && self.rules.is_empty()
     }
 
+    /// True when masking the JSON message `raw` could change only the
+    /// values of members named like secrets or under `env` and `headers`
+    /// (the default rules), never a string's content: there is no user
+    /// rule, and no string in it can hold a URL (no `://`, nor a `\/` or
+    /// `\u` escape that could spell one).
+    pub fn masks_only_members(&self, raw: &[u8]) -> bool {
+        use memchr::memmem::Finder;
+        use std::sync::LazyLock;
+        static FINDERS: LazyLock<[Finder<'static>; 3]> =
+            LazyLock::new(|| [Finder::new(b"://"), Finder::new(b"\\/"), Finder::new(b"\\u")]);
+        self.rules.is_empty() && FINDERS.iter().all(|f| f.find(raw).is_none())
+    }
+
     /// The frame's bytes with secrets masked (borrowed when nothing was).
     pub fn redact<'a>(&self, raw: &'a [u8]) -> Cow<'a, [u8]> {
         if self.is_noop() {

@@ -3,7 +3,7 @@
 //! the recording had from it before that message, and answer the peer's
 //! requests with the recorded answers.
 //!
-//! The matching rules (README.md, "Replaying a trace"):
+//! The matching rules (docs/replay.md):
 //!
 //! - The live peer's messages are counted per [`Key`]; the k-th of a key is
 //!   aligned with the recording's k-th, and the minted values in the two

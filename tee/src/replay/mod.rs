@@ -66,8 +66,8 @@ impl Key {
 
     /// `session/update agent_message_chunk notification`, `response to initialize`.
     pub fn describe(&self) -> String {
-        let method = crate::cli::printable(self.method.as_deref().unwrap_or("?")).into_owned();
-        let update = self.update.as_deref().map(|u| format!(" {}", crate::cli::printable(u))).unwrap_or_default();
+        let method = crate::text::printable(self.method.as_deref().unwrap_or("?")).into_owned();
+        let update = self.update.as_deref().map(|u| format!(" {}", crate::text::printable(u))).unwrap_or_default();
         match self.kind {
             FrameKind::Response => format!("answer to {method}"),
             k => format!("{method}{update} {}", k.as_str()),

@@ -1,7 +1,7 @@
 //! `acp-tee diff`'s text output. Every string from a trace goes through
 //! `printable`.
 
-use crate::cli::printable;
+use crate::text::printable;
 use acp_tee_shared::diff::{ChangeKind, DiffSide, TraceDiff, ValueChange};
 use std::fmt::Write;
 

@@ -14,6 +14,7 @@ use super::error::AppError;
 use super::routes::path;
 use super::AppState;
 use crate::check::{CheckOptions, Checker};
+use crate::read::Folds;
 use crate::redact::Redactor;
 use crate::store::{Store, StoreError};
 use acp_tee_shared::api::TraceSummary;
@@ -34,20 +35,17 @@ const BACKGROUND_PAUSE_IDLE: std::time::Duration = std::time::Duration::from_mil
 /// Traces whose finding counts the server remembers.
 pub const COUNTS_KEPT: usize = 10_000;
 
-/// A trace's id and its checker, shared with the requests using it.
-type Kept = (i64, Arc<Mutex<Checker>>);
-
 /// The checkers and counts kept.
 #[derive(Clone)]
 pub struct Checks {
-    checkers: Arc<Mutex<Vec<Kept>>>,
+    checkers: Folds<Checker>,
     /// Per trace: the frame count it was checked at, and its counts.
     counts: Arc<Mutex<LruCache<i64, (i64, FindingCounts)>>>,
 }
 
 impl Default for Checks {
     fn default() -> Self {
-        Checks { checkers: Arc::default(), counts: Arc::new(Mutex::new(LruCache::new(COUNTS_KEPT))) }
+        Checks { checkers: Folds::new(CHECKERS_KEPT), counts: Arc::new(Mutex::new(LruCache::new(COUNTS_KEPT))) }
     }
 }
 
@@ -55,18 +53,7 @@ impl Checks {
     /// Trace `id`'s findings, its checker brought up to date first.
     fn findings(&self, store: &Store, id: i64) -> Result<TraceFindings, StoreError> {
         let trace = store.trace_summary(id)?;
-        let checker = {
-            let mut kept = self.checkers.lock().unwrap_or_else(|e| e.into_inner());
-            let checker = match kept.iter().position(|(t, _)| *t == id) {
-                Some(i) => kept.remove(i).1,
-                None => Arc::new(Mutex::new(Checker::new(CheckOptions::default()))),
-            };
-            kept.push((id, checker.clone()));
-            if kept.len() > CHECKERS_KEPT {
-                kept.remove(0);
-            }
-            checker
-        };
+        let checker = self.checkers.of(id, || Checker::new(CheckOptions::default()));
         // One request at a time brings a trace's checker up to date.
         let mut checker = checker.lock().unwrap_or_else(|e| e.into_inner());
         checker.catch_up(store, id)?;

@@ -1,7 +1,7 @@
 //! Live updates: noticing other processes' commits cheaply, and the SSE
 //! stream that pushes a trace's new frames.
 
-use super::db::Db;
+use crate::read::Db;
 use crate::store::Store;
 use acp_tee_shared::api::TraceSummary;
 use axum::response::sse::Event;
@@ -84,7 +84,7 @@ struct LiveState {
     redactor: crate::redact::Redactor,
     /// With `sessions=true`: the models to send the sessions from, and
     /// whether frames sent since the last `sessions` event may change them.
-    sessions: Option<(super::sessions::Models, bool)>,
+    sessions: Option<(crate::read::Models, bool)>,
 }
 
 fn summary_key(s: &TraceSummary) -> (i64, i64, Option<String>, bool) {
@@ -103,7 +103,7 @@ pub fn trace_events(
     after: i64,
     changes: watch::Receiver<u64>,
     redactor: crate::redact::Redactor,
-    sessions: Option<super::sessions::Models>,
+    sessions: Option<crate::read::Models>,
 ) -> impl Stream<Item = Result<Event, Infallible>> {
     let sessions = sessions.map(|m| (m, true));
     let state = LiveState { db, trace_id, after, changes, last_summary: None, finished: false, redactor, sessions };
@@ -115,7 +115,7 @@ pub fn trace_events(
             let (id, after, seen) = (st.trace_id, st.after, st.redactor.clone());
             let frames = st.db.run(move |s| s.seen_by(&seen).run(|| s.frames_after(id, after, BATCH))).await;
             let Ok(mut frames) = frames else { return None };
-            frames.iter_mut().for_each(|f| super::mask::summary(&st.redactor, f));
+            frames.iter_mut().for_each(|f| crate::read::mask::summary(&st.redactor, f));
             if let Some(last) = frames.last() {
                 st.after = last.seq;
                 if let Some((_, dirty)) = &mut st.sessions {
@@ -134,7 +134,7 @@ pub fn trace_events(
                 return Some((Ok(event), st));
             }
             let Ok(summary) = st.db.run(move |s| s.trace_summary(id)).await else { return None };
-            let summary = super::mask::trace(&st.redactor, summary);
+            let summary = crate::read::mask::trace(&st.redactor, summary);
             let key = summary_key(&summary);
             if st.last_summary.as_ref() != Some(&key) {
                 st.last_summary = Some(key);

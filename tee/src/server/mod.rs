@@ -16,20 +16,16 @@
 
 mod assets;
 mod auth;
-mod db;
 mod error;
 mod findings;
 mod live;
-pub(crate) mod mask;
 mod routes;
 pub(crate) mod sessions;
 
 pub use auth::generate_token;
-pub use db::{Db, MAX_EXPORTS, QUERY_TIME_LIMIT};
 pub use error::AppError;
-pub use mask::redactor;
-pub(crate) use routes::validate;
 
+use crate::read::{mask, Db};
 use anyhow::Context;
 use axum::http::StatusCode;
 use axum::response::{Html, IntoResponse};
@@ -50,7 +46,7 @@ pub struct AppState {
     /// Whether frames are served masked (the default rules of exports).
     redact: bool,
     /// Session models kept between requests.
-    sessions: sessions::Models,
+    sessions: crate::read::Models,
     /// Searches' counts of indexed matches kept between pages.
     search_counts: crate::store::api::SearchCounts,
     /// Protocol checkers and finding counts kept between requests.
@@ -76,7 +72,7 @@ impl AppState {
             changes,
             dist,
             redact: true,
-            sessions: sessions::Models::default(),
+            sessions: crate::read::Models::default(),
             search_counts: Default::default(),
             checks,
             _alive: alive,
@@ -136,7 +132,7 @@ pub fn app(state: AppState) -> Router {
 /// Any path under `/api` that is not a route: a JSON 404, never the app.
 async fn api_not_found() -> AppError {
     AppError::NotFound(
-        "no such API route; the routes are listed in the README (`GET /api/traces` lists the traces)".into(),
+        "no such API route; the routes are listed in docs/viewer.md (`GET /api/traces` lists the traces)".into(),
     )
 }
 

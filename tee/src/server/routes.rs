@@ -2,10 +2,9 @@
 
 use super::error::AppError;
 use super::live::trace_events;
-use super::mask;
 use super::AppState;
 use crate::export::{self, ExportFormat, ExportOptions, TraceSelection};
-use crate::redact::Redactor;
+use crate::read::mask;
 use acp_tee_shared::api::{FrameDetail, FrameDetailQuery, FramePage, FrameQuery, TraceStats, TraceSummary};
 use axum::body::Body;
 use axum::extract::rejection::{PathRejection, QueryRejection};
@@ -47,26 +46,6 @@ pub async fn one_trace(
     Ok(Json(mask::trace(&st.redactor(), st.db.run(move |s| s.trace_summary(id)).await?)))
 }
 
-/// Checks a frame query's numbers before it reaches SQL.
-pub fn validate(q: &FrameQuery) -> Result<(), AppError> {
-    let bad = |m: &str| Err(AppError::BadRequest(m.to_owned()));
-    if q.limit.is_some_and(|l| !(1..=1000).contains(&l)) {
-        return bad("limit must be between 1 and 1000");
-    }
-    if q.offset.is_some_and(|o| o < 0) {
-        return bad("offset must not be negative");
-    }
-    // The largest latency a frame can have: i64::MAX nanoseconds.
-    const MAX_LATENCY_MS: f64 = i64::MAX as f64 / 1e6;
-    if q.min_latency_ms.is_some_and(|ms| !(0.0..=MAX_LATENCY_MS).contains(&ms)) {
-        return bad("min_latency_ms must be a number of milliseconds from 0 to 9223372036854 (the largest latency a frame can have)");
-    }
-    if q.q.as_ref().is_some_and(|t| t.len() > 1000) {
-        return bad("the search text must be at most 1000 bytes");
-    }
-    Ok(())
-}
-
 /// `GET /api/traces/{id}/frames`
 pub async fn frames(
     State(st): State<AppState>,
@@ -74,7 +53,7 @@ pub async fn frames(
     q: Result<Query<FrameQuery>, QueryRejection>,
 ) -> Result<Json<FramePage>, AppError> {
     let (id, q) = (path(id)?, query(q)?);
-    validate(&q)?;
+    crate::read::query::validate(&q).map_err(AppError::BadRequest)?;
     // Searched and sized as the page shows the frames: masked.
     let r = st.redactor();
     let seen = r.clone();
@@ -267,7 +246,7 @@ fn download_body(rx: mpsc::Receiver<Result<Bytes, std::io::Error>>, done: Arc<At
 }
 
 /// `GET /api/traces/{id}/export?format=json|ndjson|jsons|perfetto&redact=false`:
-/// secrets are masked unless `redact=false`. At most [`super::db::MAX_EXPORTS`]
+/// secrets are masked unless `redact=false`. At most [`crate::read::MAX_EXPORTS`]
 /// run at once (503 beyond); an export that fails half-way (a read error,
 /// a client that stopped reading for [`EXPORT_STALL`]) cuts the connection.
 pub async fn export_trace(
@@ -278,13 +257,12 @@ pub async fn export_trace(
     let (id, q) = (path(id)?, query(q)?);
     let format: ExportFormat = q.format.as_deref().unwrap_or("json").parse().map_err(AppError::BadRequest)?;
     let (ext, mime) = (format.extension(), format.mime());
-    let redactor =
-        if q.redact == Some(false) { Redactor::without_defaults(Vec::new()) } else { Redactor::new(Vec::new()) };
+    let redactor = crate::read::mask::redactor(q.redact != Some(false));
     let opts = ExportOptions { format, redactor, progress: indicatif::ProgressBar::hidden(), otlp: Default::default() };
     let slot = st.db.export_slot().ok_or_else(|| {
         AppError::Unavailable(format!(
             "{} exports are running, as many as this server runs at once; try again when one has finished",
-            super::db::MAX_EXPORTS
+            crate::read::MAX_EXPORTS
         ))
     })?;
     st.db.run(move |s| s.trace(id)).await?;

@@ -1,61 +1,23 @@
 //! `/api/traces/{id}/sessions` and `/sessions/{sid}`: the session model of
 //! a trace (`crate::session`).
 //!
-//! The server keeps the whole-trace fold of the last [`MODELS_KEPT`] traces
-//! asked about and feeds it only the frames stored since, so asking again
-//! about a live trace costs its new frames. Pages of turns re-read only
-//! their own frames.
+//! The server keeps the whole-trace fold of the last
+//! [`crate::read::folds::MODELS_KEPT`] traces asked about ([`Models`]) and feeds it
+//! only the frames stored since, so asking again about a live trace costs
+//! its new frames. Pages of turns re-read only their own frames.
 
 use super::error::AppError;
 use super::routes::{path, query};
 use super::AppState;
-use crate::session::{now_t_ns, Model};
+use crate::read::Models;
+use crate::session::now_t_ns;
 use crate::store::{Store, StoreError};
-use acp_tee_shared::session::{SessionDetail, TraceSessions, TurnQuery, TURNS_DEFAULT_LIMIT, TURNS_MAX_LIMIT};
+use acp_tee_shared::session::{
+    SessionDetail, TraceSessions, TurnQuery, SESSIONS_MAX, TURNS_DEFAULT_LIMIT, TURNS_MAX_LIMIT,
+};
 use axum::extract::rejection::{PathRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
 use axum::Json;
-use std::sync::{Arc, Mutex};
-
-/// Traces whose session models the server keeps between requests.
-pub const MODELS_KEPT: usize = 4;
-
-/// A trace's id and its model, shared with the requests using it.
-type Kept = (i64, Arc<Mutex<Model>>);
-
-/// The models kept, most recently used last.
-#[derive(Clone, Default)]
-pub struct Models(Arc<Mutex<Vec<Kept>>>);
-
-impl Models {
-    /// Runs `read` on trace `id`'s model, brought up to date with what
-    /// `store` holds.
-    pub(crate) fn with_current<T>(
-        &self,
-        store: &Store,
-        id: i64,
-        redactor: &crate::redact::Redactor,
-        read: impl FnOnce(&Model) -> Result<T, StoreError>,
-    ) -> Result<T, StoreError> {
-        let model = {
-            let mut kept = self.0.lock().unwrap_or_else(|e| e.into_inner());
-            let model = match kept.iter().position(|(t, _)| *t == id) {
-                Some(i) => kept.remove(i).1,
-                None => Arc::default(),
-            };
-            kept.push((id, model.clone()));
-            if kept.len() > MODELS_KEPT {
-                kept.remove(0);
-            }
-            model
-        };
-        // One request at a time brings a trace's model up to date; the
-        // others wait for it here rather than each reading the trace.
-        let mut model = model.lock().unwrap_or_else(|e| e.into_inner());
-        model.catch_up(store, id, (!redactor.is_noop()).then_some(redactor))?;
-        read(&model)
-    }
-}
 
 /// Starts bringing trace `id`'s model up to date in the background when a
 /// scan slot is free: the server does it when it serves the page of a
@@ -96,14 +58,6 @@ pub async fn warm_on_page(
     next.run(req).await
 }
 
-impl Models {
-    /// Whether trace `id`'s model is kept (built or being built).
-    #[cfg(test)]
-    pub(crate) fn holds(&self, id: i64) -> bool {
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).iter().any(|(t, _)| *t == id)
-    }
-}
-
 /// Trace `id`'s sessions, its model brought up to date first.
 pub(super) fn overview(
     models: &Models,
@@ -140,23 +94,46 @@ pub async fn session(
     let offset = q.offset.unwrap_or(0);
     let (models, r) = (st.sessions.clone(), st.redactor());
     let missing = format!("trace {id} has no session {sid}");
-    let detail = st
+    let detail: Result<SessionDetail, u64> = st
         .db
         .run_scan(move |s| {
             let trace = s.trace_summary(id)?;
             models.with_current(s, id, &r, |model| {
                 let view = model.sessions(now_t_ns(&trace));
-                let Some(summary) = view.sessions.into_iter().find(|x| x.session_id == sid) else { return Ok(None) };
+                let left_out = view.sessions_left_out;
+                let Some(summary) = view.sessions.into_iter().find(|x| x.session_id == sid) else {
+                    return Ok(Err(left_out));
+                };
                 let redact = (!r.is_noop()).then_some(&r);
-                let Some(turns) = model.turns_of(s, id, &sid, offset, limit, redact)? else { return Ok(None) };
-                let (plan, commands, changes) = model.extras(&sid);
-                let open_requests =
-                    view.open_requests.into_iter().filter(|o| o.session_id.as_deref() == Some(sid.as_str())).collect();
-                Ok(Some(SessionDetail { summary, turns, offset, open_requests, plan, commands, changes }))
+                let Some(turns) = model.turns_of(s, id, &sid, offset, limit, redact)? else { return Ok(Err(left_out)) };
+                let x = model.extras(&sid);
+                let open_requests = model.open_requests_of(&sid, now_t_ns(&trace));
+                Ok(Ok(SessionDetail {
+                    summary,
+                    turns,
+                    offset,
+                    open_requests,
+                    plan: x.plan,
+                    commands: x.commands,
+                    changes: x.changes,
+                    left_out: x.left_out,
+                }))
             })
         })
         .await?;
-    detail.map(Json).ok_or(AppError::NotFound(missing))
+    detail.map(Json).map_err(|left_out| AppError::NotFound(past_the_bound(missing, left_out)))
+}
+
+/// `missing` ("trace N has no session S"), saying so of the sessions the
+/// model keeps when it left `left_out` out: S may be one of them.
+pub(crate) fn past_the_bound(missing: String, left_out: u64) -> String {
+    match left_out {
+        0 => missing,
+        n => format!(
+            "{missing} among the first {SESSIONS_MAX} it keeps; {n} sessions past them are left out \
+             (`acp-tee show --session` shows any of them)"
+        ),
+    }
 }
 
 #[cfg(test)]

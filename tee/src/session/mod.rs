@@ -2,29 +2,34 @@
 //! usage and open requests, derived from a trace's stored frames on read.
 //!
 //! [`Model`] is a fold over frames in seq order. Fed a whole trace it keeps
-//! what every session adds up to ([`TraceSessions`]) and where each turn
+//! what every session adds up to (`TraceSessions`) and where each turn
 //! starts, never the turns themselves: its memory grows with the sessions
 //! and turns (a few words each) and the requests still open, each bounded
-//! (`SESSIONS_MAX`, [`PENDING_MAX`]). A page of turns is built by a second
-//! fold over just that page's frames ([`Model::turns_of`]), keeping texts
-//! (cut to `TEXT_MAX_CHARS`) and tool calls. The server keeps the whole-trace
-//! fold of the traces it was asked about and feeds it only new frames
+//! (`SESSIONS_MAX`, `PENDING_MAX`), what is past a bound counted. Turns are
+//! built by `turns::Builder`s fed the frames of their session, in the
+//! same pass ([`Model::catch_up_building`], for `show`) or in a later one
+//! over just a page's frames ([`Model::turns_of`]), keeping texts (cut to
+//! `TEXT_MAX_CHARS`) and tool calls. The server keeps the whole-trace fold
+//! of the traces it was asked about and feeds it only new frames
 //! (`server/sessions.rs`); nothing of this runs while recording.
 //!
 //! ACP v1 is the reference; v2 turns that end with a `state_update` are
 //! read too. Unknown update kinds are counted, never dropped silently.
 
 mod notify;
+mod pages;
 mod text;
 mod turns;
+mod view;
 mod wire;
 
-pub use turns::{Step, Want, HELD_MAX_BYTES};
+pub use pages::{Built, Step, Want, HELD_MAX_BYTES};
 
 use crate::redact::Redactor;
 use crate::store::{FrameRef, Store, StoreError};
 use acp_tee_shared::session::{
-    Note, OpenRequest, Plan, PlanEntry, SessionSummary, SettingChange, TraceSessions, OPEN_REQUESTS_MAX, SESSIONS_MAX,
+    ListsLeftOut, Note, Plan, PlanEntry, SessionSummary, SettingChange, LIST_MAX, PENDING_MAX,
+    SESSIONS_LEFT_OUT_COUNTED, SESSIONS_MAX,
 };
 use acp_tee_shared::{Direction, FrameKind};
 use std::borrow::Cow;
@@ -33,10 +38,6 @@ use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 use text::cut;
 use wire::SessionParams;
-
-/// Requests awaiting an answer the model follows at most; later ones are
-/// counted in `open_requests_total` only while this many are open.
-pub const PENDING_MAX: usize = 100_000;
 
 /// Distinct request methods the model shares one copy of.
 const METHODS_SHARED: usize = 1000;
@@ -65,9 +66,6 @@ impl Hasher for SeqHasher {
 
 /// How a turn answered with neither a stop reason nor an error ended.
 pub const ANSWERED_WITHOUT_REASON: &str = "answered without a stop reason";
-
-/// Notes, setting changes, plan entries and commands kept per session.
-const LIST_MAX: usize = 200;
 
 /// Characters kept of short strings (titles, plan entries, command names).
 const SHORT_MAX: usize = 500;
@@ -116,6 +114,8 @@ struct Session {
     plan: Option<Plan>,
     commands: Vec<String>,
     changes: Vec<SettingChange>,
+    /// What `commands` and `changes` left out.
+    left_out: ListsLeftOut,
     /// Usage of the last turn that reported it, and how many turns in a row
     /// grew in every figure.
     last_usage: Option<acp_tee_shared::session::TokenUsage>,
@@ -137,6 +137,12 @@ pub struct Model {
     /// runs, and comparing the id is cheaper than hashing it.
     last_session: usize,
     frames_left_out: u64,
+    /// The session kept past `SESSIONS_MAX` (the one `show --session`
+    /// asks for).
+    keep: Option<Box<str>>,
+    /// The sessions left out, hashed (at most
+    /// `SESSIONS_LEFT_OUT_COUNTED`).
+    left_out: std::collections::HashSet<u64>,
     /// Requests awaiting answers, by seq.
     pending: HashMap<i64, Pending, BuildHasherDefault<SeqHasher>>,
     /// Methods of requests, shared (at most [`METHODS_SHARED`]).
@@ -153,6 +159,12 @@ pub struct Model {
 }
 
 impl Model {
+    /// A model that keeps session `sid` however many sessions come
+    /// before it (the others past `SESSIONS_MAX` are left out as usual).
+    pub fn keeping(sid: &str) -> Model {
+        Model { keep: Some(sid.into()), ..Model::default() }
+    }
+
     /// The model of trace `trace_id`'s frames after seq `self.last_seq()`
     /// added to this one; `redact` masks what the model shows of a frame
     /// as the server masks the frames it serves.
@@ -173,16 +185,24 @@ impl Model {
     /// shows text of (settings, titles, plans, peers' names) are masked
     /// with `redact`: the streamed chunks that make up most traces are
     /// counted, not shown, and cost no masking.
-    pub fn feed(&mut self, f: &FrameRef<'_>, redact: Option<&Redactor>) {
+    /// Returns the place of the frame's session among the sessions kept.
+    pub fn feed(&mut self, f: &FrameRef<'_>, redact: Option<&Redactor>) -> Option<usize> {
         self.last_seq = self.last_seq.max(f.seq);
         self.last_t_ns = self.last_t_ns.max(f.t_ns);
+        let mut at = None;
         if let Some(sid) = f.session_id {
             match self.session(sid, f) {
                 Some(s) => {
                     s.summary.last_seq = f.seq;
                     s.summary.last_t_ns = f.t_ns;
+                    at = Some(self.last_session);
                 }
-                None => self.frames_left_out += 1,
+                None => {
+                    self.frames_left_out += 1;
+                    if (self.left_out.len() as u64) < SESSIONS_LEFT_OUT_COUNTED {
+                        self.left_out.insert(hash(sid));
+                    }
+                }
             }
         }
         match f.kind {
@@ -191,6 +211,12 @@ impl Model {
             FrameKind::Response | FrameKind::Error => self.response(f, redact),
             _ => {}
         }
+        at
+    }
+
+    /// The place of session `sid` among the sessions kept.
+    pub fn index_of(&self, sid: &str) -> Option<usize> {
+        self.by_id.get(sid).copied()
     }
 
     /// The session `sid`, added when new (`None` past `SESSIONS_MAX`).
@@ -200,7 +226,7 @@ impl Model {
         }
         let i = match self.by_id.get(sid) {
             Some(&i) => i,
-            None if self.sessions.len() >= SESSIONS_MAX => return None,
+            None if self.sessions.len() >= SESSIONS_MAX && self.keep.as_deref() != Some(sid) => return None,
             None => {
                 let summary = SessionSummary {
                     session_id: sid.to_owned(),
@@ -278,6 +304,7 @@ impl Model {
                     }
                     push_bounded(
                         &mut s.changes,
+                        &mut s.left_out.changes_left_out,
                         SettingChange {
                             setting: cut(&setting, SHORT_MAX),
                             value: cut(&value, SHORT_MAX),
@@ -407,94 +434,6 @@ impl Model {
             Awaiting::Other => {}
         }
     }
-
-    /// What the model says, with the ages of open requests measured at
-    /// `now_t_ns` (a live trace's present; else its last frame).
-    pub fn sessions(&self, now_t_ns: Option<i64>) -> TraceSessions {
-        let now = now_t_ns.unwrap_or(self.last_t_ns).max(self.last_t_ns);
-        let mut open: Vec<(&i64, &Pending)> = self.pending.iter().collect();
-        open.sort_by_key(|(seq, _)| **seq);
-        // Open requests per session, and how long its open permission
-        // requests have waited so far (up to `now`), as the open-requests
-        // view measures them.
-        let mut per_session: HashMap<&str, (u64, i64)> = HashMap::new();
-        for (_, p) in &open {
-            if let Some(s) = &p.session {
-                let entry = per_session.entry(s).or_default();
-                entry.0 += 1;
-                if matches!(p.what, Awaiting::Permission) {
-                    entry.1 = entry.1.saturating_add(now.saturating_sub(p.t_ns).max(0));
-                }
-            }
-        }
-        let sessions = self
-            .sessions
-            .iter()
-            .map(|s| {
-                let mut summary = s.summary.clone();
-                let (open, waiting) = per_session.get(summary.session_id.as_str()).copied().unwrap_or_default();
-                summary.open_requests = open;
-                summary.permission_wait_ns = summary.permission_wait_ns.saturating_add(waiting);
-                summary
-            })
-            .collect();
-        TraceSessions {
-            sessions,
-            open_requests: open.iter().take(OPEN_REQUESTS_MAX).map(|(seq, p)| open_request(**seq, p, now)).collect(),
-            open_requests_total: open.len() as u64 + self.pending_left_out,
-            last_seq: self.last_seq,
-            now_t_ns: now,
-            live: now_t_ns.is_some(),
-            frames_left_out: self.frames_left_out,
-            protocol_version: self.protocol_version,
-            agent: self.agent.clone(),
-            client: self.client.clone(),
-        }
-    }
-
-    /// Where session `sid`'s turns start (seqs of their prompts).
-    pub fn turn_starts(&self, sid: &str) -> Option<&[i64]> {
-        self.by_id.get(sid).map(|&i| self.sessions[i].turn_starts.as_slice())
-    }
-
-    /// The seq of session `sid`'s last frame.
-    pub fn session_last_seq(&self, sid: &str) -> Option<i64> {
-        self.by_id.get(sid).map(|&i| self.sessions[i].summary.last_seq)
-    }
-
-    /// Session `sid`'s last plan, commands and setting changes.
-    pub fn extras(&self, sid: &str) -> (Option<Plan>, Vec<String>, Vec<SettingChange>) {
-        match self.by_id.get(sid) {
-            Some(&i) => {
-                let s = &self.sessions[i];
-                (s.plan.clone(), s.commands.clone(), s.changes.clone())
-            }
-            None => (None, Vec::new(), Vec::new()),
-        }
-    }
-
-    /// How the turns of every session ended, by stop reason (`error` for a
-    /// turn answered with an error, [`ANSWERED_WITHOUT_REASON`], `not
-    /// ended` for one never answered), from the whole-trace fold.
-    pub fn turn_ends(&self) -> std::collections::BTreeMap<String, u64> {
-        let mut ends = std::collections::BTreeMap::new();
-        for s in &self.sessions {
-            let mut ended = 0;
-            for k in &s.ends {
-                *ends.entry(k.kind.clone()).or_default() += k.count;
-                ended += k.count;
-            }
-            if s.summary.turns > ended {
-                *ends.entry("not ended".to_owned()).or_default() += s.summary.turns - ended;
-            }
-        }
-        ends
-    }
-
-    /// The protocol version the trace negotiated.
-    pub fn protocol_version(&self) -> Option<i64> {
-        self.protocol_version
-    }
 }
 
 /// The present as a `t_ns` of a live trace (its wall-clock start to now);
@@ -512,20 +451,6 @@ fn masked<'a>(raw: &'a [u8], redact: Option<&Redactor>) -> Cow<'a, [u8]> {
     match redact {
         Some(r) => r.redact(raw),
         None => Cow::Borrowed(raw),
-    }
-}
-
-fn open_request(seq: i64, p: &Pending, now: i64) -> OpenRequest {
-    OpenRequest {
-        seq,
-        dir: p.dir,
-        method: p.method.as_deref().map(str::to_owned),
-        rpc_id: p.rpc_id.as_deref().map(str::to_owned),
-        session_id: p.session.as_deref().map(str::to_owned),
-        t_ns: p.t_ns,
-        age_ns: now.saturating_sub(p.t_ns).max(0),
-        waiting_for: if p.dir == Direction::ClientToAgent { "agent" } else { "client" }.into(),
-        cancel_seq: p.cancel_seq,
     }
 }
 
@@ -582,10 +507,22 @@ fn note(summary: &mut SessionSummary, code: &str, message: &str, seq: Option<i64
     }
 }
 
-fn push_bounded<T>(list: &mut Vec<T>, item: T) {
+/// Adds `item` to `list` when it holds fewer than `LIST_MAX`; else
+/// counts it in `left_out`.
+fn push_bounded<T>(list: &mut Vec<T>, left_out: &mut u64, item: T) {
     if list.len() < LIST_MAX {
         list.push(item);
+    } else {
+        *left_out += 1;
     }
+}
+
+/// A string as the model keeps it in sets: 8 bytes, whatever its length.
+fn hash(s: &str) -> u64 {
+    use std::hash::Hash;
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    s.hash(&mut h);
+    h.finish()
 }
 
 #[cfg(test)]

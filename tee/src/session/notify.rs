@@ -3,7 +3,7 @@
 
 use super::text::{count_kind, cut};
 use super::wire::{self, SessionParams};
-use super::{end_turn, note, push_bounded, Model, Plan, PlanEntry, LIST_MAX, PENDING_MAX, SHORT_MAX};
+use super::{end_turn, hash, note, push_bounded, Model, Plan, PlanEntry, LIST_MAX, PENDING_MAX, SHORT_MAX};
 use crate::frame::id_key;
 use crate::redact::Redactor;
 use crate::store::FrameRef;
@@ -110,7 +110,7 @@ impl Model {
             // A `tool_call` repeated for one id (Claude Code sends one
             // without its input, then one with it) updates that call: it
             // counts once.
-            "tool_call" => match update.tool_call_id.as_deref().map(tool_call_hash) {
+            "tool_call" => match update.tool_call_id.as_deref().map(hash) {
                 Some(h) if s.tool_call_ids.contains(&h) => {}
                 Some(h) if room_for_tool_call_ids => {
                     s.tool_call_ids.insert(h);
@@ -128,11 +128,24 @@ impl Model {
                 }
                 None => s.summary.tool_calls += 1,
             },
+            // An update for a call no `tool_call` announced (yet) still
+            // tells of a tool call: the turn lists it (set apart), the OTLP
+            // mapper gives it a span, so it counts, once, here too.
+            "tool_call_update" => {
+                if let Some(h) = update.tool_call_id.as_deref().map(hash) {
+                    if !s.tool_call_ids.contains(&h) && room_for_tool_call_ids {
+                        s.tool_call_ids.insert(h);
+                        tool_call_id_kept = true;
+                        s.summary.tool_calls += 1;
+                    }
+                }
+            }
             "plan" => {
                 let entries = update.entries.unwrap_or_default();
                 let plan = s.plan.get_or_insert_with(Plan::default);
                 plan.seq = f.seq;
                 plan.updates += 1;
+                plan.entries_left_out = entries.len().saturating_sub(LIST_MAX) as u64;
                 plan.entries = entries
                     .iter()
                     .take(LIST_MAX)
@@ -144,9 +157,10 @@ impl Model {
                     .collect();
             }
             "available_commands_update" => {
-                s.commands = update
-                    .available_commands
-                    .unwrap_or_default()
+                let commands = update.available_commands.unwrap_or_default();
+                let named = commands.iter().filter(|c| c.name.is_some()).count();
+                s.left_out.commands_left_out = named.saturating_sub(LIST_MAX) as u64;
+                s.commands = commands
                     .iter()
                     .filter_map(|c| c.name.as_deref().map(|n| cut(n, SHORT_MAX)))
                     .take(LIST_MAX)
@@ -157,12 +171,14 @@ impl Model {
                     s.summary.mode = Some(cut(mode, SHORT_MAX));
                     push_bounded(
                         &mut s.changes,
+                        &mut s.left_out.changes_left_out,
                         SettingChange { setting: "mode".into(), value: cut(mode, SHORT_MAX), seq: f.seq, t_ns: f.t_ns },
                     );
                 }
             }
             "config_option_update" => push_bounded(
                 &mut s.changes,
+                &mut s.left_out.changes_left_out,
                 SettingChange { setting: "config_options".into(), value: "updated".into(), seq: f.seq, t_ns: f.t_ns },
             ),
             "session_info_update" => {
@@ -189,7 +205,6 @@ impl Model {
             "agent_message_chunk"
             | "agent_thought_chunk"
             | "user_message_chunk"
-            | "tool_call_update"
             | "agent_message"
             | "agent_thought"
             | "user_message"
@@ -199,12 +214,4 @@ impl Model {
         }
         self.tool_call_ids_kept += usize::from(tool_call_id_kept);
     }
-}
-
-/// A tool call's id as the model keeps it: 8 bytes, whatever its length.
-fn tool_call_hash(id: &str) -> u64 {
-    use std::hash::{Hash, Hasher};
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    id.hash(&mut h);
-    h.finish()
 }

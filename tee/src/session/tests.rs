@@ -1,6 +1,6 @@
 use super::*;
 use crate::export::tests::store_from;
-use acp_tee_shared::session::Turn;
+use acp_tee_shared::session::{Turn, OPEN_REQUESTS_MAX};
 use acp_tee_shared::Direction::{AgentToClient as A2C, ClientToAgent as C2A};
 use acp_tee_shared::FrameKind;
 
@@ -303,11 +303,15 @@ fn sessions_and_open_requests_past_their_bounds_are_counted_not_kept() {
         seq += 1;
         m.feed(&frame(seq, C2A, FrameKind::Request, "x/y", None, r#"{"id":1,"method":"x/y"}"#), None);
     }
+    // A session left out sends again: it is one session left out.
+    seq += 1;
+    m.feed(&frame(seq, A2C, FrameKind::Notification, "session/update", Some("s10000"), "{}"), None);
     let view = m.sessions(None);
     assert_eq!(view.sessions.len(), SESSIONS_MAX);
-    assert_eq!(view.frames_left_out, extra as u64);
+    assert_eq!((view.frames_left_out, view.sessions_left_out), (extra as u64 + 1, extra as u64));
     assert_eq!(view.open_requests.len(), OPEN_REQUESTS_MAX);
     assert_eq!(view.open_requests_total, (PENDING_MAX + extra) as u64);
+    assert_eq!(view.requests_not_followed, extra as u64);
     assert_eq!(m.pending.len(), PENDING_MAX);
 }
 
@@ -390,6 +394,12 @@ mod fuzz {
                 sids.iter().map(|sid| model.turns_of(&store, 1, sid, 0, 10_000, None).unwrap().unwrap()).collect();
             for held_max in [0, held, u64::MAX] {
                 prop_assert_eq!(&each_turn(&model, &store, &sids, held_max), &alone);
+                // Built in the model's own pass as far as `held_max` allows,
+                // the rest by further passes: the same turns, the same model.
+                let mut one = Model::default();
+                let built = one.catch_up_building(&store, 1, None, None, held_max).unwrap();
+                prop_assert_eq!(one.sessions(None), view.clone());
+                prop_assert_eq!(&each_turn_from(&one, &store, &sids, built, held_max), &alone);
             }
         }
     }
@@ -398,28 +408,48 @@ mod fuzz {
 /// Every session's turns through `Model::each_turn_of`, checking its steps
 /// come in order.
 fn each_turn(model: &Model, store: &crate::store::Store, sids: &[&str], held_max: u64) -> Vec<Vec<Turn>> {
+    in_order(|each| model.each_turn_of::<crate::store::StoreError>(store, 1, sids, 0, None, held_max, each))
+}
+
+/// The same through `Model::each_turn_built`, from what `built` holds.
+fn each_turn_from(
+    model: &Model,
+    store: &crate::store::Store,
+    sids: &[&str],
+    built: Built,
+    held_max: u64,
+) -> Vec<Vec<Turn>> {
+    in_order(|each| model.each_turn_built::<crate::store::StoreError>(store, 1, sids, built, None, held_max, each))
+}
+
+/// What `steps` calls its callback with, as turns by session, checking the
+/// steps come in order.
+fn in_order(
+    steps: impl FnOnce(
+        &mut dyn FnMut(Step<'_>) -> Result<(), crate::store::StoreError>,
+    ) -> Result<(), crate::store::StoreError>,
+) -> Vec<Vec<Turn>> {
     let mut out: Vec<Vec<Turn>> = Vec::new();
     let mut open = false;
-    model
-        .each_turn_of::<crate::store::StoreError>(store, 1, sids, None, held_max, |step| {
-            match step {
-                Step::Begin(i) => {
-                    assert!(!open && i == out.len(), "begin {i}");
-                    out.push(Vec::new());
-                    open = true;
-                }
-                Step::Turn(t) => {
-                    assert!(open);
-                    out.last_mut().expect("a session begun").push(t.clone());
-                }
-                Step::End(i) => {
-                    assert!(open && i + 1 == out.len());
-                    open = false;
-                }
+    steps(&mut |step| {
+        match step {
+            Step::Begin(i) => {
+                assert!(!open && i == out.len(), "begin {i}");
+                out.push(Vec::new());
+                open = true;
             }
-            Ok(())
-        })
-        .unwrap();
+            Step::Turn(t) => {
+                assert!(open);
+                out.last_mut().expect("a session begun").push(t.clone());
+            }
+            Step::End(i) => {
+                assert!(open && i + 1 == out.len());
+                open = false;
+            }
+        }
+        Ok(())
+    })
+    .unwrap();
     assert!(!open);
     out
 }
@@ -477,20 +507,30 @@ fn what_the_model_shows_is_masked_as_served_frames_are() {
         (A2C, 1, update(r#"{"sessionUpdate":"session_info_update","title":"https://h/y?api_key=abc2"}"#)),
         (A2C, 2, update(r#"{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"at https://h/z?access_token=abc3"}}"#)),
         (A2C, 3, update(r#"{"sessionUpdate":"plan","entries":[{"content":"open https://h/p?token=abc4","status":"pending"}]}"#)),
-        (A2C, 4, r#"{"jsonrpc":"2.0","id":1,"result":{"stopReason":"end_turn"}}"#.to_owned()),
+        // URLs spelled with escapes, and a chunk with nothing to mask (read
+        // unmasked) next to them.
+        (A2C, 4, update(r#"{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":" and https:\/\/h/e?token=abc5"}}"#)),
+        (A2C, 4, update(r#"{"sessionUpdate":"agent_thought_chunk","content":{"type":"text","text":"h\u0074tps://h/u?key=abc6"}}"#)),
+        (A2C, 4, update(r#"{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":" done\n"},"apiKey":"x"}"#)),
+        (A2C, 5, r#"{"jsonrpc":"2.0","id":1,"result":{"stopReason":"end_turn"}}"#.to_owned()),
     ];
     let store = trace(&as_refs(&lines));
     let redactor = crate::redact::Redactor::new(Vec::new());
     let mut m = Model::default();
     m.catch_up(&store, 1, Some(&redactor)).unwrap();
     let view = m.sessions(None);
-    let (plan, _, _) = m.extras("s1");
+    let plan = m.extras("s1").plan;
     let turn = &m.turns_of(&store, 1, "s1", 0, 1, Some(&redactor)).unwrap().unwrap()[0];
     let shown = format!("{view:?} {plan:?} {turn:?}");
-    for secret in ["abc1", "abc2", "abc3", "abc4"] {
+    for secret in ["abc1", "abc2", "abc3", "abc4", "abc5", "abc6"] {
         assert!(!shown.contains(secret), "{secret} shown: {shown}");
     }
     assert!(turn.message.text.starts_with("at https://h/z?access_token="), "{}", turn.message.text);
+    assert!(turn.message.text.ends_with("token=[REDACTED] done\n"), "{}", turn.message.text);
+    assert_eq!(turn.thought.text, "https://h/u?key=[REDACTED]");
+    // And so in the pass that builds every session's turns with the model.
+    let built = Model::default().catch_up_building(&store, 1, Some(&redactor), None, u64::MAX).unwrap();
+    assert_eq!(built.turns[0].as_ref().map(|t| &t[0]), Some(turn));
     // Without masking, all of it is there.
     let plain = model_of(&store);
     let turn = &plain.turns_of(&store, 1, "s1", 0, 1, None).unwrap().unwrap()[0];

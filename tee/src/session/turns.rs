@@ -1,33 +1,20 @@
-//! A page of one session's turns, in full: prompt, the agent's message and
+//! One session's turns, in full: prompt, the agent's message and
 //! thoughts, tool calls with their statuses and permission waits, the work
 //! the agent asked of the client, usage.
 //!
-//! Built by a fold over the frames of just those turns: from the first
-//! turn's prompt on, until every turn of the page has ended and every
-//! request made in them is answered, or [`TURN_TAIL_FRAMES`] frames past the
-//! next turn's prompt when one never is, and never past the session's last
-//! frame. Tool call updates that come after
-//! that are not on the page.
+//! A [`Builder`] is fed the frames of one session from its first turn's
+//! prompt on (`pages.rs` says which, and until when).
 
 use super::text::{add_block, count_kind, cut, json_text};
 use super::wire::{self, Answer, ContentBlock, SessionParams, ToolContent, Update};
-use super::{Model, SHORT_MAX};
-use crate::store::{FrameRef, Store, StoreError};
+use super::SHORT_MAX;
+use crate::store::FrameRef;
 use acp_tee_shared::session::{
-    ClientCall, Message as TurnMessage, Permission, StatusChange, TokenUsage, ToolCall, Turn,
+    ClientCall, Message as TurnMessage, Permission, StatusChange, TokenUsage, ToolCall, Turn, PENDING_MAX,
+    PER_TOOL_MAX, PER_TURN_MAX,
 };
 use acp_tee_shared::{Direction, FrameKind};
 use std::collections::HashMap;
-
-/// Frames a page reads past the next turn's prompt for a turn of the page
-/// still open or a request of one still unanswered.
-pub const TURN_TAIL_FRAMES: i64 = 20_000;
-
-/// Tool calls, client calls and messages one turn lists at most.
-const PER_TURN_MAX: usize = 1000;
-
-/// Statuses, locations and permission requests one tool call lists at most.
-const PER_TOOL_MAX: usize = 64;
 
 /// What a request of the page awaits its answer for.
 enum Awaits {
@@ -44,10 +31,12 @@ enum Awaits {
     },
 }
 
-struct Builder {
+pub(super) struct Builder {
     first_index: u64,
-    want: usize,
-    turns: Vec<Turn>,
+    /// Turns it builds at most; prompts past them open turns it does not
+    /// build.
+    pub(super) want: usize,
+    pub(super) turns: Vec<Turn>,
     /// Turns still open, in order: their place on the page, `None` for a
     /// turn past the page (updates then go to no turn of the page, as they
     /// go to that later turn in the whole session).
@@ -57,228 +46,11 @@ struct Builder {
     /// Per turn, message id to its place.
     messages: Vec<HashMap<String, usize>>,
     pending: HashMap<i64, Awaits>,
-    v2: bool,
-}
-
-/// What a pass over the frames holds of the turns it builds, counted as the
-/// bytes of the frames fed into them plus this much per frame: a turn's
-/// texts and lists come from those bytes (cut), and each frame adds at most
-/// one entry to a list.
-const HELD_PER_FRAME: u64 = 256;
-
-/// Bytes of frames one pass over a trace holds at most in the turns it
-/// builds for `show` and the MCP tools ([`Model::pages_of`]); the pages
-/// past them are read by another pass.
-pub const HELD_MAX_BYTES: u64 = 64 << 20;
-
-/// A page of turns one pass builds: session `sid`'s turns
-/// `offset..offset + limit`.
-#[derive(Clone, Copy, Debug)]
-pub struct Want<'a> {
-    pub sid: &'a str,
-    pub offset: u64,
-    pub limit: u32,
-}
-
-/// What [`Model::each_turn_of`] calls back with: the session's place in
-/// the list asked for.
-#[derive(Debug)]
-pub enum Step<'a> {
-    Begin(usize),
-    Turn(&'a Turn),
-    End(usize),
-}
-
-/// One session's page being built in a pass.
-struct Reading {
-    b: Builder,
-    /// The page's first prompt: the session's frames before it are not its.
-    start: i64,
-    /// No frame of the session comes after this one.
-    until: i64,
-    /// Frames from this seq on are past the page's reach.
-    stop_at: i64,
-    done: bool,
-    /// Bytes of frames fed into its turns (see [`HELD_PER_FRAME`]).
-    held: u64,
-}
-
-impl Model {
-    /// Turns `offset..offset + limit` of session `sid` in full (an empty page
-    /// past the last; `None` for a session the model does not know).
-    pub fn turns_of(
-        &self,
-        reader: &Store,
-        trace_id: i64,
-        sid: &str,
-        offset: u64,
-        limit: u32,
-        redact: Option<&crate::redact::Redactor>,
-    ) -> Result<Option<Vec<Turn>>, StoreError> {
-        if self.turn_starts(sid).is_none() {
-            return Ok(None);
-        }
-        let want = Want { sid, offset, limit };
-        Ok(self.pages_of(reader, trace_id, &[want], redact, u64::MAX)?.pop().flatten())
-    }
-
-    /// The pages `wants` asks for, from one pass over the frames: the pass
-    /// begins at the first page's first prompt and ends once every page is
-    /// built. What the pass holds stays within `held_max` bytes (counted
-    /// as [`HELD_PER_FRAME`] says): past it, the pages last in `wants` are
-    /// dropped (`None`: to be read in another pass) and, when only the
-    /// first is left, it takes no more turns (a shorter page). A session the
-    /// model does not know gets an empty page.
-    pub fn pages_of(
-        &self,
-        reader: &Store,
-        trace_id: i64,
-        wants: &[Want<'_>],
-        redact: Option<&crate::redact::Redactor>,
-        held_max: u64,
-    ) -> Result<Vec<Option<Vec<Turn>>>, StoreError> {
-        let v2 = self.protocol_version() == Some(2);
-        let mut readings: Vec<Option<Reading>> = Vec::with_capacity(wants.len());
-        let mut by_sid: HashMap<&str, usize> = HashMap::with_capacity(wants.len());
-        let mut from = i64::MAX;
-        let mut horizon = i64::MIN;
-        for w in wants {
-            let starts = self.turn_starts(w.sid).unwrap_or(&[]);
-            let first = (w.offset.min(starts.len() as u64)) as usize;
-            let to = first.saturating_add(w.limit as usize).min(starts.len());
-            let until = self.session_last_seq(w.sid).unwrap_or(i64::MAX);
-            let stop_at = starts.get(to).map_or(i64::MAX, |next| next.saturating_add(TURN_TAIL_FRAMES));
-            let b = Builder {
-                first_index: first as u64,
-                want: to - first,
-                turns: Vec::new(),
-                open: Vec::new(),
-                tools: Vec::new(),
-                messages: Vec::new(),
-                pending: HashMap::new(),
-                v2,
-            };
-            let done = first == to;
-            if by_sid.contains_key(w.sid) {
-                // A session asked for twice: its second page is left for
-                // another pass.
-                readings.push(None);
-                continue;
-            }
-            if !done {
-                from = from.min(starts[first]);
-                horizon = horizon.max(until.min(stop_at - 1));
-                by_sid.insert(w.sid, readings.len());
-            }
-            let start = starts.get(first).copied().unwrap_or(i64::MAX);
-            readings.push(Some(Reading { b, start, until, stop_at, done, held: 0 }));
-        }
-        let mut left = by_sid.len();
-        let mut held = 0u64;
-        if left > 0 {
-            reader.fold_frames_in_parallel(trace_id, from - 1, |f| {
-                if f.seq > horizon {
-                    return false;
-                }
-                let Some(&i) = f.session_id.and_then(|sid| by_sid.get(sid)) else { return true };
-                {
-                    let Some(r) = readings[i].as_mut().filter(|r| !r.done && f.seq >= r.start) else { return true };
-                    if f.seq > r.until || f.seq >= r.stop_at {
-                        r.done = true;
-                        left -= 1;
-                        return left > 0;
-                    }
-                    r.b.feed_masked(f, redact);
-                    let cost = f.raw.len() as u64 + HELD_PER_FRAME;
-                    r.held += cost;
-                    held += cost;
-                    // Done once every turn of the page began and ended and
-                    // nothing they asked awaits an answer.
-                    if r.b.turns.len() >= r.b.want && !r.b.waiting() {
-                        r.done = true;
-                        left -= 1;
-                    }
-                }
-                while held > held_max {
-                    let Some(last) = readings.iter().rposition(Option::is_some) else { break };
-                    if last == 0 {
-                        // The first page alone: it keeps what it began.
-                        let first = readings[0].as_mut().expect("the first page is read");
-                        first.b.want = first.b.turns.len().max(1);
-                        break;
-                    }
-                    let dropped = readings[last].take().expect("a page being read");
-                    held -= dropped.held;
-                    if !dropped.done {
-                        left -= 1;
-                    }
-                }
-                left > 0
-            })?;
-        }
-        Ok(readings.into_iter().map(|r| r.map(|r| r.b.turns)).collect())
-    }
-
-    /// Calls `each` for every session of `sids` in order: its start, each of
-    /// its turns, its end. One pass over the frames builds the turns of
-    /// every session ([`Model::pages_of`]) as far as `held_max` allows; the
-    /// sessions past that are read by further passes, from the first one
-    /// not finished.
-    pub fn each_turn_of<E: From<StoreError>>(
-        &self,
-        reader: &Store,
-        trace_id: i64,
-        sids: &[&str],
-        redact: Option<&crate::redact::Redactor>,
-        held_max: u64,
-        mut each: impl FnMut(Step<'_>) -> Result<(), E>,
-    ) -> Result<(), E> {
-        // The next session to finish, and its next turn.
-        let (mut at, mut offset) = (0, 0u64);
-        while at < sids.len() {
-            let wants: Vec<Want<'_>> = sids[at..]
-                .iter()
-                .enumerate()
-                .map(|(k, &sid)| Want { sid, offset: if k == 0 { offset } else { 0 }, limit: u32::MAX })
-                .collect();
-            for page in self.pages_of(reader, trace_id, &wants, redact, held_max)? {
-                let Some(turns) = page else { break };
-                if offset == 0 {
-                    each(Step::Begin(at))?;
-                }
-                turns.iter().try_for_each(|t| each(Step::Turn(t)))?;
-                offset += turns.len() as u64;
-                let total = self.turn_starts(sids[at]).map_or(0, <[i64]>::len) as u64;
-                if offset < total && !turns.is_empty() {
-                    // The first page was cut to fit: its session goes on in
-                    // the next pass (every later page was dropped).
-                    break;
-                }
-                each(Step::End(at))?;
-                (at, offset) = (at + 1, 0);
-            }
-        }
-        Ok(())
-    }
-
-    /// Every page `wants` asks for, in as few passes as
-    /// [`HELD_MAX_BYTES`] allows ([`Model::pages_of`]; a page cut to fit is
-    /// shorter than asked).
-    pub fn pages_in_passes(
-        &self,
-        reader: &Store,
-        trace_id: i64,
-        wants: &[Want<'_>],
-        redact: Option<&crate::redact::Redactor>,
-    ) -> Result<Vec<Vec<Turn>>, StoreError> {
-        let mut out = Vec::with_capacity(wants.len());
-        while out.len() < wants.len() {
-            let pages = self.pages_of(reader, trace_id, &wants[out.len()..], redact, HELD_MAX_BYTES)?;
-            // The first page of a pass is always built.
-            out.extend(pages.into_iter().map_while(|p| p));
-        }
-        Ok(out)
-    }
+    pub(super) v2: bool,
+    /// What the page's lists left out, hashed with where it would have
+    /// gone (tool calls, messages, paths), so each counts once; at most
+    /// `PENDING_MAX`.
+    left_out: std::collections::HashSet<u64>,
 }
 
 /// `PromptResponse.usage` as the API gives it.
@@ -293,15 +65,38 @@ pub fn token_usage(u: super::wire::Usage) -> TokenUsage {
     }
 }
 
+/// True for a streamed chunk, most of a trace, that masking would not
+/// change what is read of: its text, block kind and message id are under
+/// members no default rule masks, and no string in it can hold a URL.
+fn plain_chunk(f: &FrameRef<'_>, redact: Option<&crate::redact::Redactor>) -> bool {
+    redact.is_some_and(|r| r.masks_only_members(f.raw))
+        && wire::plain_update_kind(f.raw).is_some_and(|k| wire::COUNTED_KINDS.contains(&k))
+}
+
 impl Builder {
+    /// A builder of turns `first_index..first_index + want` of a session.
+    pub(super) fn new(first_index: u64, want: usize, v2: bool) -> Builder {
+        Builder {
+            first_index,
+            want,
+            turns: Vec::new(),
+            open: Vec::new(),
+            tools: Vec::new(),
+            messages: Vec::new(),
+            pending: HashMap::new(),
+            v2,
+            left_out: Default::default(),
+        }
+    }
+
     /// Feeds `f`, masked by `redact` only when its contents are read.
-    fn feed_masked(&mut self, f: &FrameRef<'_>, redact: Option<&crate::redact::Redactor>) {
+    pub(super) fn feed_masked(&mut self, f: &FrameRef<'_>, redact: Option<&crate::redact::Redactor>) {
         let read = match f.kind {
             // What `request` reads: prompts, and the agent's requests in a turn.
             FrameKind::Request => {
                 f.method == Some("session/prompt") || (f.dir == Direction::AgentToClient && self.current().is_some())
             }
-            FrameKind::Notification => f.method == Some("session/update"),
+            FrameKind::Notification => f.method == Some("session/update") && !plain_chunk(f, redact),
             FrameKind::Response | FrameKind::Error => f.reply_to_seq.is_some_and(|r| self.pending.contains_key(&r)),
             _ => false,
         };
@@ -351,7 +146,7 @@ impl Builder {
 
     /// True while a turn of the page is open or a request of one awaits
     /// its answer.
-    fn waiting(&self) -> bool {
+    pub(super) fn waiting(&self) -> bool {
         self.open.iter().any(Option::is_some) || self.pending.values().any(|a| !matches!(a, Awaits::Prompt(None)))
     }
 
@@ -391,37 +186,57 @@ impl Builder {
         }
         let Some(turn) = self.current() else { return };
         if method == "session/request_permission" {
-            let fields = params.tool_call.unwrap_or_default();
-            let Some(tool) = self.tool(turn, fields.tool_call_id.as_deref().unwrap_or(""), f) else { return };
-            let call = &mut self.turns[turn].tool_calls[tool];
-            if fields.title.is_some() && call.title.is_none() {
-                call.title = fields.title.as_deref().map(|t| cut(t, SHORT_MAX));
-            }
-            if call.permissions.len() >= PER_TOOL_MAX {
-                return;
-            }
-            let options = params
-                .options
-                .iter()
-                .flatten()
-                .take(PER_TOOL_MAX)
-                .map(|o| {
-                    let id = cut(o.option_id.as_deref().unwrap_or("?"), SHORT_MAX);
-                    match &o.kind {
-                        Some(k) => format!("{id}: {}", cut(k, 64)),
-                        None => id,
-                    }
-                })
-                .collect();
-            call.permissions.push(Permission { request_seq: f.seq, t_ns: f.t_ns, options, ..Permission::default() });
-            let permission = call.permissions.len() - 1;
-            self.pending.insert(f.seq, Awaits::Permission { turn, tool, permission });
+            self.permission(turn, f, params);
+        } else {
+            self.client_call(turn, method, f, params);
+        }
+    }
+
+    /// A permission request in turn `turn`, added to the tool call it names.
+    fn permission(&mut self, turn: usize, f: &FrameRef<'_>, params: SessionParams<'_>) {
+        let fields = params.tool_call.unwrap_or_default();
+        let Some(tool) = self.tool(turn, fields.tool_call_id.as_deref().unwrap_or(""), f, false) else { return };
+        let call = &mut self.turns[turn].tool_calls[tool];
+        if fields.title.is_some() && call.title.is_none() {
+            call.title = fields.title.as_deref().map(|t| cut(t, SHORT_MAX));
+        }
+        if call.permissions.len() >= PER_TOOL_MAX {
+            call.permissions_left_out += 1;
             return;
         }
-        let calls = &mut self.turns[turn].client_calls;
-        if calls.len() >= PER_TURN_MAX {
+        let options_left_out = params.options.as_ref().map_or(0, |o| o.len().saturating_sub(PER_TOOL_MAX)) as u64;
+        let options = params
+            .options
+            .iter()
+            .flatten()
+            .take(PER_TOOL_MAX)
+            .map(|o| {
+                let id = cut(o.option_id.as_deref().unwrap_or("?"), SHORT_MAX);
+                match &o.kind {
+                    Some(k) => format!("{id}: {}", cut(k, 64)),
+                    None => id,
+                }
+            })
+            .collect();
+        call.permissions.push(Permission {
+            request_seq: f.seq,
+            t_ns: f.t_ns,
+            options,
+            options_left_out,
+            ..Permission::default()
+        });
+        let permission = call.permissions.len() - 1;
+        self.pending.insert(f.seq, Awaits::Permission { turn, tool, permission });
+    }
+
+    /// A request the agent made of the client in turn `turn`.
+    fn client_call(&mut self, turn: usize, method: &str, f: &FrameRef<'_>, params: SessionParams<'_>) {
+        let t = &mut self.turns[turn];
+        if t.client_calls.len() >= PER_TURN_MAX {
+            t.client_calls_left_out += 1;
             return;
         }
+        let calls = &mut t.client_calls;
         let subject = match method {
             "terminal/create" => params.command.as_deref().map(|c| {
                 let args: Vec<&str> = params.args.iter().flatten().map(|a| a.as_ref()).collect();
@@ -445,15 +260,19 @@ impl Builder {
     }
 
     /// The place of tool call `id` in turn `turn`, added when new (`None`
-    /// past the turn's bound).
-    fn tool(&mut self, turn: usize, id: &str, f: &FrameRef<'_>) -> Option<usize> {
+    /// past the turn's bound: counted as left out once, or, once
+    /// `PENDING_MAX` such are told apart, when `announced` by `tool_call`).
+    fn tool(&mut self, turn: usize, id: &str, f: &FrameRef<'_>, announced: bool) -> Option<usize> {
         if let Some(&i) = self.tools[turn].get(id) {
             return Some(i);
         }
-        let calls = &mut self.turns[turn].tool_calls;
-        if calls.len() >= PER_TURN_MAX {
+        if self.turns[turn].tool_calls.len() >= PER_TURN_MAX {
+            if self.first_left_out((turn, "tool", id), announced) {
+                self.turns[turn].tool_calls_left_out += 1;
+            }
             return None;
         }
+        let calls = &mut self.turns[turn].tool_calls;
         calls.push(ToolCall {
             tool_call_id: cut(id, SHORT_MAX),
             first_seq: f.seq,
@@ -464,6 +283,18 @@ impl Builder {
         });
         self.tools[turn].insert(id.to_owned(), calls.len() - 1);
         Some(calls.len() - 1)
+    }
+
+    /// True the first time `key` is left out of a list, while up to
+    /// `PENDING_MAX` keys are told apart; past that, when `otherwise`.
+    fn first_left_out(&mut self, key: impl std::hash::Hash, otherwise: bool) -> bool {
+        use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
+        let h = BuildHasherDefault::<DefaultHasher>::default().hash_one(key);
+        if self.left_out.len() < PENDING_MAX {
+            self.left_out.insert(h)
+        } else {
+            !self.left_out.contains(&h) && otherwise
+        }
     }
 
     fn update(&mut self, f: &FrameRef<'_>, update: Update<'_>) {
@@ -526,10 +357,13 @@ impl Builder {
         let at = match self.messages[turn].get(&key) {
             Some(&i) => i,
             None => {
-                let list = &mut self.turns[turn].messages;
-                if list.len() >= PER_TURN_MAX {
+                if self.turns[turn].messages.len() >= PER_TURN_MAX {
+                    if self.first_left_out((turn, "message", &key), false) {
+                        self.turns[turn].messages_left_out += 1;
+                    }
                     return;
                 }
+                let list = &mut self.turns[turn].messages;
                 list.push(TurnMessage { message_id: cut(id, SHORT_MAX), role: role.into(), ..TurnMessage::default() });
                 self.messages[turn].insert(key, list.len() - 1);
                 list.len() - 1
@@ -539,7 +373,9 @@ impl Builder {
     }
 
     fn tool_update(&mut self, turn: usize, f: &FrameRef<'_>, u: &Update<'_>) {
-        let Some(tool) = self.tool(turn, u.tool_call_id.as_deref().unwrap_or(""), f) else { return };
+        let announced = u.session_update.as_deref() == Some("tool_call");
+        let Some(tool) = self.tool(turn, u.tool_call_id.as_deref().unwrap_or(""), f, announced) else { return };
+        self.locations(turn, tool, u);
         let call = &mut self.turns[turn].tool_calls[tool];
         call.updates += 1;
         match u.session_update.as_deref() {
@@ -562,15 +398,14 @@ impl Builder {
         // A new tool call with no status is pending.
         let status = u.status.as_deref().or((u.session_update.as_deref() == Some("tool_call")).then_some("pending"));
         if let Some(status) = status {
-            if call.status.as_deref() != Some(status) && call.statuses.len() < PER_TOOL_MAX {
-                call.statuses.push(StatusChange { status: cut(status, 64), seq: f.seq, t_ns: f.t_ns });
+            if call.status.as_deref() != Some(status) {
+                if call.statuses.len() < PER_TOOL_MAX {
+                    call.statuses.push(StatusChange { status: cut(status, 64), seq: f.seq, t_ns: f.t_ns });
+                } else {
+                    call.statuses_left_out += 1;
+                }
             }
             call.status = Some(cut(status, 64));
-        }
-        for path in u.locations.iter().flatten().filter_map(|l| l.path.as_deref()) {
-            if call.locations.len() < PER_TOOL_MAX && !call.locations.iter().any(|p| p == path) {
-                call.locations.push(cut(path, SHORT_MAX));
-            }
         }
         if let Some(content) = u.content {
             let mut keep = None;
@@ -585,6 +420,21 @@ impl Builder {
         }
         if let Some(output) = u.raw_output {
             call.raw_output = Some(json_text(output));
+        }
+    }
+
+    /// Adds the paths update `u` names to tool call `tool` of turn `turn`.
+    fn locations(&mut self, turn: usize, tool: usize, u: &Update<'_>) {
+        for path in u.locations.iter().flatten().filter_map(|l| l.path.as_deref()) {
+            let listed = &self.turns[turn].tool_calls[tool].locations;
+            if listed.iter().any(|p| p == path) {
+                continue;
+            }
+            if listed.len() < PER_TOOL_MAX {
+                self.turns[turn].tool_calls[tool].locations.push(cut(path, SHORT_MAX));
+            } else if self.first_left_out((turn, tool, path), false) {
+                self.turns[turn].tool_calls[tool].locations_left_out += 1;
+            }
         }
     }
 

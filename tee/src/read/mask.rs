@@ -1,5 +1,5 @@
-//! What the API serves of a frame: masked as exports are (unless `serve
-//! --no-redact`), and a detail cut to a bounded number of bytes.
+//! What readers show of a store: masked as exports are (unless
+//! `--no-redact`), and a frame's detail cut to a bounded number of bytes.
 //!
 //! The values stored beside a frame (id, method, session, MCP method,
 //! preview) and a trace's name, command line and cwd get the rules for text ([`Redactor::mask_value`]); a detail's
@@ -9,13 +9,21 @@ use crate::redact::Redactor;
 use acp_tee_shared::api::{FrameDetail, FrameSummary, TraceSummary, DETAIL_MAX_BYTES};
 use std::borrow::Cow;
 
-/// The redactor of a server: the default rules, or none with `--no-redact`.
-pub fn redactor(redact: bool) -> Redactor {
+/// The one redaction policy of every reader (`serve`, `mcp`, `show`,
+/// `export`, the API's exports): the default rules and `rules` when `redact`,
+/// else `rules` alone (`--no-redact` turns off the defaults, never a rule
+/// the user named).
+pub fn policy(redact: bool, rules: Vec<crate::redact::Rule>) -> Redactor {
     if redact {
-        Redactor::new(Vec::new())
+        Redactor::new(rules)
     } else {
-        Redactor::without_defaults(Vec::new())
+        Redactor::without_defaults(rules)
     }
+}
+
+/// [`policy`] with no rules of the user's: what `serve` and `mcp` mask.
+pub fn redactor(redact: bool) -> Redactor {
+    policy(redact, Vec::new())
 }
 
 /// The byte limit a detail query asks for: `None` is [`DETAIL_MAX_BYTES`],

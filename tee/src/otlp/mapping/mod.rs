@@ -1,5 +1,5 @@
 //! The mapping from a trace's frames to OpenTelemetry spans
-//! ([docs/otlp.md](../../../docs/otlp.md) describes it for users).
+//! ([docs/otlp.md](../../../../docs/otlp.md) describes it for users).
 //!
 //! [`Mapper`] is a fold over frames in seq order, the same for a stored
 //! trace (`export --format otlp`) and a recording (the recorder feeds it the
@@ -17,14 +17,19 @@
 //! per content attribute; what is beyond is counted (`dropped_events_count`,
 //! and `acp.left_out` on the recording's span).
 
+mod spans;
+mod tools;
+mod wire;
+
+pub use spans::kv;
+use spans::*;
+use wire::*;
+
 use super::ids::{span_id, trace_id, traceparent};
 use crate::frame::read_last;
 use crate::redact::Redactor;
 use acp_tee_shared::{Direction, FrameKind};
-use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue, ArrayValue, KeyValue};
 use opentelemetry_proto::tonic::trace::v1::{span, status, Span, Status};
-use serde::Deserialize;
-use serde_json::value::RawValue;
 use std::borrow::Cow;
 use std::collections::HashMap;
 
@@ -79,141 +84,6 @@ pub struct MapOptions {
 /// One frame as the mapper reads it: the store's borrowed frame, its bytes
 /// masked as the store or export masks them.
 pub use crate::store::FrameRef as FrameIn;
-
-/// The members of a message the mapping reads.
-#[derive(Deserialize, Default)]
-struct Message<'a> {
-    #[serde(borrow, default)]
-    params: Option<Params<'a>>,
-    #[serde(borrow, default)]
-    result: Option<Params<'a>>,
-    #[serde(borrow, default)]
-    error: Option<RpcError<'a>>,
-}
-
-#[derive(Deserialize)]
-struct RpcError<'a> {
-    #[serde(default)]
-    code: Option<i64>,
-    #[serde(borrow, default)]
-    message: Option<Cow<'a, str>>,
-}
-
-/// Params or result members, whichever the message has.
-#[derive(Deserialize, Default)]
-#[serde(rename_all = "camelCase")]
-struct Params<'a> {
-    #[serde(rename = "_meta", borrow, default)]
-    meta: Option<Meta<'a>>,
-    #[serde(borrow, default)]
-    session_id: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    prompt: Option<&'a RawValue>,
-    #[serde(borrow, default)]
-    update: Option<Update<'a>>,
-    #[serde(borrow, default)]
-    tool_call: Option<Update<'a>>,
-    /// `mcp/*`.
-    #[serde(borrow, default)]
-    connection_id: Option<Cow<'a, str>>,
-    /// `mcp/message`: the inner MCP method and params.
-    #[serde(borrow, default)]
-    method: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    params: Option<McpParams<'a>>,
-    /// `initialize` result.
-    #[serde(borrow, default)]
-    agent_info: Option<Info<'a>>,
-    #[serde(default)]
-    protocol_version: Option<serde_json::Number>,
-    /// `session/prompt` result.
-    #[serde(borrow, default)]
-    stop_reason: Option<Cow<'a, str>>,
-    #[serde(default)]
-    usage: Option<Usage>,
-    /// `session/request_permission` result.
-    #[serde(borrow, default)]
-    outcome: Option<Outcome<'a>>,
-}
-
-#[derive(Deserialize)]
-struct Meta<'a> {
-    #[serde(borrow, default)]
-    traceparent: Option<Cow<'a, str>>,
-}
-
-#[derive(Deserialize)]
-struct McpParams<'a> {
-    #[serde(borrow, default)]
-    name: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    uri: Option<Cow<'a, str>>,
-    #[serde(rename = "protocolVersion", borrow, default)]
-    protocol_version: Option<Cow<'a, str>>,
-}
-
-#[derive(Deserialize)]
-struct Info<'a> {
-    #[serde(borrow, default)]
-    name: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    version: Option<Cow<'a, str>>,
-}
-
-#[derive(Deserialize, Default, Clone, Copy)]
-#[serde(rename_all = "camelCase")]
-struct Usage {
-    #[serde(default)]
-    input_tokens: Option<i64>,
-    #[serde(default)]
-    output_tokens: Option<i64>,
-    #[serde(default)]
-    cached_read_tokens: Option<i64>,
-    #[serde(default)]
-    cached_write_tokens: Option<i64>,
-    #[serde(default)]
-    thought_tokens: Option<i64>,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct Outcome<'a> {
-    #[serde(borrow, default)]
-    outcome: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    option_id: Option<Cow<'a, str>>,
-}
-
-/// A `session/update`'s `update`, or a permission request's `toolCall`.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct Update<'a> {
-    #[serde(borrow, default)]
-    session_update: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    tool_call_id: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    title: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    kind: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    status: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    content: Option<&'a RawValue>,
-    #[serde(borrow, default)]
-    raw_input: Option<&'a RawValue>,
-    #[serde(borrow, default)]
-    raw_output: Option<&'a RawValue>,
-}
-
-/// A text content block.
-#[derive(Deserialize)]
-struct Block<'a> {
-    #[serde(rename = "type", borrow, default)]
-    kind: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    text: Option<Cow<'a, str>>,
-}
 
 /// Where a span hangs: its trace and its parent (empty for a root).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -592,110 +462,6 @@ impl Mapper {
         self.done.push(span);
     }
 
-    fn notification(&mut self, f: &FrameIn<'_>) {
-        let method = f.method.unwrap_or("");
-        let mut keep = None;
-        let msg: Message = read_last(f.raw, &mut keep).unwrap_or_default();
-        let params = msg.params.unwrap_or_default();
-        let sid = f.session_id.or(params.session_id.as_deref()).map(str::to_owned);
-        let t = self.time(f.t_ns);
-        let mut e = event(t, method);
-        if method.starts_with("mcp/") {
-            if let Some(m) = params.method.as_deref() {
-                e.attributes.push(kv("mcp.method.name", m));
-            }
-            if let Some(c) = params.connection_id.as_deref() {
-                e.attributes.push(kv("mcp.session.id", c));
-            }
-        }
-        let Some(sid) = sid else {
-            push_event(&mut self.conn, e);
-            return;
-        };
-        if !self.ensure_session(&sid, f.t_ns, None) {
-            return;
-        }
-        let Some(update) = params.update.filter(|_| method == "session/update") else {
-            let s = self.sessions.get_mut(&sid).expect("ensured");
-            push_event(s.turn.as_mut().map_or(&mut s.root, |t| &mut t.span), e);
-            return;
-        };
-        let kind = update.session_update.as_deref().unwrap_or("").to_owned();
-        e.attributes.push(kv("acp.update.kind", &kind));
-        match kind.as_str() {
-            "agent_message_chunk" | "agent_thought_chunk" | "user_message_chunk" => {
-                let text = (self.opts.content && kind == "agent_message_chunk")
-                    .then(|| {
-                        let raw = self.masked(f.raw);
-                        chunk_text(&raw)
-                    })
-                    .flatten();
-                let s = self.sessions.get_mut(&sid).expect("ensured");
-                let Some(turn) = s.turn.as_mut() else { return };
-                turn.chunks += 1;
-                if let Some(text) = text {
-                    push_cut(&mut turn.output, &text);
-                }
-                if !turn.first_chunk && kind != "user_message_chunk" {
-                    turn.first_chunk = true;
-                    let secs = f.t_ns.saturating_sub(turn.start_t) as f64 / 1e9;
-                    turn.span.attributes.push(kv_f64("gen_ai.response.time_to_first_chunk", secs));
-                    let mut first = event(t, "gen_ai.first_chunk");
-                    first.attributes.push(kv("acp.update.kind", &kind));
-                    push_event(&mut turn.span, first);
-                }
-            }
-            "tool_call" | "tool_call_update" => {
-                let Some(id) = update.tool_call_id.as_deref().map(str::to_owned) else { return };
-                let (input, output) =
-                    if self.opts.content && (update.raw_input.is_some() || update.raw_output.is_some()) {
-                        let raw = self.masked(f.raw);
-                        tool_io(&raw)
-                    } else {
-                        (None, None)
-                    };
-                if !self.tool_update(&sid, &id, Some(&update), f.t_ns) {
-                    let s = self.sessions.get_mut(&sid).expect("ensured");
-                    e.attributes.push(kv("gen_ai.tool.call.id", &id));
-                    push_event(&mut s.root, e);
-                    return;
-                }
-                let content = self.opts.content;
-                let Some(tool) = self.tool_mut(&sid, &id) else { return };
-                if let Some(status) = update.status.as_deref() {
-                    let mut change = event(t, "acp.tool.status");
-                    change.attributes.push(kv("acp.tool.status", status));
-                    push_event(tool, change);
-                }
-                if content {
-                    if let Some(i) = input {
-                        set(tool, "gen_ai.tool.call.arguments", &i);
-                    }
-                    if let Some(o) = output {
-                        set(tool, "gen_ai.tool.call.result", &o);
-                    }
-                }
-                if matches!(update.status.as_deref(), Some("completed" | "failed")) {
-                    let s = self.sessions.get_mut(&sid).expect("ensured");
-                    let turn = s.turn.as_mut().expect("a tool span is in a turn");
-                    let mut span = turn.tools.remove(&id).expect("found above");
-                    span.end_time_unix_nano = t;
-                    let ended = [span.span_id.clone()];
-                    self.done.push(span);
-                    self.end_children(&ended, t);
-                }
-            }
-            "usage_update" => {
-                let s = self.sessions.get_mut(&sid).expect("ensured");
-                push_event(s.turn.as_mut().map_or(&mut s.root, |t| &mut t.span), e);
-            }
-            _ => {
-                let s = self.sessions.get_mut(&sid).expect("ensured");
-                push_event(s.turn.as_mut().map_or(&mut s.root, |t| &mut t.span), e);
-            }
-        }
-    }
-
     fn stderr(&mut self, f: &FrameIn<'_>) {
         let mut e = event(self.time(f.t_ns), "acp.stderr");
         if self.opts.content {
@@ -739,64 +505,15 @@ impl Mapper {
         self.sessions.insert(sid.to_owned(), SessionSpans { root, turn: None });
         true
     }
-
-    /// Starts or updates the span of tool call `id` in session `sid`'s open
-    /// turn; false when there is no open turn (or past
-    /// [`TOOLS_PER_TURN_MAX`]).
-    fn tool_update(&mut self, sid: &str, id: &str, update: Option<&Update<'_>>, t_ns: i64) -> bool {
-        let start = self.time(t_ns);
-        let key = &self.key;
-        let Some(turn) = self.sessions.get_mut(sid).and_then(|s| s.turn.as_mut()) else { return false };
-        if !turn.tools.contains_key(id) {
-            if turn.tools.len() >= TOOLS_PER_TURN_MAX {
-                self.left_out += 1;
-                return false;
-            }
-            let mut span =
-                new_span(child_of(&turn.span), span_id(key, &format!("tool\0{id}"), turn.request), "execute_tool");
-            span.kind = span::SpanKind::Internal as i32;
-            span.start_time_unix_nano = start;
-            span.attributes.push(kv("gen_ai.operation.name", "execute_tool"));
-            span.attributes.push(kv("gen_ai.tool.call.id", id));
-            span.attributes.push(kv("gen_ai.tool.type", "function"));
-            turn.tools.insert(id.to_owned(), span);
-        }
-        let span = turn.tools.get_mut(id).expect("inserted above");
-        if let Some(u) = update {
-            if let Some(title) = u.title.as_deref() {
-                span.name = format!("execute_tool {title}");
-                set(span, "gen_ai.tool.name", title);
-            }
-            if let Some(kind) = u.kind.as_deref() {
-                set(span, "acp.tool.kind", kind);
-            }
-            if let Some(status) = u.status.as_deref() {
-                set(span, "acp.tool.status", status);
-                if status == "failed" {
-                    span.status = Some(Status { code: status::StatusCode::Error as i32, message: "failed".into() });
-                    set(span, "error.type", "tool_call_failed");
-                }
-            }
-        }
-        true
-    }
-
-    fn tool_mut(&mut self, sid: &str, id: &str) -> Option<&mut Span> {
-        self.sessions.get_mut(sid)?.turn.as_mut()?.tools.get_mut(id)
-    }
-
-    fn tool_context(&self, sid: &str, id: &str) -> Option<Context> {
-        Some(child_of(self.sessions.get(sid)?.turn.as_ref()?.tools.get(id)?))
-    }
 }
 
-/// Ends `turn` at `end`: its tool calls still open end with it (pushed to
-/// `done`); returns the turn's span.
 /// The ids of a turn's span and its open tool calls' spans.
 fn turn_span_ids(turn: &Turn) -> Vec<Vec<u8>> {
     std::iter::once(turn.span.span_id.clone()).chain(turn.tools.values().map(|t| t.span_id.clone())).collect()
 }
 
+/// Ends `turn` at `end`: its tool calls still open end with it (pushed to
+/// `done`); returns the turn's span.
 fn end_turn(turn: Turn, end: u64, done: &mut Vec<Span>, content: bool) -> Span {
     let Turn { mut span, tools, output, chunks, .. } = turn;
     let mut tools: Vec<Span> = tools.into_values().collect();
@@ -812,207 +529,4 @@ fn end_turn(turn: Turn, end: u64, done: &mut Vec<Span>, content: bool) -> Span {
         span.attributes.push(kv("gen_ai.output.messages", &messages.to_string()));
     }
     span
-}
-
-fn new_span(ctx: Context, id: [u8; 8], name: &str) -> Span {
-    Span {
-        trace_id: ctx.trace.to_vec(),
-        span_id: id.to_vec(),
-        parent_span_id: ctx.parent.map(|p| p.to_vec()).unwrap_or_default(),
-        name: name.to_owned(),
-        ..Default::default()
-    }
-}
-
-fn child_of(span: &Span) -> Context {
-    let mut trace = [0u8; 16];
-    trace.copy_from_slice(&span.trace_id);
-    let mut parent = [0u8; 8];
-    parent.copy_from_slice(&span.span_id);
-    Context { trace, parent: Some(parent) }
-}
-
-fn rpc_attributes(span: &mut Span, f: &FrameIn<'_>) {
-    span.attributes.push(kv("rpc.system", "jsonrpc"));
-    span.attributes.push(kv("rpc.method", f.method.unwrap_or("")));
-    span.attributes.push(kv("jsonrpc.protocol.version", "2.0"));
-    if let Some(id) = f.rpc_id {
-        span.attributes.push(kv("jsonrpc.request.id", id.trim_matches('"')));
-    }
-    let dir = match f.dir {
-        Direction::ClientToAgent => "client_to_agent",
-        Direction::AgentToClient => "agent_to_client",
-        Direction::AgentStderr => "agent_stderr",
-    };
-    span.attributes.push(kv("acp.direction", dir));
-}
-
-fn mcp_attributes(span: &mut Span, method: &str, params: &Params<'_>) {
-    if let Some(c) = params.connection_id.as_deref() {
-        span.attributes.push(kv("mcp.session.id", c));
-    }
-    let Some(inner) = params.method.as_deref().filter(|_| method == "mcp/message") else { return };
-    let target = params.params.as_ref().and_then(|p| p.name.as_deref().or(p.uri.as_deref()));
-    span.name = match target {
-        Some(t) => format!("{inner} {t}"),
-        None => inner.to_owned(),
-    };
-    span.attributes.push(kv("mcp.method.name", inner));
-    if let Some(p) = &params.params {
-        if let Some(uri) = p.uri.as_deref() {
-            span.attributes.push(kv("mcp.resource.uri", uri));
-        }
-        if let Some(name) = p.name.as_deref().filter(|_| inner == "tools/call") {
-            span.attributes.push(kv("gen_ai.tool.name", name));
-            span.attributes.push(kv("gen_ai.operation.name", "execute_tool"));
-        }
-        if let Some(v) = p.protocol_version.as_deref() {
-            span.attributes.push(kv("mcp.protocol.version", v));
-        }
-    }
-}
-
-fn set_error(span: &mut Span, e: &RpcError<'_>) {
-    let code = e.code.map_or_else(|| "error".to_owned(), |c| c.to_string());
-    span.attributes.push(kv("error.type", &code));
-    if let Some(c) = e.code {
-        span.attributes.push(kv_int("rpc.response.status_code", c));
-    }
-    let mut message = String::new();
-    push_cut(&mut message, e.message.as_deref().unwrap_or(""));
-    message.truncate(floor_boundary(&message, 512));
-    span.status = Some(Status { code: status::StatusCode::Error as i32, message });
-}
-
-fn usage_attributes(span: &mut Span, u: Usage) {
-    for (name, value) in [
-        ("gen_ai.usage.input_tokens", u.input_tokens),
-        ("gen_ai.usage.output_tokens", u.output_tokens),
-        ("gen_ai.usage.cache_read.input_tokens", u.cached_read_tokens),
-        ("gen_ai.usage.cache_creation.input_tokens", u.cached_write_tokens),
-        ("acp.usage.thought_tokens", u.thought_tokens),
-    ] {
-        if let Some(v) = value {
-            span.attributes.push(kv_int(name, v));
-        }
-    }
-}
-
-/// The prompt of a `session/prompt` as `gen_ai.input.messages` JSON.
-fn prompt_messages(raw: &[u8]) -> Option<String> {
-    let mut keep = None;
-    let msg: Message = read_last(raw, &mut keep).ok()?;
-    let mut keep_prompt = None;
-    let blocks: Vec<Block> = read_last(msg.params?.prompt?.get().as_bytes(), &mut keep_prompt).ok()?;
-    let parts: Vec<serde_json::Value> = blocks
-        .iter()
-        .map(|b| match (&b.kind, &b.text) {
-            (_, Some(text)) => {
-                let mut t = String::new();
-                push_cut(&mut t, text);
-                serde_json::json!({"type": "text", "content": t})
-            }
-            (kind, None) => serde_json::json!({"type": kind.as_deref().unwrap_or("unknown")}),
-        })
-        .collect();
-    Some(serde_json::json!([{"role": "user", "parts": parts}]).to_string())
-}
-
-/// The text of an `agent_message_chunk`.
-fn chunk_text(raw: &[u8]) -> Option<String> {
-    let mut keep = None;
-    let msg: Message = read_last(raw, &mut keep).ok()?;
-    let content = msg.params?.update?.content?;
-    let mut keep_content = None;
-    let block: Block = read_last(content.get().as_bytes(), &mut keep_content).ok()?;
-    block.text.map(Cow::into_owned)
-}
-
-/// A tool call update's `rawInput` and `rawOutput` as JSON text, cut.
-fn tool_io(raw: &[u8]) -> (Option<String>, Option<String>) {
-    let mut keep = None;
-    let Some(update) = read_last::<Message>(raw, &mut keep).ok().and_then(|m| m.params?.update) else {
-        return (None, None);
-    };
-    let cut = |v: Option<&RawValue>| {
-        v.map(|v| {
-            let mut s = String::new();
-            push_cut(&mut s, v.get());
-            s
-        })
-    };
-    (cut(update.raw_input), cut(update.raw_output))
-}
-
-/// Appends `text` to `out` up to [`CONTENT_MAX_BYTES`] in all.
-fn push_cut(out: &mut String, text: &str) {
-    let room = CONTENT_MAX_BYTES.saturating_sub(out.len());
-    out.push_str(&text[..floor_boundary(text, room)]);
-}
-
-/// The largest char boundary of `s` at or below `at`.
-fn floor_boundary(s: &str, at: usize) -> usize {
-    if at >= s.len() {
-        return s.len();
-    }
-    (0..=at).rev().find(|&i| s.is_char_boundary(i)).unwrap_or(0)
-}
-
-fn event(time: u64, name: &str) -> span::Event {
-    span::Event { time_unix_nano: time, name: name.to_owned(), ..Default::default() }
-}
-
-fn push_event(span: &mut Span, e: span::Event) {
-    if span.events.len() >= EVENTS_MAX {
-        span.dropped_events_count += 1;
-    } else {
-        span.events.push(e);
-    }
-}
-
-/// Sets attribute `key` to `value`, replacing an earlier value.
-fn set(span: &mut Span, key: &str, value: &str) {
-    match span.attributes.iter_mut().find(|a| a.key == key) {
-        Some(a) => a.value = kv(key, value).value,
-        None => span.attributes.push(kv(key, value)),
-    }
-}
-
-/// Adds `n` to integer attribute `key`.
-fn add_int(span: &mut Span, key: &str, n: i64) {
-    let current = span.attributes.iter_mut().find(|a| a.key == key);
-    match current.and_then(|a| a.value.as_mut()).and_then(|v| v.value.as_mut()) {
-        Some(any_value::Value::IntValue(v)) => *v = v.saturating_add(n),
-        _ => span.attributes.push(kv_int(key, n)),
-    }
-}
-
-fn any(value: any_value::Value) -> Option<AnyValue> {
-    Some(AnyValue { value: Some(value) })
-}
-
-/// A string attribute.
-pub fn kv(key: &str, value: &str) -> KeyValue {
-    KeyValue { key: key.to_owned(), value: any(any_value::Value::StringValue(value.to_owned())), ..Default::default() }
-}
-
-fn kv_int(key: &str, value: i64) -> KeyValue {
-    KeyValue { key: key.to_owned(), value: any(any_value::Value::IntValue(value)), ..Default::default() }
-}
-
-fn kv_f64(key: &str, value: f64) -> KeyValue {
-    KeyValue { key: key.to_owned(), value: any(any_value::Value::DoubleValue(value)), ..Default::default() }
-}
-
-fn kv_bool(key: &str, value: bool) -> KeyValue {
-    KeyValue { key: key.to_owned(), value: any(any_value::Value::BoolValue(value)), ..Default::default() }
-}
-
-fn kv_array(key: &str, values: &[&str]) -> KeyValue {
-    let values = values.iter().map(|v| AnyValue { value: Some(any_value::Value::StringValue((*v).to_owned())) });
-    KeyValue {
-        key: key.to_owned(),
-        value: any(any_value::Value::ArrayValue(ArrayValue { values: values.collect() })),
-        ..Default::default()
-    }
 }

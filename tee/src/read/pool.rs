@@ -1,10 +1,11 @@
-//! Store connections for async handlers: a small pool, queries run on
-//! tokio's blocking threads, scans and exports kept from crowding out the rest.
+//! Store connections for async readers (`serve`'s handlers, `mcp`'s tools):
+//! a small pool, queries run on tokio's blocking threads, scans and exports
+//! kept from crowding out the rest.
 //!
 //! Every connection here is a [`Reader`] (`PRAGMA query_only=1`): the HTTP
-//! API cannot write the store, even by mistake. The one writer the server
-//! runs, the background search indexer, opens its own connection
-//! (`live.rs`, [`super::live::index_behind_recorders`]).
+//! API and the MCP tools cannot write the store, even by mistake. The one
+//! writer the server runs, the background search indexer, opens its own
+//! connection (`server/live.rs`, `index_behind_recorders`).
 
 use crate::store::{Reader, Store, StoreError};
 use std::path::{Path, PathBuf};
@@ -41,6 +42,8 @@ pub struct Db {
     queries: Arc<Semaphore>,
     scans: Arc<Semaphore>,
     exports: Arc<Semaphore>,
+    /// Queries at once at most, and connections kept idle.
+    most: usize,
     time_limit: Duration,
 }
 
@@ -52,12 +55,26 @@ impl Db {
         Ok(Db::around(path, first))
     }
 
+    /// The pool of the store `first` reads, `first` its first connection,
+    /// running at most `queries` queries at once (a front end with one
+    /// client, `mcp`, needs fewer than the server's
+    /// `CONCURRENT_QUERIES`).
+    pub fn from_reader(first: Reader, queries: usize) -> Db {
+        let path = first.path().to_owned();
+        Db::sized(&path, first, queries.clamp(1, CONCURRENT_QUERIES))
+    }
+
     fn around(path: &Path, first: Reader) -> Db {
+        Db::sized(path, first, CONCURRENT_QUERIES)
+    }
+
+    fn sized(path: &Path, first: Reader, queries: usize) -> Db {
         Db {
             path: path.to_owned(),
             idle: Arc::new(Mutex::new(vec![first])),
-            queries: Arc::new(Semaphore::new(CONCURRENT_QUERIES)),
-            scans: Arc::new(Semaphore::new(CONCURRENT_SCANS)),
+            queries: Arc::new(Semaphore::new(queries)),
+            scans: Arc::new(Semaphore::new(CONCURRENT_SCANS.min(queries))),
+            most: queries,
             exports: Arc::new(Semaphore::new(MAX_EXPORTS)),
             time_limit: QUERY_TIME_LIMIT,
         }
@@ -80,7 +97,7 @@ impl Db {
 
     fn give_back(&self, store: Reader) {
         let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
-        if idle.len() < CONCURRENT_QUERIES {
+        if idle.len() < self.most {
             idle.push(store);
         }
     }
@@ -97,6 +114,15 @@ impl Db {
         &self,
         query: impl FnOnce(&Store) -> Result<T, StoreError> + Send + 'static,
     ) -> Result<T, StoreError> {
+        self.run_any(query).await
+    }
+
+    /// [`Db::run`] for a query whose error is any that a store error
+    /// converts into (the MCP tools' errors).
+    pub async fn run_any<T: Send + 'static, E: From<StoreError> + Send + 'static>(
+        &self,
+        query: impl FnOnce(&Store) -> Result<T, E> + Send + 'static,
+    ) -> Result<T, E> {
         let _slot = self.queries.acquire().await.expect("the semaphore is never closed");
         self.on_blocking_thread(Some(self.time_limit), query).await
     }
@@ -125,11 +151,11 @@ impl Db {
         self.on_blocking_thread(None, export).await
     }
 
-    async fn on_blocking_thread<T: Send + 'static>(
+    async fn on_blocking_thread<T: Send + 'static, E: From<StoreError> + Send + 'static>(
         &self,
         limit: Option<Duration>,
-        work: impl FnOnce(&Store) -> Result<T, StoreError> + Send + 'static,
-    ) -> Result<T, StoreError> {
+        work: impl FnOnce(&Store) -> Result<T, E> + Send + 'static,
+    ) -> Result<T, E> {
         let db = self.clone();
         tokio::task::spawn_blocking(move || {
             let store = db.take()?;

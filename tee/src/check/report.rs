@@ -1,0 +1,60 @@
+//! The checker's report: the findings so far, with every request still
+//! unanswered counted as `rpc.unanswered`, and the counts per code.
+
+use super::*;
+
+impl Checker {
+    /// The findings so far, with every request still unanswered: the
+    /// checker goes on with the frames that follow (a live trace).
+    pub fn report(&self, trace_id: i64) -> TraceFindings {
+        let mut open: Vec<&Request> = self.in_flight.values().collect();
+        open.sort_by_key(|r| r.seq);
+        let mut findings = self.findings.clone();
+        let mut counts_by_rule = self.counts;
+        let mut left_out = self.left_out;
+        for r in open {
+            counts_by_rule[Rule::Unanswered.index()] += 1;
+            if findings.len() >= MAX_FINDINGS {
+                left_out += 1;
+                continue;
+            }
+            let message = format!(
+                "{} sent {} (id {}), which {} never answered by the end of the trace",
+                who(r.from_client),
+                quote(&r.method),
+                r.id,
+                who(!r.from_client)
+            );
+            let rule = Rule::Unanswered;
+            findings.push(Finding {
+                code: rule.code().to_owned(),
+                severity: rule.severity(),
+                seqs: vec![r.seq],
+                message,
+            });
+        }
+        findings.sort_by_key(|f| f.seq().unwrap_or(0));
+        let mut counts = FindingCounts::default();
+        let mut by_code = Vec::new();
+        for (rule, &count) in Rule::ALL.iter().zip(&counts_by_rule) {
+            if count > 0 {
+                by_code.push(CodeCount { code: rule.code().to_owned(), severity: rule.severity(), count });
+            }
+            match rule.severity() {
+                acp_tee_shared::check::Severity::Error => counts.errors += count,
+                acp_tee_shared::check::Severity::Warning => counts.warnings += count,
+                acp_tee_shared::check::Severity::Info => counts.infos += count,
+            }
+        }
+        TraceFindings {
+            trace_id,
+            frames: self.frames,
+            protocol_version: self.protocol_version,
+            counts,
+            by_code,
+            findings,
+            left_out,
+            live: false,
+        }
+    }
+}
