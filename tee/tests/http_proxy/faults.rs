@@ -6,11 +6,11 @@ use super::*;
 use std::io::Read;
 use std::net::TcpStream;
 
-const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1}}"#;
+pub(super) const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1}}"#;
 
 /// Sends `head` and then `body` on a new connection to the proxy; the
 /// status line and body of the answer.
-fn raw_exchange(proxy: &Proxy, head: &str, body: &[u8]) -> (String, String) {
+pub(super) fn raw_exchange(proxy: &Proxy, head: &str, body: &[u8]) -> (String, String) {
     let addr = proxy.url.trim_start_matches("http://").split('/').next().unwrap().to_owned();
     let mut conn = TcpStream::connect(addr).unwrap();
     conn.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
@@ -339,66 +339,8 @@ fn a_connection_left_without_delete_ends_after_idle_seconds() {
     drop(proxy);
 }
 
-/// A socket to the proxy that sent `head` (and `body`) and then stalls,
-/// holding the connection open.
-fn stalled(proxy: &Proxy, head: &str, body: &[u8]) -> TcpStream {
-    let addr = proxy.url.trim_start_matches("http://").split('/').next().unwrap().to_owned();
-    let mut conn = TcpStream::connect(addr).unwrap();
-    conn.write_all(head.as_bytes()).unwrap();
-    // A refused body may be answered (and its connection closed) early.
-    let _ = conn.write_all(body);
-    conn
-}
-
-#[test]
-fn stalled_requests_and_made_up_connection_ids_lock_no_honest_client_out() {
-    let agent = Agent::start();
-    let store = TempStore::new();
-    let proxy = Proxy::start(&store.db, &agent.url);
-    // A session opened before the stalls, held open across them.
-    let mut before = held_client(&proxy.url, 1);
-    let mut held = Vec::new();
-    // 1: headers of a body that never comes, as many as connections are recorded.
-    let head = "POST /acp HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n";
-    for _ in 0..acp_tee::HTTP_MAX_CONNECTIONS {
-        held.push(stalled(&proxy, head, b""));
-    }
-    // 2: sixteen bodies of MAX_MESSAGE_BYTES, all but the last byte sent.
-    let big = acp_tee::HTTP_MAX_MESSAGE_BYTES;
-    let head =
-        format!("POST /acp HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\nContent-Length: {big}\r\n\r\n");
-    let body = vec![b' '; big - 1];
-    for _ in 0..16 {
-        held.push(stalled(&proxy, &head, &body));
-    }
-    // 3: connection ids the proxy never saw: passed on, answered by the
-    // upstream (its 400 for a body that is no JSON), holding nothing.
-    for i in 0..acp_tee::HTTP_MAX_CONNECTIONS {
-        let head = format!(
-            "POST /acp HTTP/1.1\r\nHost: t\r\nAcp-Connection-Id: made-up-{i}\r\nContent-Length: 1\r\nConnection: close\r\n\r\n"
-        );
-        let (status, _) = raw_exchange(&proxy, &head, b"x");
-        let direct = raw_exchange_to(&agent.url, &head, b"x").0;
-        assert_eq!(status, direct, "a made-up connection id is answered as the upstream answers it");
-    }
-    // No stall and no made-up id took a recording: only the held session has a recorder.
-    assert_eq!(recorders_of(proxy.pid()).len(), 1, "recorders besides the held session's");
-    // While all of that is held open, the SDK's clients work as they do direct.
-    for args in [&[][..], &["--ws"]] {
-        let direct = client(&agent.url, args);
-        let through = client(&proxy.url, args);
-        assert_eq!(through, direct, "{args:?}");
-    }
-    // And the session opened before the stalls ends as it should (its
-    // close goes through).
-    before.stdin.take().unwrap().write_all(b"go\n").unwrap();
-    let status = wait_within(&mut before, Duration::from_secs(60)).expect("the held session ended");
-    assert!(status.success(), "the session opened before the stalls failed");
-    drop(held);
-}
-
 /// Like [`raw_exchange`], to any `http://HOST:PORT/...` URL.
-fn raw_exchange_to(url: &str, head: &str, body: &[u8]) -> (String, String) {
+pub(super) fn raw_exchange_to(url: &str, head: &str, body: &[u8]) -> (String, String) {
     let addr = url.trim_start_matches("http://").split('/').next().unwrap().to_owned();
     let mut conn = TcpStream::connect(addr).unwrap();
     conn.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
@@ -484,34 +426,6 @@ fn requests_of_no_connection_pass_on_unrecorded_and_make_no_trace() {
     assert_eq!(store.ended_traces(1).len(), 1);
 }
 
-#[test]
-fn headers_and_bodies_that_stall_are_cut_off_in_time() {
-    let agent = Agent::start();
-    let store = TempStore::new();
-    let proxy = Proxy::start(&store.db, &agent.url);
-    let started = Instant::now();
-    // Half a request head, then nothing: closed after the header timeout.
-    let mut half = stalled(&proxy, "POST /acp HTTP/1.1\r\nHost: t\r\n", b"");
-    half.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
-    // A whole head and part of its body: 408 after the body deadline.
-    let head = format!("POST /acp HTTP/1.1\r\nHost: t\r\nContent-Length: {}\r\n\r\n", INITIALIZE.len());
-    let mut part = stalled(&proxy, &head, &INITIALIZE.as_bytes()[..10]);
-    part.set_read_timeout(Some(Duration::from_secs(90))).unwrap();
-    let mut answer = Vec::new();
-    let _ = half.read_to_end(&mut answer);
-    let closed_after = started.elapsed();
-    assert!(closed_after < Duration::from_secs(30), "half a head held its socket {closed_after:?}");
-    let mut answer = Vec::new();
-    let _ = part.read_to_end(&mut answer);
-    let answer = String::from_utf8_lossy(&answer);
-    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
-    assert!(answer.contains("BODY_DEADLINE"), "{answer}");
-    assert!(started.elapsed() < Duration::from_secs(80), "the stalled body was held {:?}", started.elapsed());
-    // Neither ever made a trace.
-    client(&proxy.url, &[]);
-    assert_eq!(store.ended_traces(1).len(), 1);
-}
-
 /// An upstream of our own whose event stream (`GET /acp`) is gzip-coded:
 /// three events, compressed whole, or (with `?broken`) bytes that claim
 /// to be gzip and are not. Returns its URL and the coded stream.
@@ -593,169 +507,6 @@ fn a_gzip_coded_event_stream_goes_on_as_it_came_and_is_recorded_decoded() {
     let notes = notes(&store, trace.id);
     assert!(notes.iter().any(|n| n.contains("is gzip-coded and did not decode")), "{notes:#?}");
     assert!(!notes.iter().any(|n| n.contains("MAX_MESSAGE_BYTES")), "{notes:#?}");
-}
-
-/// Opens a WebSocket to `url` by hand (`ws` path of an `http://` URL): the
-/// socket once the `101` came, or the status line it got instead.
-fn raw_websocket(url: &str) -> TcpStream {
-    let addr = url.trim_start_matches("http://").split('/').next().unwrap().to_owned();
-    let mut conn = TcpStream::connect(&addr).unwrap();
-    conn.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
-    write!(
-        conn,
-        "GET /acp HTTP/1.1\r\nHost: {addr}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
-         Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
-    )
-    .unwrap();
-    let mut head = Vec::new();
-    let mut byte = [0u8; 1];
-    while !head.ends_with(b"\r\n\r\n") {
-        assert_eq!(conn.read(&mut byte).unwrap(), 1, "the upgrade was not answered: {head:?}");
-        head.push(byte[0]);
-    }
-    let head = String::from_utf8_lossy(&head);
-    assert!(head.starts_with("HTTP/1.1 101"), "{head}");
-    conn
-}
-
-/// Reads WebSocket frames from `conn` until a close: its code (`Some(0)`
-/// for a close without one), or `None` when the socket ended first.
-fn close_code(conn: &mut TcpStream) -> Option<u16> {
-    close_code_seeing_text(conn, &mut || {})
-}
-
-/// [`close_code`], calling `text` for each text frame before the close.
-fn close_code_seeing_text(conn: &mut TcpStream, text: &mut dyn FnMut()) -> Option<u16> {
-    let mut read = |n: usize| -> Option<Vec<u8>> {
-        let mut buf = vec![0u8; n];
-        conn.read_exact(&mut buf).ok().map(|()| buf)
-    };
-    loop {
-        let head = read(2)?;
-        let masked = head[1] & 0x80 != 0;
-        let len = match head[1] & 0x7f {
-            126 => u16::from_be_bytes(read(2)?.try_into().unwrap()) as usize,
-            127 => u64::from_be_bytes(read(8)?.try_into().unwrap()) as usize,
-            n => n as usize,
-        };
-        let key = if masked { read(4)? } else { vec![0; 4] };
-        let payload: Vec<u8> = read(len)?.iter().enumerate().map(|(i, b)| b ^ key[i % 4]).collect();
-        if head[0] & 0x0f == 0x1 {
-            text();
-        }
-        if head[0] & 0x0f == 0x8 {
-            return Some(if payload.len() >= 2 { u16::from_be_bytes([payload[0], payload[1]]) } else { 0 });
-        }
-    }
-}
-
-/// A client frame: `first` (FIN, RSV and opcode bits), masked (with the
-/// zero key, so the payload reads as it is) unless `unmasked`.
-fn client_frame(first: u8, payload: &[u8], unmasked: bool) -> Vec<u8> {
-    let mut frame = vec![first, payload.len() as u8 | if unmasked { 0 } else { 0x80 }];
-    if !unmasked {
-        frame.extend_from_slice(&[0; 4]);
-    }
-    frame.extend_from_slice(payload);
-    frame
-}
-
-#[test]
-fn websocket_protocol_errors_are_closed_with_the_code_the_upstream_gives_directly() {
-    let agent = Agent::start();
-    let store = TempStore::new();
-    let proxy = Proxy::start(&store.db, &agent.url);
-    let cases: [(&str, Vec<u8>); 5] = [
-        ("invalid UTF-8", client_frame(0x81, &[0xff, 0xfe, 0xfd], false)),
-        ("RSV1 without an extension", client_frame(0xc1, b"{}", false)),
-        ("an unmasked frame", client_frame(0x81, b"{}", true)),
-        ("a stray continuation", client_frame(0x80, b"{}", false)),
-        ("a close of one byte", client_frame(0x88, &[3], false)),
-    ];
-    for (what, frame) in &cases {
-        let mut direct = raw_websocket(&agent.url);
-        direct.write_all(frame).unwrap();
-        let direct = close_code(&mut direct);
-        assert!(matches!(direct, Some(1002 | 1007)), "{what}: the upstream itself closes with {direct:?}");
-        let mut through = raw_websocket(&proxy.url);
-        through.write_all(frame).unwrap();
-        assert_eq!(close_code(&mut through), direct, "{what}: through the proxy");
-    }
-}
-
-/// An upstream of our own that takes one WebSocket at a time by hand and
-/// reports the close code the proxy sent it (`None`: the socket ended
-/// without a close). Its URL.
-/// A message on `texts` for each text message it got.
-fn websocket_upstream() -> (String, std::sync::mpsc::Receiver<Option<u16>>, std::sync::mpsc::Receiver<()>) {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}/acp", listener.local_addr().unwrap());
-    let (tx, rx) = std::sync::mpsc::channel();
-    let (texts_tx, texts) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for conn in listener.incoming() {
-            let Ok(mut conn) = conn else { return };
-            let (tx, texts_tx) = (tx.clone(), texts_tx.clone());
-            std::thread::spawn(move || {
-                let mut head = Vec::new();
-                let mut byte = [0u8; 1];
-                while !head.ends_with(b"\r\n\r\n") {
-                    if conn.read(&mut byte).unwrap_or(0) == 0 {
-                        return;
-                    }
-                    head.push(byte[0]);
-                }
-                conn.write_all(
-                    b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
-                      Acp-Connection-Id: ws1\r\nSec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n\r\n",
-                )
-                .unwrap();
-                let _ = tx.send(close_code_seeing_text(&mut conn, &mut || {
-                    let _ = texts_tx.send(());
-                }));
-            });
-        }
-    });
-    (url, rx, texts)
-}
-
-#[test]
-fn a_vanished_websocket_client_and_a_stopped_proxy_close_with_1001_going_away() {
-    let (upstream, closes, texts) = websocket_upstream();
-    let store = TempStore::new();
-    let mut proxy = Proxy::start(&store.db, &upstream);
-    // A client that vanishes without a close: the upstream hears 1001.
-    let mut gone = raw_websocket(&proxy.url);
-    gone.write_all(&client_frame(0x81, br#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{}}"#, false))
-        .unwrap();
-    drop(gone);
-    assert_eq!(closes.recv_timeout(Duration::from_secs(20)).unwrap(), Some(1001));
-    // (Its text came before its close.)
-    texts.try_recv().expect("the upstream got the first initialize");
-    let traces = store.ended_traces(1);
-    // The proxy stopped with a WebSocket open: both sides hear 1001, and
-    // the trace says the proxy was stopped.
-    let mut open = raw_websocket(&proxy.url);
-    open.write_all(&client_frame(0x81, br#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{}}"#, false))
-        .unwrap();
-    // The message is recorded before it goes on: once the upstream has it
-    // the trace holds it.
-    texts.recv_timeout(Duration::from_secs(20)).expect("the upstream got the second initialize");
-    assert!(proxy.stop().success());
-    assert_eq!(close_code(&mut open), Some(1001), "the client heard no going-away close");
-    assert_eq!(closes.recv_timeout(Duration::from_secs(20)).unwrap(), Some(1001));
-    let all = store.ended_traces(2);
-    let gone_trace = &all[0];
-    assert_eq!(gone_trace.id, traces[0].id);
-    assert!(
-        gone_trace.end_reason.as_deref().unwrap_or_default().contains("the client's WebSocket ended"),
-        "{gone_trace:?}"
-    );
-    let stopped = &all[1];
-    assert_eq!(stopped.end_reason.as_deref(), Some("the proxy was stopped by signal 15"), "{stopped:?}");
-    assert_eq!(stopped.exit_code, Some(0));
-    assert!(notes(&store, stopped.id).iter().any(|n| n.contains("the proxy was stopped by signal 15")));
-    assert_eq!(store.frames(stopped.id).iter().filter(|f| f.method.as_deref() == Some("initialize")).count(), 1);
 }
 
 #[test]

@@ -12,8 +12,10 @@
 mod common;
 mod faults;
 mod memory;
+mod stalls;
 mod tls;
 mod viewer;
+mod websocket_faults;
 
 use acp_tee_shared::{Direction, FrameKind, TraceMeta};
 use common::*;
