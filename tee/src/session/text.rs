@@ -9,10 +9,13 @@ const KINDS_MAX: usize = 32;
 
 /// Adds one to `kind`'s count in `counts`.
 pub fn count_kind(counts: &mut Vec<KindCount>, kind: &str) {
+    // Kinds are kept cut, so they are compared cut: a long kind seen twice
+    // is one entry counted twice, not two entries of the same name.
+    let kind = cut(kind, 64);
     if let Some(c) = counts.iter_mut().find(|c| c.kind == kind) {
         c.count += 1;
     } else if counts.len() < KINDS_MAX {
-        counts.push(KindCount { kind: cut(kind, 64), count: 1 });
+        counts.push(KindCount { kind, count: 1 });
     } else if let Some(c) = counts.iter_mut().find(|c| c.kind == "other") {
         c.count += 1;
     } else if let Some(last) = counts.last_mut() {
@@ -85,6 +88,17 @@ mod tests {
         let mut counted = Text::default();
         add_str(&mut counted, "héllo", false);
         assert_eq!((counted.text.as_str(), counted.chars), ("", 5));
+    }
+
+    #[test]
+    fn a_long_kind_seen_twice_is_one_entry_counted_twice() {
+        let mut counts = Vec::new();
+        let long = "k".repeat(100);
+        count_kind(&mut counts, &long);
+        count_kind(&mut counts, &long);
+        count_kind(&mut counts, "short");
+        let listed: Vec<(usize, u64)> = counts.iter().map(|c| (c.kind.chars().count(), c.count)).collect();
+        assert_eq!(listed, [(64, 2), (5, 1)]);
     }
 
     #[test]
