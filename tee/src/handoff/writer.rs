@@ -173,7 +173,7 @@ impl HandoffWriter {
             return Handed::Again;
         }
         let t_ns = self.now_ns();
-        match inner.try_write(&encode_header(TAG_CHUNK_REF, dir_code(dir), t_ns, len), &self.data) {
+        match inner.try_write(&[&encode_header(TAG_CHUNK_REF, dir_code(dir), t_ns, len)], &self.data) {
             Sent::Yes => {
                 inner.handed[dir_code(dir) as usize] += len as u64;
                 inner.crossed[dir_code(dir) as usize] += len as u64;
@@ -199,7 +199,7 @@ impl HandoffWriter {
         msg.extend_from_slice(&json);
         let mut inner = self.lock();
         inner.start = Some(msg.clone());
-        inner.write(&msg, &self.data);
+        inner.write(&[&msg], &self.data);
     }
 
     /// Hands off a chunk read from `dir`. `buf` holds [`HEADER_LEN`] bytes of
@@ -219,7 +219,7 @@ impl HandoffWriter {
         // (sequence numbers) and the timestamps always agree.
         let t_ns = self.now_ns();
         buf[..HEADER_LEN].copy_from_slice(&encode_header(TAG_CHUNK, dir_code(dir), t_ns, len));
-        if inner.write(buf, &self.data) == Sent::Yes {
+        if inner.write(&[buf], &self.data) == Sent::Yes {
             inner.handed[dir_code(dir) as usize] += len as u64;
         }
         inner.crossed[dir_code(dir) as usize] += len as u64;
@@ -248,27 +248,18 @@ impl HandoffWriter {
     /// crossed, taken by a caller that queued it; never later than now)
     /// rather than now. The caller keeps its stamps in the order it hands
     /// messages off (`http-proxy` takes them under one lock per connection).
-    #[must_use = "a message not handed off must not be forwarded"]
     ///
     /// The message is written as it is, in parts, never copied: a message
     /// of `http-proxy` may be `MAX_MESSAGE_BYTES` large, and every copy
     /// counts in its memory bound.
+    #[must_use = "a message not handed off must not be forwarded"]
     pub fn frame_at(&self, dir: Direction, t_ns: u64, raw: &[u8], envelope: Option<&[u8]>) -> bool {
         let envelope = envelope.unwrap_or_default();
-        let mut inner = self.lock();
-        if inner.closed {
-            inner.lost_chunks += 1;
-            return false;
-        }
-        let t_ns = t_ns.min(self.now_ns());
+        let Some((mut inner, t_ns)) = self.stamped(Some(t_ns)) else { return false };
         let header = encode_header(TAG_FRAME, dir_code(dir), t_ns, 4 + raw.len() + envelope.len());
         let len = (raw.len() as u32).to_le_bytes();
-        loop {
-            match inner.try_write_parts(&[&header, &len, raw, envelope], &self.data) {
-                Sent::Replaced => continue,
-                _ => return true,
-            }
-        }
+        inner.write(&[&header, &len, raw, envelope], &self.data);
+        true
     }
 
     /// Hands off `data` read going `dir` at `t_ns` (as [`HandoffWriter::frame_at`]
@@ -282,7 +273,7 @@ impl HandoffWriter {
         let mut msg = Vec::with_capacity(HEADER_LEN + data.len());
         msg.extend_from_slice(&encode_header(TAG_CHUNK, dir_code(dir), t_ns.min(self.now_ns()), data.len()));
         msg.extend_from_slice(data);
-        if inner.write(&msg, &self.data) == Sent::Yes {
+        if inner.write(&[&msg], &self.data) == Sent::Yes {
             inner.handed[dir_code(dir) as usize] += data.len() as u64;
         }
         inner.crossed[dir_code(dir) as usize] += data.len() as u64;
@@ -304,7 +295,7 @@ impl HandoffWriter {
         let mut msg = encode_header(TAG_END, 0, self.now_ns(), json.len()).to_vec();
         msg.extend_from_slice(&json);
         inner.end = Some(msg.clone());
-        inner.write(&msg, &self.data);
+        inner.write(&[&msg], &self.data);
     }
 
     /// False while the recorder handed to is dying (killed, its threads
@@ -345,18 +336,26 @@ impl HandoffWriter {
 
     /// Sends one message stamped `t_ns` (at most now), or now.
     fn send_at(&self, tag: u8, dir: u8, t_ns: Option<u64>, payload: &[u8]) -> bool {
-        let mut inner = self.lock();
-        if inner.closed {
-            inner.lost_chunks += 1;
-            return false;
-        }
-        let now = self.now_ns();
-        let t_ns = t_ns.map_or(now, |t| t.min(now));
+        let Some((mut inner, t_ns)) = self.stamped(t_ns) else { return false };
+        // One buffer, so a small message is one write.
         let mut msg = Vec::with_capacity(HEADER_LEN + payload.len());
         msg.extend_from_slice(&encode_header(tag, dir, t_ns, payload.len()));
         msg.extend_from_slice(payload);
-        inner.write(&msg, &self.data);
+        inner.write(&[&msg], &self.data);
         true
+    }
+
+    /// The writer's lock and the stamp for a message: `t_ns` (never later
+    /// than now) or now. `None`, the message counted lost, once the writer
+    /// is closed.
+    fn stamped(&self, t_ns: Option<u64>) -> Option<(std::sync::MutexGuard<'_, Inner>, u64)> {
+        let mut inner = self.lock();
+        if inner.closed {
+            inner.lost_chunks += 1;
+            return None;
+        }
+        let now = self.now_ns();
+        Some((inner, t_ns.map_or(now, |t| t.min(now))))
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
@@ -394,40 +393,26 @@ impl Inner {
         }
     }
 
-    /// Sends `msg`, to a replacement should the recorder have died.
-    fn write(&mut self, msg: &[u8], data: &[Option<DataPipe>; 3]) -> Sent {
+    /// Sends one message made of `parts` (their bytes one after another),
+    /// to a replacement should the recorder have died.
+    fn write(&mut self, parts: &[&[u8]], data: &[Option<DataPipe>; 3]) -> Sent {
         loop {
-            match self.try_write(msg, data) {
+            match self.try_write(parts, data) {
                 Sent::Replaced => continue,
                 sent => return sent,
             }
         }
     }
 
-    /// Sends `msg`; when the recorder is gone, replaces it if it may (and
-    /// says so: `msg` was not sent) or drops the message.
-    fn try_write(&mut self, msg: &[u8], data: &[Option<DataPipe>; 3]) -> Sent {
-        let Some(out) = self.out.as_mut() else {
-            self.lost_chunks += 1;
-            return Sent::No;
-        };
-        let Err(e) = out.write_all(msg) else { return Sent::Yes };
-        self.after_failed_write(e, data)
-    }
-
-    /// Sends one message made of `parts` (the parts' bytes one after
-    /// another), as [`Inner::try_write`] sends one.
-    fn try_write_parts(&mut self, parts: &[&[u8]], data: &[Option<DataPipe>; 3]) -> Sent {
+    /// Sends one message made of `parts` (their bytes one after another);
+    /// when the recorder is gone, replaces it if it may (and says so: the
+    /// message was not sent) or drops the message.
+    fn try_write(&mut self, parts: &[&[u8]], data: &[Option<DataPipe>; 3]) -> Sent {
         let Some(out) = self.out.as_mut() else {
             self.lost_chunks += 1;
             return Sent::No;
         };
         let Err(e) = parts.iter().try_for_each(|part| out.write_all(part)) else { return Sent::Yes };
-        self.after_failed_write(e, data)
-    }
-
-    /// A write to the recorder failed with `e`: replaces it if it may.
-    fn after_failed_write(&mut self, e: std::io::Error, data: &[Option<DataPipe>; 3]) -> Sent {
         if e.raw_os_error() == Some(libc::EPIPE) && self.replace(data) {
             return Sent::Replaced;
         }

@@ -130,9 +130,7 @@ impl Held {
         self.bytes -= bytes;
         Held { conn: self.conn.clone(), addr: self.addr, bytes }
     }
-}
 
-impl Held {
     /// Takes over what `other` holds (of the same connection and address).
     pub fn absorb(&mut self, mut other: Held) {
         debug_assert!(Arc::ptr_eq(&self.conn, &other.conn) && self.addr == other.addr);
