@@ -381,6 +381,20 @@ fn live_frames(served: &str, id: i64, done: impl Fn(&[Value]) -> bool) -> Vec<Va
     panic!("the live stream ended first");
 }
 
+/// The official SDK's clients (HTTP and WebSocket) get through `proxy` what
+/// they get from `agent` directly, and then `before` (a [`held_client`]
+/// opened earlier) finishes its session and exits successfully.
+pub fn honest_clients_work_as_direct(agent: &Agent, proxy: &Proxy, mut before: Child) {
+    for args in [&[][..], &["--ws"]] {
+        let direct = client(&agent.url, args);
+        let through = client(&proxy.url, args);
+        assert_eq!(through, direct, "{args:?}");
+    }
+    before.stdin.take().unwrap().write_all(b"go\n").unwrap();
+    let status = wait_within(&mut before, Duration::from_secs(60)).expect("the held session ended");
+    assert!(status.success(), "the session opened before failed");
+}
+
 /// `py_http_client.py URL --connections N --hold`: `connections` conversations that stay open after their
 /// turn, until the client's stdin says otherwise; returned once it says `held`.
 pub fn held_client(url: &str, connections: usize) -> Child {

@@ -117,7 +117,7 @@ fn a_connection_or_an_address_filling_its_share_locks_no_other_connection_out() 
     let store = TempStore::new();
     let proxy = Proxy::start(&store.db, &agent.url);
     // A session opened before, held open across what follows.
-    let mut before = held_client(&proxy.url, 1);
+    let before = held_client(&proxy.url, 1);
     let big = acp_tee::HTTP_MAX_MESSAGE_BYTES;
     // One connection from the honest clients' own address: bodies past
     // what its share holds.
@@ -140,16 +140,9 @@ fn a_connection_or_an_address_filling_its_share_locks_no_other_connection_out() 
     // The shares are full.
     eprintln!("the proxy took {taken} stalled bodies");
     assert!(taken >= share + address_share, "the proxy took {taken} stalled bodies");
-    // The SDK's clients work as they do direct.
-    for args in [&[][..], &["--ws"]] {
-        let direct = client(&agent.url, args);
-        let through = client(&proxy.url, args);
-        assert_eq!(through, direct, "{args:?}");
-    }
-    // And the session opened before ends as it should.
-    before.stdin.take().unwrap().write_all(b"go\n").unwrap();
-    let status = wait_within(&mut before, Duration::from_secs(60)).expect("the held session ended");
-    assert!(status.success(), "the session opened before the shares filled failed");
+    // The SDK's clients work as they do direct, and the session opened
+    // before ends as it should.
+    honest_clients_work_as_direct(&agent, &proxy, before);
 }
 
 /// An upstream of our own (axum, on 127.0.0.1): a `POST` without

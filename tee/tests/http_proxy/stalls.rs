@@ -23,7 +23,7 @@ fn stalled_requests_and_made_up_connection_ids_lock_no_honest_client_out() {
     let store = TempStore::new();
     let proxy = Proxy::start(&store.db, &agent.url);
     // A session opened before the stalls, held open across them.
-    let mut before = held_client(&proxy.url, 1);
+    let before = held_client(&proxy.url, 1);
     let mut held = Vec::new();
     // 1: headers of a body that never comes, as many as connections are recorded.
     let head = "POST /acp HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n";
@@ -50,17 +50,10 @@ fn stalled_requests_and_made_up_connection_ids_lock_no_honest_client_out() {
     }
     // No stall and no made-up id took a recording: only the held session has a recorder.
     assert_eq!(recorders_of(proxy.pid()).len(), 1, "recorders besides the held session's");
-    // While all of that is held open, the SDK's clients work as they do direct.
-    for args in [&[][..], &["--ws"]] {
-        let direct = client(&agent.url, args);
-        let through = client(&proxy.url, args);
-        assert_eq!(through, direct, "{args:?}");
-    }
-    // And the session opened before the stalls ends as it should (its
-    // close goes through).
-    before.stdin.take().unwrap().write_all(b"go\n").unwrap();
-    let status = wait_within(&mut before, Duration::from_secs(60)).expect("the held session ended");
-    assert!(status.success(), "the session opened before the stalls failed");
+    // While all of that is held open, the SDK's clients work as they do
+    // direct, and the session opened before the stalls ends as it should
+    // (its close goes through).
+    honest_clients_work_as_direct(&agent, &proxy, before);
     drop(held);
 }
 
