@@ -372,7 +372,7 @@ fn describe(cx: &Cx<'_>, a: DescribeTrace) -> Result<Value, ToolError> {
         let mut view = model.sessions(now);
         if let Some(sid) = &a.session_id {
             if !view.sessions.iter().any(|s| &s.session_id == sid) {
-                let missing = crate::server::sessions::past_the_bound(
+                let missing = crate::read::folds::past_the_bound(
                     format!("trace {id} has no session {sid}"),
                     view.sessions_left_out,
                 );

@@ -94,6 +94,19 @@ impl Models {
     }
 }
 
+/// `missing` ("trace N has no session S"), saying so of the sessions the
+/// model keeps when it left `left_out` out: S may be one of them.
+pub fn past_the_bound(missing: String, left_out: u64) -> String {
+    match left_out {
+        0 => missing,
+        n => format!(
+            "{missing} among the first {} it keeps; {n} sessions past them are left out \
+             (`acp-tee show --session` shows any of them)",
+            acp_tee_shared::session::SESSIONS_MAX
+        ),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

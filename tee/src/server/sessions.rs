@@ -12,9 +12,7 @@ use super::AppState;
 use crate::read::Models;
 use crate::session::now_t_ns;
 use crate::store::{Store, StoreError};
-use acp_tee_shared::session::{
-    SessionDetail, TraceSessions, TurnQuery, SESSIONS_MAX, TURNS_DEFAULT_LIMIT, TURNS_MAX_LIMIT,
-};
+use acp_tee_shared::session::{SessionDetail, TraceSessions, TurnQuery, TURNS_DEFAULT_LIMIT, TURNS_MAX_LIMIT};
 use axum::extract::rejection::{PathRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
 use axum::Json;
@@ -121,19 +119,7 @@ pub async fn session(
             })
         })
         .await?;
-    detail.map(Json).map_err(|left_out| AppError::NotFound(past_the_bound(missing, left_out)))
-}
-
-/// `missing` ("trace N has no session S"), saying so of the sessions the
-/// model keeps when it left `left_out` out: S may be one of them.
-pub(crate) fn past_the_bound(missing: String, left_out: u64) -> String {
-    match left_out {
-        0 => missing,
-        n => format!(
-            "{missing} among the first {SESSIONS_MAX} it keeps; {n} sessions past them are left out \
-             (`acp-tee show --session` shows any of them)"
-        ),
-    }
+    detail.map(Json).map_err(|left_out| AppError::NotFound(crate::read::folds::past_the_bound(missing, left_out)))
 }
 
 #[cfg(test)]
