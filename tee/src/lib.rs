@@ -1,52 +1,35 @@
-//! acp-tee: a recorder for the Agent Client Protocol.
+//! acp-tee: a recorder for the Agent Client Protocol; this crate is the
+//! top of the workspace: the command line and the readers' front ends.
 //!
 //! The binary (`src/main.rs`) calls [`main`]; everything else here is what
 //! the integration tests drive the library through. The modules stay private:
 //!
-//! - `model`: what a trace is made of ([`TraceStart`], [`TraceEnd`], [`NewFrame`], [`Mode`], end reasons).
-//! - `frame`: splitting byte streams into frames, classifying and pairing them ([`Framer`]; pure).
-//! - `relay`: wrap mode; spawns the agent and moves bytes, handing copies off.
-//! - `chain`: proxy mode under the ACP conductor; routes `proxy/successor` envelopes.
-//! - `http_proxy`: `acp-tee http-proxy`, ACP over HTTP and WebSocket passed on and recorded.
-//! - `handoff`: the pipe protocol from the relay to the recorder process.
-//! - `end_note`: the run's end as the relay knew it, left beside the store should no recorder survive to store it.
-//! - `recorder`: the recorder process; frames what it is handed and stores it.
-//! - `server`: `acp-tee serve`, the viewer's axum server and JSON API ([`app`]).
-//! - `store`: the SQLite trace store ([`Store`]; its roles [`Recording`], `Import` and [`Reader`], and maintenance).
-//! - `export`: exports: `acp-tee-trace` JSON and NDJSON, the conductor's `.jsons`, Perfetto.
-//! - `import`: imports of `acp-tee-trace`, the conductor's `.jsons` and sacp-tee logs.
-//! - `check`: protocol checks over a stored trace (`acp-tee check`, the findings route).
-//! - `session`: the session model (turns, tool calls, permission waits, open requests), derived on read.
-//! - `redact`: masking secrets in frames, on export and optionally when recording.
-//! - `replay`: `acp-tee diff` and `acp-tee replay` (a trace's client or agent against a live peer).
 //! - `cli`: the command line.
-//! - `clock`: wall-clock timestamps; `proc`: process liveness and thread priority.
+//! - `server`: `acp-tee serve`, the viewer's axum server and JSON API ([`app`]).
+//! - `mcp`: `acp-tee mcp`, an MCP server over the store.
+//! - `read`: the read service `server`, `mcp` and the CLI readers share (query pool, masking, folds).
+//! - `export`, `import`: the trace formats acp-tee writes and reads.
+//! - `replay`: `acp-tee replay` (a trace's client or agent against a live peer) and `diff`'s front end.
 //!
-//! See ARCHITECTURE.md for the invariants each module keeps.
+//! The layers below, each a crate: `acp-tee-wire` (bytes to frames to
+//! messages, masking; pure), `acp-tee-store` (the SQLite store),
+//! `acp-tee-analysis` (sessions, checks, spans, diff) and `acp-tee-record`
+//! (relay, chain, http-proxy, recorder). Their modules are brought in by
+//! name below so that every crate names them alike (`crate::store`, ...).
+//! See ARCHITECTURE.md.
 
-mod chain;
-mod check;
 mod cli;
-mod clock;
-mod end_note;
 mod export;
-mod frame;
-mod handoff;
-mod http_proxy;
 mod import;
 mod mcp;
-mod model;
-mod otlp;
-mod proc;
 mod read;
-mod recorder;
-mod redact;
-mod relay;
 mod replay;
 mod server;
-mod session;
-mod store;
-mod text;
+
+use acp_tee_analysis::{check, otlp, session};
+use acp_tee_record::{chain, http_proxy, recorder, relay};
+use acp_tee_store::{self as store, clock, proc};
+use acp_tee_wire::{frame, model, redact, text};
 
 pub use check::MAX_SESSIONS as CHECK_MAX_SESSIONS;
 pub use cli::main;

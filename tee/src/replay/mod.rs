@@ -7,10 +7,8 @@
 //! nature (minted values), `align.rs` the bounded alignment, `source.rs`
 //! the opening of a trace id or a file.
 
-pub mod align;
-pub mod diff;
+pub use acp_tee_analysis::diff::{self, names, Key};
 pub mod engine;
-pub mod names;
 pub mod script;
 pub mod source;
 pub mod text;
@@ -18,62 +16,12 @@ pub mod text;
 #[cfg(test)]
 mod fuzz;
 
-use acp_tee_shared::{Direction, FrameKind};
+use acp_tee_shared::Direction;
 use engine::{Engine, Incoming, Outcome, Timing};
-use serde_json::Value;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::PathBuf;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
-
-/// Longest method or update kind kept in a key (hostile traces name
-/// methods of any length).
-const KEY_MAX_CHARS: usize = 200;
-
-/// What makes two messages comparable: direction, kind (a response and an
-/// error are both answers, [`FrameKind::Response`]), method (an answer's is
-/// its request's) and, for `session/update`, the update's kind.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct Key {
-    /// Which way it went.
-    pub dir: Direction,
-    /// Request, notification or answer (or batch, invalid).
-    pub kind: FrameKind,
-    /// Its method.
-    pub method: Option<String>,
-    /// `session/update`'s `sessionUpdate`.
-    pub update: Option<String>,
-}
-
-impl Key {
-    /// The key of a message `value` of `kind` going `dir`, whose method is
-    /// `method` (an answer's: its request's).
-    pub fn of(dir: Direction, kind: FrameKind, method: Option<&str>, value: &Value) -> Key {
-        let update =
-            (method == Some("session/update")).then(|| value["params"]["update"]["sessionUpdate"].as_str()).flatten();
-        Key::new(dir, kind, method, update)
-    }
-
-    /// The key from its parts, cut to [`KEY_MAX_CHARS`].
-    pub fn new(dir: Direction, kind: FrameKind, method: Option<&str>, update: Option<&str>) -> Key {
-        let cut = |s: &str| s.chars().take(KEY_MAX_CHARS).collect::<String>();
-        let kind = match kind {
-            FrameKind::Error => FrameKind::Response,
-            k => k,
-        };
-        Key { dir, kind, method: method.map(cut), update: update.map(cut) }
-    }
-
-    /// `session/update agent_message_chunk notification`, `response to initialize`.
-    pub fn describe(&self) -> String {
-        let method = crate::text::printable(self.method.as_deref().unwrap_or("?")).into_owned();
-        let update = self.update.as_deref().map(|u| format!(" {}", crate::text::printable(u))).unwrap_or_default();
-        match self.kind {
-            FrameKind::Response => format!("answer to {method}"),
-            k => format!("{method}{update} {}", k.as_str()),
-        }
-    }
-}
 
 /// The longest line a replay reads from its peer (a longer one is counted
 /// as bad and skipped).

@@ -86,3 +86,9 @@ fn import_file(path: &Path) -> Result<Opened, SourceError> {
     let trace_id = summary.trace_ids[0];
     Ok(Opened { held: Held::Owned(store, Some(temp)), trace_id, label: path.display().to_string() })
 }
+
+impl<'a> From<&'a Opened> for super::diff::SideRef<'a> {
+    fn from(o: &'a Opened) -> super::diff::SideRef<'a> {
+        super::diff::SideRef { store: o.store(), trace_id: o.trace_id }
+    }
+}
