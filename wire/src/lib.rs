@@ -5,6 +5,7 @@
 //! Nothing here does IO: every other crate builds on it, and it depends on
 //! none of them but `acp-tee-shared`.
 
+pub mod acp;
 pub mod frame;
 pub mod model;
 pub mod redact;

@@ -74,7 +74,7 @@ impl Checker {
                 }
             }
             let mut keep = None;
-            let code = wire::read::<wire::ErrorCode>(Some(e), &mut keep).map(|e| e.code);
+            let code = wire::member::<wire::RpcError>(Some(e), &mut keep).and_then(|e| e.code);
             if let (Some(cancel), true) = (request.cancel_request, code != Some(-32800)) {
                 let code = code.map_or("no code".to_owned(), |c| format!("error {c}"));
                 let message = format!(
@@ -108,7 +108,7 @@ impl Checker {
         match request.what {
             What::Initialize => {
                 let mut keep = None;
-                if let Some(init) = wire::read::<wire::InitializeResult>(ok, &mut keep) {
+                if let Some(init) = wire::member::<wire::Answer>(ok, &mut keep) {
                     let load = init.agent_capabilities.and_then(|c| c.load_session).unwrap_or(false);
                     self.load_session = Some((seq, load));
                     self.protocol_version = init.protocol_version;
@@ -124,7 +124,7 @@ impl Checker {
             What::Open => {
                 self.opening = self.opening.saturating_sub(1);
                 let mut keep = None;
-                if let Some(sid) = wire::read::<wire::SessionResult>(ok, &mut keep).and_then(|r| r.session_id) {
+                if let Some(sid) = wire::member::<wire::Answer>(ok, &mut keep).and_then(|r| r.session_id) {
                     self.session_entry(&sid);
                 }
             }
@@ -148,7 +148,7 @@ impl Checker {
                 s.prompt = None;
                 let Some(cancel) = s.cancel.take() else { return };
                 let mut keep = None;
-                let reason = wire::read::<wire::PromptResult>(ok, &mut keep).and_then(|r| r.stop_reason);
+                let reason = wire::member::<wire::Answer>(ok, &mut keep).and_then(|r| r.stop_reason);
                 if reason.as_deref() != Some("cancelled") {
                     let ended = match (&reason, ok) {
                         (Some(r), _) => format!("stop reason {}", quote(r)),
@@ -165,8 +165,8 @@ impl Checker {
             }
             What::Permission(Some(options)) => {
                 let mut keep = None;
-                let Some(result) = wire::read::<wire::PermissionResult>(ok, &mut keep) else { return };
-                let Some(chosen) = result.outcome.option_id.filter(|_| result.outcome.outcome == "selected") else {
+                let Some(outcome) = wire::member::<wire::Answer>(ok, &mut keep).and_then(|a| a.outcome) else { return };
+                let Some(chosen) = outcome.option_id.filter(|_| outcome.outcome.as_deref() == Some("selected")) else {
                     return;
                 };
                 if !options.contains(&hash_of(&*chosen)) {

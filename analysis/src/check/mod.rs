@@ -23,7 +23,6 @@ mod report;
 mod rules;
 mod schema;
 mod sessions;
-mod wire;
 
 #[cfg(test)]
 mod fuzz;
@@ -59,12 +58,12 @@ use crate::frame::id_key;
 use crate::store::{FrameRef, Store, StoreError};
 use acp_tee_shared::check::{CodeCount, Finding, FindingCounts, TraceFindings};
 use acp_tee_shared::{Direction, FrameKind};
+use acp_tee_wire::acp::{self as wire, Envelope};
 use hashlink::LruCache;
 use serde::de::IgnoredAny;
 use serde_json::value::RawValue;
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
-use wire::Envelope;
 
 /// Requests awaiting an answer the checker follows at most; past this, new
 /// requests are not followed (and answers to them not judged).
@@ -274,10 +273,10 @@ impl Checker {
 
     /// Checks one message (a frame, or an element of a batch).
     fn message(&mut self, seq: i64, from_client: bool, text: &[u8]) {
-        // A repeated member counts as its last, as the recorder reads it.
-        let mut keep = None;
+        // A repeated member counts as its last, as the recorder reads it
+        // (the envelope keeps the last itself).
         let envelope = match text.first() {
-            Some(b'{') => crate::frame::read_last::<Envelope>(text, &mut keep),
+            Some(b'{') => serde_json::from_slice::<Envelope>(text),
             _ => Err(serde::de::Error::custom("not an object")),
         };
         let env = match envelope {
@@ -376,8 +375,9 @@ impl Checker {
                 self.find(Rule::SecondInitialize, vec![first, seq], message);
             } else {
                 self.initialize = Some(seq);
-                let caps = wire::read::<wire::InitializeParams>(params, &mut None).unwrap_or_default();
-                self.client_caps = Some((seq, caps.client_capabilities.unwrap_or_default()));
+                let mut keep = None;
+                let caps = wire::member::<wire::Params>(params, &mut keep).and_then(|p| p.client_capabilities);
+                self.client_caps = Some((seq, caps.unwrap_or_default()));
             }
         } else if self.initialize.is_none() && !self.before_initialize_told {
             self.before_initialize_told = true;
@@ -468,8 +468,8 @@ impl Checker {
             }
             "$/cancel_request" => {
                 let mut keep = None;
-                if let Some(p) = wire::read::<wire::CancelRequestParams>(params, &mut keep) {
-                    let key = (from_client, id_key(p.request_id.get()).into_owned().into_boxed_str());
+                if let Some(request_id) = wire::member::<wire::Params>(params, &mut keep).and_then(|p| p.request_id) {
+                    let key = (from_client, id_key(request_id.get()).into_owned().into_boxed_str());
                     if let Some(r) = self.in_flight.get_mut(&key) {
                         r.cancel_request.get_or_insert(seq);
                     }
@@ -528,11 +528,11 @@ fn is_string_or_integer(id: &str) -> bool {
 /// (`None` past [`OPTIONS_MAX`]).
 fn offered(params: Option<&RawValue>) -> Option<Vec<u64>> {
     let mut keep = None;
-    let p = wire::read::<wire::PermissionParams>(params, &mut keep).unwrap_or_default();
-    if p.options.len() > OPTIONS_MAX {
+    let options = wire::member::<wire::Params>(params, &mut keep).and_then(|p| p.options).unwrap_or_default();
+    if options.len() > OPTIONS_MAX {
         return None;
     }
-    Some(p.options.iter().map(|o| hash_of(&*o.option_id)).collect())
+    Some(options.iter().filter_map(|o| o.option_id.as_deref()).map(hash_of).collect())
 }
 
 /// A 64-bit hash of `value`, the same in every run: what the checker keeps

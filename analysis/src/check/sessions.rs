@@ -26,7 +26,7 @@ impl Checker {
     /// `session.unknown-tool-call` (once per tool call).
     pub(super) fn tool_call_update(&mut self, seq: i64, sid: &str, params: Option<&RawValue>) {
         let mut keep = None;
-        let Some(update) = wire::read::<wire::UpdateParams>(params, &mut keep).and_then(|p| p.update) else { return };
+        let Some(update) = wire::member::<wire::Params>(params, &mut keep).and_then(|p| p.update) else { return };
         let (Some(kind), Some(id)) = (update.session_update.as_deref(), update.tool_call_id.as_deref()) else {
             return;
         };
@@ -68,7 +68,7 @@ impl Checker {
         let sid = match serde_json::from_str::<wire::SessionRef>(params?.get()) {
             Ok(r) => r.session_id?,
             // A repeated member: read again, as its last.
-            Err(_) => Cow::Owned(wire::read::<wire::SessionRef>(params, &mut None)?.session_id?.into_owned()),
+            Err(_) => Cow::Owned(wire::member::<wire::SessionRef>(params, &mut None)?.session_id?.into_owned()),
         };
         match method {
             // They name a stored session, not one of this connection.

@@ -29,6 +29,7 @@ use crate::redact::JsonPath;
 use crate::store::{Store, StoreError, StoredFrame};
 use acp_tee_shared::diff::{ChangeKind, DiffSide, MessageChange, MethodLatency, TraceDiff, TurnEnd, ValueChange};
 use acp_tee_shared::{Direction, FrameKind};
+use acp_tee_wire::acp;
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
 use std::hash::{Hash, Hasher};
@@ -56,12 +57,18 @@ pub struct Key {
 }
 
 impl Key {
-    /// The key of a message `value` of `kind` going `dir`, whose method is
+    /// The key of the message `raw` of `kind` going `dir`, whose method is
     /// `method` (an answer's: its request's).
-    pub fn of(dir: Direction, kind: FrameKind, method: Option<&str>, value: &Value) -> Key {
-        let update =
-            (method == Some("session/update")).then(|| value["params"]["update"]["sessionUpdate"].as_str()).flatten();
-        Key::new(dir, kind, method, update)
+    pub fn of(dir: Direction, kind: FrameKind, method: Option<&str>, raw: &[u8]) -> Key {
+        if method != Some("session/update") {
+            return Key::new(dir, kind, method, None);
+        }
+        if let Some(update) = acp::plain_update_kind(raw) {
+            return Key::new(dir, kind, method, Some(update));
+        }
+        let mut keep = None;
+        let update = acp::params(raw, &mut keep).and_then(|p| p.update).and_then(|u| u.session_update);
+        Key::new(dir, kind, method, update.as_deref())
     }
 
     /// The key from its parts, cut to [`KEY_MAX_CHARS`].
@@ -331,7 +338,7 @@ fn read_side(o: SideRef<'_>, keys: &mut Keys, opts: &DiffOptions) -> Result<Side
         }
         let value = normalised(&f.raw, &mut side.names, opts);
         let key = match &value {
-            Some(v) => Key::of(f.dir, f.kind, f.method.as_deref(), v),
+            Some(_) => Key::of(f.dir, f.kind, f.method.as_deref(), &f.raw),
             None => Key::new(f.dir, f.kind, f.method.as_deref(), None),
         };
         let named = value

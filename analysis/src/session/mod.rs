@@ -21,7 +21,7 @@ mod pages;
 mod text;
 mod turns;
 mod view;
-mod wire;
+use acp_tee_wire::acp as wire;
 
 pub use pages::{Built, Step, Want, HELD_MAX_BYTES};
 
@@ -37,7 +37,7 @@ use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 use text::cut;
-use wire::SessionParams;
+use wire::Params;
 
 /// Distinct request methods the model shares one copy of.
 const METHODS_SHARED: usize = 1000;
@@ -262,7 +262,7 @@ impl Model {
         // stored columns, unparsed.
         let raw = if shown { masked(f.raw, redact) } else { Cow::Borrowed(f.raw) };
         let mut keep = None;
-        let params = if shown { wire::params(&raw, &mut keep).unwrap_or_default() } else { SessionParams::default() };
+        let params = if shown { wire::params(&raw, &mut keep).unwrap_or_default() } else { Params::default() };
         let what = match method {
             "initialize" => {
                 self.client = params.client_info.as_ref().and_then(|i| i.describe()).map(|s| cut(&s, SHORT_MAX));

@@ -2,7 +2,7 @@
 //! adds to its session), `session/cancel` and `$/cancel_request`.
 
 use super::text::{count_kind, cut};
-use super::wire::{self, SessionParams};
+use super::wire::{self, Params};
 use super::{end_turn, hash, note, push_bounded, Model, Plan, PlanEntry, LIST_MAX, PENDING_MAX, SHORT_MAX};
 use crate::frame::id_key;
 use crate::redact::Redactor;
@@ -82,7 +82,7 @@ impl Model {
         }
     }
 
-    fn update(&mut self, f: &FrameRef<'_>, params: Option<SessionParams<'_>>) {
+    fn update(&mut self, f: &FrameRef<'_>, params: Option<Params<'_>>) {
         let Some(sid) = f.session_id else { return };
         let room_for_tool_call_ids = self.tool_call_ids_kept < PENDING_MAX;
         let mut tool_call_id_kept = false;

@@ -6,7 +6,7 @@
 //! prompt on (`pages.rs` says which, and until when).
 
 use super::text::{add_block, count_kind, cut, json_text};
-use super::wire::{self, Answer, ContentBlock, SessionParams, ToolContent, Update};
+use super::wire::{self, Answer, ContentBlock, Params, ToolContent, Update};
 use super::SHORT_MAX;
 use crate::store::FrameRef;
 use acp_tee_shared::session::{
@@ -157,7 +157,7 @@ impl Builder {
         }
     }
 
-    fn request(&mut self, f: &FrameRef<'_>, params: SessionParams<'_>) {
+    fn request(&mut self, f: &FrameRef<'_>, params: Params<'_>) {
         let method = f.method.unwrap_or("");
         if method == "session/prompt" {
             if self.turns.len() >= self.want {
@@ -193,7 +193,7 @@ impl Builder {
     }
 
     /// A permission request in turn `turn`, added to the tool call it names.
-    fn permission(&mut self, turn: usize, f: &FrameRef<'_>, params: SessionParams<'_>) {
+    fn permission(&mut self, turn: usize, f: &FrameRef<'_>, params: Params<'_>) {
         let fields = params.tool_call.unwrap_or_default();
         let Some(tool) = self.tool(turn, fields.tool_call_id.as_deref().unwrap_or(""), f, false) else { return };
         let call = &mut self.turns[turn].tool_calls[tool];
@@ -230,7 +230,7 @@ impl Builder {
     }
 
     /// A request the agent made of the client in turn `turn`.
-    fn client_call(&mut self, turn: usize, method: &str, f: &FrameRef<'_>, params: SessionParams<'_>) {
+    fn client_call(&mut self, turn: usize, method: &str, f: &FrameRef<'_>, params: Params<'_>) {
         let t = &mut self.turns[turn];
         if t.client_calls.len() >= PER_TURN_MAX {
             t.client_calls_left_out += 1;

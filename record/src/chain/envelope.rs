@@ -2,7 +2,7 @@
 //! `proxy/successor` envelopes, built from the exact text of ids, params,
 //! results and errors so nothing is re-encoded on the way through.
 
-use crate::frame::MessageProbe;
+use acp_tee_wire::acp::Envelope;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
@@ -55,7 +55,7 @@ pub struct Wrapped<'a> {
 pub fn parse(line: &[u8]) -> Option<Incoming<'_>> {
     let text = std::str::from_utf8(line).ok()?;
     // The same probe the classifier uses: one definition of what a message is.
-    let p: MessageProbe = serde_json::from_str(text).ok()?;
+    let p: Envelope = serde_json::from_str(text).ok()?;
     let method = match p.method {
         Some(m) => Some(serde_json::from_str::<String>(m.get()).ok()?),
         None => None,
@@ -204,7 +204,7 @@ pub fn reject(line: &[u8]) -> Rejection {
 /// The `-32600` answer to one value that is no message we route, or `None`
 /// when it must not be answered (a response, a notification).
 fn invalid_request(value: &RawValue, null: &RawValue) -> Option<Vec<u8>> {
-    let Ok(p) = serde_json::from_str::<MessageProbe>(value.get()) else {
+    let Ok(p) = serde_json::from_str::<Envelope>(value.get()) else {
         return Some(error_response(null, INVALID_REQUEST, "invalid request: not a JSON-RPC message object"));
     };
     // An id JSON-RPC allows (string, number, null) is answered under itself.

@@ -13,9 +13,9 @@
 //! member is its last occurrence, an array is never a message.
 
 use super::{each_frame, ExportError, ExportOptions, ExportSummary};
-use crate::frame::MessageProbe;
 use crate::store::{Store, StoredFrame};
 use acp_tee_shared::{Direction, FrameKind, TraceMeta};
+use acp_tee_wire::acp::Envelope;
 use serde::Serialize;
 use serde_json::value::RawValue;
 use std::borrow::Cow;
@@ -125,7 +125,7 @@ fn event<'a>(
     logical: Option<&'a str>,
     null: &'a RawValue,
 ) -> Option<Event<'a>> {
-    let m: MessageProbe = serde_json::from_str(text.get()).ok()?;
+    let m: Envelope = serde_json::from_str(text.get()).ok()?;
     let (kind, method) = m.kind()?;
     let ts = f.t_ns as f64 / 1e9;
     let (from, to) = peers(f);

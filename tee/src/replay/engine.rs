@@ -36,11 +36,41 @@ pub const NO_RECORDED_ANSWER: i64 = -32603;
 #[derive(Debug)]
 pub enum Incoming {
     /// One message.
-    Message(Value),
+    Message(Live),
     /// A line that is no JSON (or too long): counted, else ignored.
     Bad,
     /// The peer closed its output.
     End,
+}
+
+/// One message from the live peer, read as the recorder reads a frame
+/// ([`crate::frame::classify_with`]).
+#[derive(Debug)]
+pub struct Live {
+    /// The message.
+    pub value: Value,
+    /// Request, notification or answer.
+    pub kind: FrameKind,
+    /// Its method.
+    pub method: Option<String>,
+    /// Its id's key ([`crate::frame::id_key`]).
+    pub id: Option<String>,
+    /// The line as the peer wrote it.
+    pub raw: Vec<u8>,
+}
+
+impl Live {
+    /// The message of `line`, `None` when it is no single JSON-RPC message.
+    pub fn read(line: Vec<u8>) -> Option<Live> {
+        let c = crate::frame::classify_with(&line, false);
+        let kind = c.frame_kind();
+        if !matches!(kind, FrameKind::Request | FrameKind::Notification | FrameKind::Response | FrameKind::Error) {
+            return None;
+        }
+        let value = serde_json::from_slice(&line).ok()?;
+        let id = c.id.as_deref().map(|id| crate::frame::id_key(id).into_owned());
+        Some(Live { value, kind, method: c.method, id, raw: line })
+    }
 }
 
 /// How a replay ended.
@@ -227,7 +257,7 @@ impl<'s> Engine<'s> {
             }
         }
         if m.is_request() {
-            let id = m.value["id"].to_string();
+            let id = m.id.clone().unwrap_or_default();
             if self.our_methods.len() < TRACKED_MAX {
                 self.our_methods.insert(id.clone(), m.key.method.clone().unwrap_or_default());
             }
@@ -251,34 +281,24 @@ impl<'s> Engine<'s> {
 
     /// Takes one message from the peer; answers at once, on `out`, a
     /// request the recording has no answer to.
-    pub fn receive(&mut self, v: Value, out: &mut impl Write) -> std::io::Result<()> {
+    pub fn receive(&mut self, live: Live, out: &mut impl Write) -> std::io::Result<()> {
         self.tally.received += 1;
         self.received_since += 1;
         let theirs = match self.ours {
             Direction::ClientToAgent => Direction::AgentToClient,
             _ => Direction::ClientToAgent,
         };
-        let id = v.get("id").filter(|id| !id.is_null()).cloned();
-        let method = v.get("method").and_then(Value::as_str).map(str::to_owned);
-        let kind = match (&id, &method) {
-            (Some(_), Some(_)) => FrameKind::Request,
-            (None, Some(_)) => FrameKind::Notification,
-            (Some(_), None) if v.get("error").is_some() => FrameKind::Error,
-            (Some(_), None) => FrameKind::Response,
-            (None, None) => {
-                self.tally.bad_lines += 1;
-                return Ok(());
-            }
-        };
+        let Live { value: v, kind, method, id: id_text, raw } = live;
+        let id = v.get("id").cloned();
         let answered = match kind {
             FrameKind::Response | FrameKind::Error => {
-                let id_text = id.as_ref().map(Value::to_string).unwrap_or_default();
+                let id_text = id_text.unwrap_or_default();
                 self.awaited.remove(&id_text);
                 self.our_methods.get(&id_text).cloned()
             }
             _ => None,
         };
-        let key = Key::of(theirs, kind, method.as_deref().or(answered.as_deref()), &v);
+        let key = Key::of(theirs, kind, method.as_deref().or(answered.as_deref()), &raw);
         if self.seen.len() >= TRACKED_MAX && !self.seen.contains_key(&key) {
             return Ok(());
         }

@@ -120,8 +120,8 @@ proptest! {
         let mut out = Vec::new();
         engine.send_ready(&mut out).unwrap();
         for (_, line) in &heard {
-            if let Ok(v) = serde_json::from_str::<Value>(line) {
-                engine.receive(v, &mut out).unwrap();
+            if let Some(live) = super::engine::Live::read(line.as_bytes().to_vec()) {
+                engine.receive(live, &mut out).unwrap();
             }
             engine.send_ready(&mut out).unwrap();
         }

@@ -17,7 +17,7 @@ pub mod text;
 mod fuzz;
 
 use acp_tee_shared::Direction;
-use engine::{Engine, Incoming, Outcome, Timing};
+use engine::{Engine, Incoming, Live, Outcome, Timing};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::PathBuf;
 use std::sync::mpsc;
@@ -59,7 +59,7 @@ fn read_lines(from: impl Read, max: usize, tx: mpsc::Sender<Incoming>) {
         } else if line.iter().all(u8::is_ascii_whitespace) {
             continue;
         } else {
-            serde_json::from_slice(&line).map_or(Incoming::Bad, Incoming::Message)
+            Live::read(std::mem::take(&mut line)).map_or(Incoming::Bad, Incoming::Message)
         };
         if tx.send(event).is_err() {
             return;
@@ -284,13 +284,16 @@ mod tests {
 
     #[test]
     fn a_line_past_the_bound_is_skipped_whole_and_the_next_is_read() {
-        let input = format!("{{\"id\":1}}\n{}\n\n{{\"id\":2}}\nnot json\n{{\"id\":3}}", "x".repeat(100));
+        let input = format!(
+            "{{\"id\":1,\"result\":{{}}}}\n{}\n\n{{\"id\":2,\"result\":{{}}}}\nnot json\n{{\"id\":3,\"result\":{{}}}}",
+            "x".repeat(100)
+        );
         let (tx, rx) = mpsc::channel();
-        read_lines(input.as_bytes(), 16, tx);
+        read_lines(input.as_bytes(), 24, tx);
         let got: Vec<String> = rx
             .iter()
             .map(|e| match e {
-                Incoming::Message(v) => v["id"].to_string(),
+                Incoming::Message(m) => m.value["id"].to_string(),
                 Incoming::Bad => "bad".into(),
                 Incoming::End => "end".into(),
             })

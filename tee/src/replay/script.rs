@@ -25,6 +25,8 @@ pub struct Recorded {
     pub key: Key,
     /// The message.
     pub value: Value,
+    /// Its JSON-RPC id's key ([`crate::frame::id_key`]), if it has one.
+    pub id: Option<String>,
     /// For an answer: the index of the request it answers.
     pub reply_to: Option<usize>,
 }
@@ -85,8 +87,9 @@ pub fn load(store: &Store, trace_id: i64) -> Result<Script, ScriptError> {
         if f.kind == FrameKind::Request {
             index_of_seq.insert(f.seq, script.messages.len());
         }
-        let key = Key::of(f.dir, f.kind, f.method.as_deref(), &value);
-        script.messages.push(Recorded { seq: f.seq, t_ns: f.t_ns, key, value, reply_to });
+        let key = Key::of(f.dir, f.kind, f.method.as_deref(), &f.raw);
+        let id = f.rpc_id.as_deref().map(|id| crate::frame::id_key(id).into_owned());
+        script.messages.push(Recorded { seq: f.seq, t_ns: f.t_ns, key, value, id, reply_to });
         Ok(true)
     })?;
     if too_large {

@@ -16,7 +16,7 @@ mod preview;
 mod repeats;
 mod splitter;
 
-pub use classify::{classify, classify_with, Classified, MessageProbe};
+pub use classify::{classify, classify_with, Classified};
 pub use framer::Framer;
 pub use id::id_key;
 pub use pairing::{Pairer, Pairing};

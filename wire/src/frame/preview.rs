@@ -1,50 +1,17 @@
 //! The short text the viewer draws beside a frame.
 
-use super::classify::MessageProbe;
+use crate::acp::{self, Envelope, RawText, Routing, RpcError, Update};
 use acp_tee_shared::FrameKind;
-use serde::Deserialize;
 use serde_json::value::RawValue;
 
 /// Longest preview, in characters.
 pub const PREVIEW_CHARS: usize = 160;
 
-#[derive(Deserialize)]
-struct ParamsProbe<'a> {
-    #[serde(borrow, default)]
-    update: Option<&'a RawValue>,
-    #[serde(borrow, default)]
-    prompt: Option<Vec<&'a RawValue>>,
-}
-
-#[derive(Deserialize)]
-struct UpdateProbe<'a> {
-    #[serde(rename = "sessionUpdate")]
-    kind: Option<String>,
-    #[serde(borrow, default)]
-    content: Option<&'a RawValue>,
-    title: Option<String>,
-    status: Option<String>,
-}
-
-#[derive(Deserialize)]
-struct TextProbe<'a> {
-    /// The JSON text, decoded only as far as the preview needs
-    /// ([`text_line`]): a long text is never copied.
-    #[serde(borrow, default)]
-    text: Option<&'a RawValue>,
-}
-
-#[derive(Deserialize)]
-struct ErrorProbe {
-    code: Option<i64>,
-    message: Option<String>,
-}
-
-/// `raw` as `T`; a repeated member counts as its last (rebuilt into
-/// `keep` only then, [`super::read_last`]), so the usual frame costs nothing
-/// more.
-fn parse<'a, T: Deserialize<'a>>(raw: Option<&'a RawValue>, keep: &'a mut Option<Vec<u8>>) -> Option<T> {
-    super::read_last(raw?.get().as_bytes(), keep).ok()
+/// `raw` (a member's text) as `T`, by the one reading of ACP
+/// ([`acp::member`]): a repeated member counts as its last, a member of the
+/// wrong type as absent.
+fn parse<'a, T: serde::Deserialize<'a>>(raw: Option<&'a RawValue>, keep: &'a mut Option<Vec<u8>>) -> Option<T> {
+    acp::member(raw, keep)
 }
 
 /// A one-line summary of a frame for the diagram: the text of a
@@ -57,17 +24,17 @@ fn parse<'a, T: Deserialize<'a>>(raw: Option<&'a RawValue>, keep: &'a mut Option
 /// update's `sessionUpdate` kind, both from one parse.
 pub fn summary_texts(kind: FrameKind, method: Option<&str>, raw: &[u8]) -> (Option<String>, Option<String>) {
     let json = || -> Option<(Option<String>, Option<String>)> {
-        let msg: MessageProbe = serde_json::from_slice(raw).ok()?;
+        let msg: Envelope = serde_json::from_slice(raw).ok()?;
         if kind == FrameKind::Error {
             return Some((error_preview(msg.error?), None));
         }
         let mut keep = None;
-        let params: ParamsProbe = parse(msg.params, &mut keep)?;
+        let params: Routing = parse(msg.params, &mut keep)?;
         match method? {
             "session/update" => {
                 let mut keep = None;
-                let u: UpdateProbe = parse(params.update, &mut keep)?;
-                let update = u.kind.clone().filter(|_| kind == FrameKind::Notification);
+                let u: Update = parse(params.update, &mut keep)?;
+                let update = u.session_update.as_deref().map(str::to_owned).filter(|_| kind == FrameKind::Notification);
                 Some((update_text(u).filter(|s| !s.is_empty()), update))
             }
             "session/prompt" => Some((prompt_preview(&params.prompt?), None)),
@@ -100,7 +67,8 @@ pub fn text_preview(raw: &[u8]) -> Option<String> {
 
 /// `code message` of a JSON-RPC error object.
 pub fn error_preview(error: &RawValue) -> Option<String> {
-    let e: ErrorProbe = parse(Some(error), &mut None)?;
+    let mut keep = None;
+    let e: RpcError = parse(Some(error), &mut keep)?;
     let text = format!("{} {}", e.code.map(|c| c.to_string()).unwrap_or_default(), e.message.unwrap_or_default());
     Some(one_line(&text)).filter(|s| !s.is_empty())
 }
@@ -117,15 +85,15 @@ pub fn prompt_preview(prompt: &[&RawValue]) -> Option<String> {
         .iter()
         .find_map(|c| {
             let mut keep = None;
-            text_line(parse::<TextProbe>(Some(c), &mut keep)?.text?)
+            text_line(parse::<RawText>(Some(c), &mut keep)?.text?)
         })
         .filter(|s| !s.is_empty())
 }
 
-fn update_text(u: UpdateProbe) -> Option<String> {
-    let kind = u.kind.unwrap_or_default();
+fn update_text(u: Update) -> Option<String> {
+    let kind = u.session_update.unwrap_or_default();
     let mut keep = None;
-    let content_text = parse::<TextProbe>(u.content, &mut keep).and_then(|c| text_line(c.text?));
+    let content_text = parse::<RawText>(u.content, &mut keep).and_then(|c| text_line(c.text?));
     match (content_text, u.title) {
         (Some(text), _) => Some(text),
         (None, Some(title)) => Some(one_line(&match u.status {

@@ -2,7 +2,7 @@
 //!
 //! A JSON object may name a member more than once; peers' parsers
 //! (JavaScript's `JSON.parse`, Python's `json`) keep the last value, and so
-//! does classification ([`super::MessageProbe`]). serde's derived structs
+//! does classification ([`crate::acp::Envelope`]). serde's derived structs
 //! refuse such an object instead ("duplicate field"), so every consumer that
 //! reads messages through them (the checker, the session model, the OTLP
 //! mapper, the previews) parses with [`read_last`]: the text as written

@@ -19,7 +19,7 @@
 
 mod spans;
 mod tools;
-mod wire;
+use acp_tee_wire::acp as wire;
 
 pub use spans::kv;
 use spans::*;

@@ -85,7 +85,7 @@ pub(super) fn usage_attributes(span: &mut Span, u: Usage) {
         ("acp.usage.thought_tokens", u.thought_tokens),
     ] {
         if let Some(v) = value {
-            span.attributes.push(kv_int(name, v));
+            span.attributes.push(kv_int(name, i64::try_from(v).unwrap_or(i64::MAX)));
         }
     }
 }
@@ -94,8 +94,7 @@ pub(super) fn usage_attributes(span: &mut Span, u: Usage) {
 pub(super) fn prompt_messages(raw: &[u8]) -> Option<String> {
     let mut keep = None;
     let msg: Message = read_last(raw, &mut keep).ok()?;
-    let mut keep_prompt = None;
-    let blocks: Vec<Block> = read_last(msg.params?.prompt?.get().as_bytes(), &mut keep_prompt).ok()?;
+    let blocks = msg.params?.prompt?;
     let parts: Vec<serde_json::Value> = blocks
         .iter()
         .map(|b| match (&b.kind, &b.text) {
@@ -116,7 +115,7 @@ pub(super) fn chunk_text(raw: &[u8]) -> Option<String> {
     let msg: Message = read_last(raw, &mut keep).ok()?;
     let content = msg.params?.update?.content?;
     let mut keep_content = None;
-    let block: Block = read_last(content.get().as_bytes(), &mut keep_content).ok()?;
+    let block: ContentBlock = wire::member(Some(content), &mut keep_content)?;
     block.text.map(Cow::into_owned)
 }
 
