@@ -2,7 +2,9 @@
 //! Markdown file resolves (to a file, and to a heading when it names one),
 //! every repository path written in code in a document exists, and every
 //! name ARCHITECTURE.md puts in code (a constant, type, function, column)
-//! occurs in the sources, so a rename cannot leave the map behind.
+//! occurs in the sources of the crate or directory its section's heading
+//! names, so neither a rename nor a move to another crate can leave the map
+//! behind.
 
 use pulldown_cmark::{Event, Options, Parser, Tag, TagEnd};
 use std::collections::{BTreeSet, HashMap};
@@ -44,16 +46,31 @@ fn documents() -> Vec<PathBuf> {
     docs
 }
 
-/// A link or a piece of code in a document, with the line it is on.
+/// A link or a piece of code in a document, with the line it is on; a
+/// piece of code also with the index of its section in [`Parsed::sections`].
 #[derive(Debug)]
 enum Item {
     Link { dest: String, line: usize },
-    Code { text: String, line: usize },
+    Code { text: String, line: usize, section: usize },
 }
 
-/// A document's links and code spans, and the anchors of its headings.
+/// A part of a document from one heading to the next. Section 0 is what
+/// comes before the first heading.
+#[derive(Debug, Default)]
+struct Section {
+    /// The heading as written, `#`s and all, for messages.
+    title: String,
+    /// 1 for `#`, 2 for `##`, ...; 0 for section 0.
+    level: usize,
+    /// The code spans in the heading.
+    codes: Vec<String>,
+}
+
+/// A document's links and code spans, its sections, and the anchors of its
+/// headings.
 struct Parsed {
     items: Vec<Item>,
+    sections: Vec<Section>,
     anchors: BTreeSet<String>,
 }
 
@@ -80,6 +97,7 @@ fn slug(heading: &str, seen: &mut HashMap<String, usize>) -> String {
 fn parse(text: &str) -> Parsed {
     let line_of = |offset: usize| text[..offset].matches('\n').count() + 1;
     let mut items = Vec::new();
+    let mut sections = vec![Section::default()];
     let mut anchors = BTreeSet::new();
     let mut seen = HashMap::new();
     let mut heading: Option<String> = None;
@@ -87,11 +105,13 @@ fn parse(text: &str) -> Parsed {
     let options = Options::ENABLE_TABLES | Options::ENABLE_HEADING_ATTRIBUTES;
     for (event, range) in Parser::new_ext(text, options).into_offset_iter() {
         match event {
-            Event::Start(Tag::Heading { id, .. }) => {
+            Event::Start(Tag::Heading { id, level, .. }) => {
                 if let Some(id) = id {
                     anchors.insert(id.to_string());
                 }
                 heading = Some(String::new());
+                let title = text[range.clone()].trim().to_owned();
+                sections.push(Section { title, level: level as usize, codes: Vec::new() });
             }
             Event::End(TagEnd::Heading(_)) => {
                 let text = heading.take().unwrap_or_default();
@@ -108,17 +128,19 @@ fn parse(text: &str) -> Parsed {
                 }
             }
             Event::Code(t) => {
+                let section = sections.len() - 1;
                 if let Some(h) = heading.as_mut() {
                     h.push_str(&t);
+                    sections[section].codes.push(t.to_string());
                 }
                 if !in_code_block {
-                    items.push(Item::Code { text: t.to_string(), line: line_of(range.start) });
+                    items.push(Item::Code { text: t.to_string(), line: line_of(range.start), section });
                 }
             }
             _ => {}
         }
     }
-    Parsed { items, anchors }
+    Parsed { items, sections, anchors }
 }
 
 /// Whether `dest` leaves the repository's files: a URL or an e-mail address.
@@ -223,7 +245,7 @@ fn paths_written_in_the_documents_exist() {
     let mut checked = 0;
     for (doc, p) in parsed_documents() {
         for item in &p.items {
-            if let Item::Code { text, line } = item {
+            if let Item::Code { text, line, .. } = item {
                 if let Some(path) = named_path(text, &dirs) {
                     checked += 1;
                     if !root().join(&path).exists() {
@@ -261,32 +283,133 @@ fn has_word(text: &str, word: &str) -> bool {
     })
 }
 
-#[test]
-fn names_in_the_architecture_occur_in_the_sources() {
-    let mut sources = Vec::new();
-    files_under(&root(), &[".rs", ".sql", ".toml", ".html", ".css"], &mut sources);
-    files_under(&root().join("scripts"), &[""], &mut sources);
-    // Not this file: the names in its own comments and tests prove nothing.
-    let this = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/docs.rs").canonicalize().unwrap();
-    sources.retain(|s| *s != this);
-    assert!(sources.len() > 100, "only {} source files found", sources.len());
-    let corpus: String = sources.iter().map(|s| std::fs::read_to_string(s).unwrap_or_default()).collect();
-    let doc = root().join("ARCHITECTURE.md");
-    let parsed = parse(&std::fs::read_to_string(&doc).unwrap());
+/// The repository's top-level directories and files that hold written
+/// files: a code span in a heading starting with one of them names where
+/// the section's names are.
+fn top_level_entries() -> Vec<String> {
+    std::fs::read_dir(root())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| !generated(n))
+        .collect()
+}
+
+/// The repository path a heading's code span names, if it names one:
+/// `wire/`, `store/` (and `migrations/NNNN_*.sql`: its directory), `index.html`.
+fn scope_path(code: &str, tops: &[String]) -> Option<PathBuf> {
+    if code.contains('/') {
+        return named_path(code, tops);
+    }
+    tops.iter().any(|t| t == code).then(|| PathBuf::from(code))
+}
+
+/// Where each section's names must occur: the paths its heading names, or,
+/// when it names none, those of the nearest heading above it of a higher
+/// level that names some; empty (the whole repository) when none does.
+fn scopes(sections: &[Section], tops: &[String]) -> Vec<Vec<PathBuf>> {
+    let mut scopes: Vec<Vec<PathBuf>> = Vec::new();
+    // The enclosing headings: (level, index).
+    let mut open: Vec<(usize, usize)> = Vec::new();
+    for (i, s) in sections.iter().enumerate() {
+        while open.last().is_some_and(|&(level, _)| level >= s.level) {
+            open.pop();
+        }
+        let own: Vec<PathBuf> = s.codes.iter().filter_map(|c| scope_path(c, tops)).collect();
+        let scope = if own.is_empty() { open.last().map(|&(_, j)| scopes[j].clone()).unwrap_or_default() } else { own };
+        scopes.push(scope);
+        open.push((s.level, i));
+    }
+    scopes
+}
+
+/// The names `text` (the document `doc`) gives in code that occur in none of
+/// the `sources` (paths relative to the root, with their text) they must
+/// occur in: for a name in a section whose heading names paths (or under
+/// such a heading), a source under one of those paths; elsewhere, any
+/// source. Each as a
+/// message saying the section and the paths searched; and how many names
+/// were checked.
+fn unknown_names(doc: &str, text: &str, sources: &[(PathBuf, String)], tops: &[String]) -> (Vec<String>, usize) {
+    let parsed = parse(text);
+    let scopes = scopes(&parsed.sections, tops);
+    let mut corpora: HashMap<&[PathBuf], String> = HashMap::new();
     let mut unknown = Vec::new();
     let mut checked = 0;
     for item in &parsed.items {
-        if let Item::Code { text, line } = item {
-            if is_code_name(text) {
-                checked += 1;
-                if let Some(segment) = text.split("::").find(|s| !has_word(&corpus, s)) {
-                    unknown.push(format!("ARCHITECTURE.md:{line}: `{text}`: `{segment}` occurs in no source file"));
-                }
-            }
+        let Item::Code { text, line, section } = item else { continue };
+        if !is_code_name(text) {
+            continue;
+        }
+        checked += 1;
+        let scope = scopes[*section].as_slice();
+        let corpus = corpora.entry(scope).or_insert_with(|| {
+            let under = |path: &PathBuf| scope.is_empty() || scope.iter().any(|s| path.starts_with(s));
+            sources.iter().filter(|(path, _)| under(path)).map(|(_, text)| text.as_str()).collect::<Vec<_>>().join("\n")
+        });
+        if let Some(segment) = text.split("::").find(|s| !has_word(corpus, s)) {
+            let searched = if scope.is_empty() {
+                "the repository".to_owned()
+            } else {
+                scope.iter().map(|p| format!("`{}`", p.display())).collect::<Vec<_>>().join(", ")
+            };
+            let title = &parsed.sections[*section].title;
+            unknown.push(format!(
+                "{doc}:{line}: `{text}`: `{segment}` occurs in no source file under {searched} (section {title:?})"
+            ));
         }
     }
-    assert!(unknown.is_empty(), "names the map gives that the code does not have:\n{}", unknown.join("\n"));
+    (unknown, checked)
+}
+
+#[test]
+fn names_in_the_architecture_occur_in_the_sources_of_their_section() {
+    let mut files = Vec::new();
+    files_under(&root(), &[".rs", ".sql", ".toml", ".html", ".css"], &mut files);
+    files_under(&root().join("scripts"), &[""], &mut files);
+    // Not this file: the names in its own comments and tests prove nothing.
+    let this = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/docs.rs").canonicalize().unwrap();
+    files.retain(|s| *s != this);
+    assert!(files.len() > 100, "only {} source files found", files.len());
+    let sources: Vec<(PathBuf, String)> = files
+        .iter()
+        .map(|f| (f.strip_prefix(root()).unwrap().to_path_buf(), std::fs::read_to_string(f).unwrap_or_default()))
+        .collect();
+    let text = std::fs::read_to_string(root().join("ARCHITECTURE.md")).unwrap();
+    let (unknown, checked) = unknown_names("ARCHITECTURE.md", &text, &sources, &top_level_entries());
+    assert!(unknown.is_empty(), "names the map gives that the code does not have there:\n{}", unknown.join("\n"));
     assert!(checked > 50, "only {checked} names found in ARCHITECTURE.md: the parser saw nothing");
+}
+
+#[test]
+fn a_name_is_looked_for_under_the_paths_its_section_names() {
+    let sources = [("wire/src/frame.rs", "pub struct Framer;"), ("store/src/lib.rs", "struct Store; fn maintain() {}")]
+        .map(|(p, t)| (PathBuf::from(p), t.to_owned()));
+    let tops = ["wire", "store", "index.html"].map(String::from);
+    let doc = "\
+# Map
+`Framer` and `Store` are somewhere.
+## Crates
+### `wire/`
+`Framer` is here, `Store` is not.
+#### Frames
+`Store::maintain` is not under `wire/` either.
+### `store/` and `index.html`
+`Store::maintain` is here, `Framer` is not.
+## Cross-cutting
+`Framer`, `Store::maintain`; `Missing` is nowhere.
+";
+    let (unknown, checked) = unknown_names("sample.md", doc, &sources, &tops);
+    assert_eq!(checked, 10);
+    assert_eq!(
+        unknown,
+        [
+            "sample.md:5: `Store`: `Store` occurs in no source file under `wire/` (section \"### `wire/`\")",
+            "sample.md:7: `Store::maintain`: `Store` occurs in no source file under `wire/` (section \"#### Frames\")",
+            "sample.md:9: `Framer`: `Framer` occurs in no source file under `store/`, `index.html` \
+             (section \"### `store/` and `index.html`\")",
+            "sample.md:11: `Missing`: `Missing` occurs in no source file under the repository (section \"## Cross-cutting\")",
+        ]
+    );
 }
 
 #[test]
