@@ -25,8 +25,9 @@
 
 use self::align::Op;
 use self::names::Names;
+use crate::fold::{self, Conversation, Event};
 use crate::redact::JsonPath;
-use crate::store::{Store, StoreError, StoredFrame};
+use crate::store::{FrameRef, Store, StoreError, StoredFrame};
 use acp_tee_shared::diff::{ChangeKind, DiffSide, MessageChange, MethodLatency, TraceDiff, TurnEnd, ValueChange};
 use acp_tee_shared::{Direction, FrameKind};
 use acp_tee_wire::acp;
@@ -162,6 +163,8 @@ struct Side {
     turns: Vec<(String, Option<String>)>,
     /// The prompt's seq → its index in `turns`.
     prompts: HashMap<i64, usize>,
+    /// The one fold, which tells the turns.
+    conversation: Conversation,
     /// `clientCapabilities` and `agentCapabilities` of the first `initialize`.
     capabilities: serde_json::Map<String, Value>,
     initialize_seq: Option<i64>,
@@ -324,6 +327,7 @@ fn read_side(o: SideRef<'_>, keys: &mut Keys, opts: &DiffOptions) -> Result<Side
         names: Names::default(),
         turns: Vec::new(),
         prompts: HashMap::new(),
+        conversation: Conversation::default(),
         capabilities: serde_json::Map::new(),
         initialize_seq: None,
         sessions: HashMap::new(),
@@ -351,7 +355,7 @@ fn read_side(o: SideRef<'_>, keys: &mut Keys, opts: &DiffOptions) -> Result<Side
         if let (FrameKind::Request, Some(s)) = (f.kind, &session) {
             side.sessions.insert(f.seq, s.clone());
         }
-        note_turn(&mut side, &f, value.as_ref());
+        note_turn(&mut side, &f);
         note_capabilities(&mut side, &f, value.as_ref());
         let key = keys.number(key);
         side.entries.push(Entry {
@@ -368,28 +372,29 @@ fn read_side(o: SideRef<'_>, keys: &mut Keys, opts: &DiffOptions) -> Result<Side
     Ok(side)
 }
 
-/// Prompts start turns; their answers end them.
-fn note_turn(side: &mut Side, f: &StoredFrame, v: Option<&Value>) {
-    if f.method.as_deref() != Some("session/prompt") {
-        return;
-    }
-    match f.kind {
-        FrameKind::Request if side.turns.len() < DIFF_MAX_TURNS => {
-            let session = cut_reason(v.and_then(|v| v["params"]["sessionId"].as_str()).unwrap_or("?"));
-            side.prompts.insert(f.seq, side.turns.len());
-            side.turns.push((session, None));
+/// Turns as the one fold tells them ([`crate::fold`]): each kept with its
+/// session's name and how it ended.
+fn note_turn(side: &mut Side, f: &StoredFrame) {
+    let names = &mut side.names;
+    let (turns, prompts) = (&mut side.turns, &mut side.prompts);
+    side.conversation.feed(&FrameRef::from(f), &mut |e| match e {
+        Event::TurnStarted { session, prompt } if turns.len() < DIFF_MAX_TURNS => {
+            // The session's name, as `normalised` named it.
+            let name = names.name(0, session.id).unwrap_or_else(|| cut_reason(session.id));
+            prompts.insert(prompt, turns.len());
+            turns.push((name, None));
         }
-        FrameKind::Response | FrameKind::Error => {
-            let Some(turn) = f.reply_to_seq.and_then(|s| side.prompts.get(&s)) else { return };
-            let end = match (f.kind, v.and_then(|v| v["result"]["stopReason"].as_str())) {
-                (FrameKind::Error, _) => "error".to_owned(),
-                (_, Some(r)) => cut_reason(r),
-                (_, None) => "answered without a stop reason".to_owned(),
+        Event::TurnEnded { prompt, end, .. } => {
+            let Some(&turn) = prompts.get(&prompt) else { return };
+            let end = match end {
+                fold::TurnEnd::Reason(r) => r,
+                fold::TurnEnd::Error => "error".to_owned(),
+                fold::TurnEnd::NoReason => "answered without a stop reason".to_owned(),
             };
-            side.turns[*turn].1 = Some(end);
+            turns[turn].1 = Some(end);
         }
         _ => {}
-    }
+    });
 }
 
 /// The capabilities of the first `initialize` and of its answer.

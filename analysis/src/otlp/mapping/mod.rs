@@ -26,6 +26,7 @@ use spans::*;
 use wire::*;
 
 use super::ids::{span_id, trace_id, traceparent};
+use crate::fold::{Conversation, Event, TurnEnd, What};
 use crate::frame::read_last;
 use crate::redact::Redactor;
 use acp_tee_shared::{Direction, FrameKind};
@@ -33,12 +34,10 @@ use opentelemetry_proto::tonic::trace::v1::{span, status, Span, Status};
 use std::borrow::Cow;
 use std::collections::HashMap;
 
-/// Sessions the mapper follows at most; frames of later ones count in
-/// `acp.left_out`.
-pub const SESSIONS_MAX: usize = 1000;
-
-/// Requests awaiting an answer the mapper follows at most.
-pub const PENDING_MAX: usize = 10_000;
+/// Sessions and open requests are followed as the one fold follows them
+/// ([`crate::fold`]): frames of sessions past its bound, and requests past
+/// its bound, count in `acp.left_out`.
+pub use crate::fold::{PENDING_MAX, SESSIONS_MAX};
 
 /// Tool calls one turn has spans for at most.
 pub const TOOLS_PER_TURN_MAX: usize = 1000;
@@ -97,7 +96,6 @@ enum Role {
     Rpc,
     Initialize,
     Open,
-    Prompt,
     Permission { tool: Option<String> },
 }
 
@@ -136,6 +134,8 @@ pub struct Mapper {
     agent: Option<(String, Option<String>)>,
     sessions: HashMap<String, SessionSpans>,
     pending: HashMap<i64, Pending>,
+    /// The one fold: which requests, sessions, turns and tool calls there are.
+    conv: Conversation,
     done: Vec<Span>,
     last_t: i64,
     left_out: u64,
@@ -169,6 +169,7 @@ impl Mapper {
             agent: None,
             sessions: HashMap::new(),
             pending: HashMap::new(),
+            conv: Conversation::default(),
             done: Vec::new(),
             last_t: 0,
             left_out: 0,
@@ -183,10 +184,11 @@ impl Mapper {
     /// Adds one frame (frames come in seq order).
     pub fn feed(&mut self, f: &FrameIn<'_>) {
         self.last_t = self.last_t.max(f.t_ns);
+        let mut conv = std::mem::take(&mut self.conv);
+        let kept = conv.feed(f, &mut |e| self.on(f, e));
+        self.conv = conv;
         match f.kind {
-            FrameKind::Request => self.request(f),
-            FrameKind::Response | FrameKind::Error => self.response(f),
-            FrameKind::Notification => self.notification(f),
+            FrameKind::Notification if f.method != Some("session/update") => self.notification(f, kept),
             FrameKind::Stderr => self.stderr(f),
             FrameKind::Batch | FrameKind::Invalid => {
                 let mut e = event(self.time(f.t_ns), "acp.frame");
@@ -194,6 +196,33 @@ impl Mapper {
                 e.attributes.push(kv_int("acp.frame.seq", f.seq));
                 push_event(&mut self.conn, e);
             }
+            _ => {}
+        }
+    }
+
+    /// What the fold said of frame `f`.
+    fn on(&mut self, f: &FrameIn<'_>, e: Event<'_, '_>) {
+        match e {
+            Event::SessionSeen { session } => {
+                // Made known by the answer to an opening request: the
+                // session joins that request's `traceparent`, if it had one.
+                let opening =
+                    f.reply_to_seq.and_then(|r| self.pending.get(&r)).filter(|p| matches!(p.role, Role::Open));
+                let parent = opening.and_then(|p| p.traceparent);
+                self.ensure_session(session.id, f.t_ns, parent);
+            }
+            Event::SessionLeftOut { .. } => self.left_out += 1,
+            Event::Request { followed: false, .. } => self.left_out += 1,
+            Event::Request { what, session, followed: true } => {
+                self.request(f, what, session.map(|s| &**s.id));
+            }
+            Event::TurnStarted { session, .. } => self.start_turn(session.id, f),
+            Event::Answer { request, .. } => self.response(f, request.seq),
+            Event::TurnEnded { session, prompt, end, usage, .. } => {
+                self.end_turn_of(f, session.id, prompt, &end, usage)
+            }
+            Event::Update(u) => self.update(f, &u),
+            Event::Opened { .. } | Event::Cancel { .. } => {}
         }
     }
 
@@ -204,10 +233,6 @@ impl Mapper {
         let mut pending: Vec<(i64, Pending)> = self.pending.drain().collect();
         pending.sort_by_key(|(seq, _)| *seq);
         for (_, mut p) in pending {
-            if matches!(p.role, Role::Prompt) {
-                // Its span is the turn's, ended with its session below.
-                continue;
-            }
             p.span.end_time_unix_nano = end;
             p.span.attributes.push(kv_bool("acp.unanswered", true));
             self.done.push(p.span);
@@ -242,7 +267,7 @@ impl Mapper {
         let mut seqs: Vec<i64> = self
             .pending
             .iter()
-            .filter(|(_, p)| !matches!(p.role, Role::Prompt) && parents.contains(&p.span.parent_span_id))
+            .filter(|(_, p)| parents.contains(&p.span.parent_span_id))
             .map(|(seq, _)| *seq)
             .collect();
         seqs.sort_unstable();
@@ -276,66 +301,52 @@ impl Mapper {
         }
     }
 
-    fn request(&mut self, f: &FrameIn<'_>) {
-        if self.pending.len() >= PENDING_MAX {
-            self.left_out += 1;
-            return;
-        }
+    fn request(&mut self, f: &FrameIn<'_>, what: What, sid: Option<&str>) {
         let method = f.method.unwrap_or("");
         let mut keep = None;
-        let msg: Message = read_last(f.raw, &mut keep).unwrap_or_default();
-        let params = msg.params.unwrap_or_default();
+        let params = wire::params(f.raw, &mut keep).unwrap_or_default();
         let parent = params.meta.as_ref().and_then(|m| m.traceparent.as_deref()).and_then(traceparent);
-        let sid = f.session_id.or(params.session_id.as_deref()).map(str::to_owned);
-        if let Some(s) = &sid {
-            self.ensure_session(s, f.t_ns, None);
-        }
         let start = self.time(f.t_ns);
-        let (role, ctx) = match method {
-            "initialize" => (Role::Initialize, child_of(&self.conn)),
-            "session/new" | "session/load" | "session/resume" | "session/fork" => {
-                (Role::Open, self.context_in(sid.as_deref()))
-            }
-            "session/prompt" => match &sid {
-                Some(s) if self.sessions.contains_key(s) => {
-                    self.start_turn(s, f, parent);
-                    (Role::Prompt, child_of(&self.conn))
-                }
-                _ => (Role::Rpc, child_of(&self.conn)),
-            },
-            "session/request_permission" => {
+        let (role, ctx) = match what {
+            What::Initialize => (Role::Initialize, child_of(&self.conn)),
+            What::Open(_) => (Role::Open, self.context_in(sid)),
+            // A turn of a kept session: its span is the turn's
+            // (`start_turn`), not the request's.
+            What::Prompt if sid.is_some() => return,
+            What::Prompt => (Role::Rpc, child_of(&self.conn)),
+            What::Permission => {
                 let tool = params.tool_call.as_ref().and_then(|t| t.tool_call_id.as_deref()).map(str::to_owned);
-                let ctx = match (&sid, &tool) {
+                let ctx = match (sid, &tool) {
                     (Some(s), Some(id)) => {
                         self.tool_update(s, id, params.tool_call.as_ref(), f.t_ns);
                         self.tool_context(s, id).unwrap_or_else(|| self.context_in(Some(s)))
                     }
-                    _ => self.context_in(sid.as_deref()),
+                    _ => self.context_in(sid),
                 };
                 (Role::Permission { tool }, ctx)
             }
-            _ => (Role::Rpc, self.context_in(sid.as_deref())),
+            What::Other => (Role::Rpc, self.context_in(sid)),
         };
-        if matches!(role, Role::Prompt) {
-            // The turn's span is the request's span.
-            self.pending.insert(f.seq, Pending { span: Span::default(), role, session: sid, traceparent: None });
-            return;
-        }
         let mut span = new_span(ctx, span_id(&self.key, "rpc", f.seq), method);
         span.start_time_unix_nano = start;
         span.kind = span::SpanKind::Client as i32;
         rpc_attributes(&mut span, f);
-        if let Some(s) = &sid {
+        if let Some(s) = sid {
             span.attributes.push(kv("gen_ai.conversation.id", s));
         }
         if method.starts_with("mcp/") {
             mcp_attributes(&mut span, method, &params);
         }
         let traceparent = if matches!(role, Role::Open) { parent } else { None };
-        self.pending.insert(f.seq, Pending { span, role, session: sid, traceparent });
+        self.pending.insert(f.seq, Pending { span, role, session: sid.map(str::to_owned), traceparent });
     }
 
-    fn start_turn(&mut self, sid: &str, f: &FrameIn<'_>, parent: Option<([u8; 16], [u8; 8])>) {
+    fn start_turn(&mut self, sid: &str, f: &FrameIn<'_>) {
+        let parent = {
+            let mut keep = None;
+            let params = wire::params(f.raw, &mut keep).unwrap_or_default();
+            params.meta.as_ref().and_then(|m| m.traceparent.as_deref()).and_then(traceparent)
+        };
         let content = self.opts.content.then(|| self.masked(f.raw)).and_then(|raw| prompt_messages(&raw));
         let start = self.time(f.t_ns);
         let agent = self.agent.clone();
@@ -384,40 +395,18 @@ impl Mapper {
         });
     }
 
-    fn response(&mut self, f: &FrameIn<'_>) {
-        let Some(p) = f.reply_to_seq.and_then(|seq| self.pending.remove(&seq)) else { return };
+    /// The answer `f` to the request of seq `request`.
+    fn response(&mut self, f: &FrameIn<'_>, request: i64) {
+        let Some(p) = self.pending.remove(&request) else { return };
         let mut keep = None;
         let msg: Message = read_last(f.raw, &mut keep).unwrap_or_default();
         let result = msg.result.unwrap_or_default();
         let end = self.time(f.t_ns);
-        let Pending { mut span, role, session, traceparent } = p;
+        let Pending { mut span, role, session, .. } = p;
         if let Some(e) = &msg.error {
             set_error(&mut span, e);
         }
         match role {
-            Role::Prompt => {
-                let Some(sid) = session else { return };
-                let request = f.reply_to_seq.unwrap_or(-1);
-                let Some(s) = self.sessions.get_mut(&sid) else { return };
-                if s.turn.as_ref().is_none_or(|t| t.request != request) {
-                    return;
-                }
-                let turn = s.turn.take().expect("checked above");
-                let ended = turn_span_ids(&turn);
-                let mut span = end_turn(turn, end, &mut self.done, self.opts.content);
-                self.end_children(&ended, end);
-                if let Some(e) = &msg.error {
-                    set_error(&mut span, e);
-                }
-                if let Some(reason) = &result.stop_reason {
-                    span.attributes.push(kv_array("gen_ai.response.finish_reasons", &[reason]));
-                }
-                if let Some(u) = result.usage {
-                    usage_attributes(&mut span, u);
-                }
-                self.done.push(span);
-                return;
-            }
             Role::Initialize => {
                 if let Some(info) = &result.agent_info {
                     if let Some(name) = info.name.as_deref() {
@@ -432,7 +421,6 @@ impl Mapper {
             Role::Open => {
                 let sid = result.session_id.as_deref().map(str::to_owned).or(session);
                 if let (Some(sid), None) = (sid, &msg.error) {
-                    self.ensure_session(&sid, f.t_ns, traceparent);
                     span.attributes.push(kv("gen_ai.conversation.id", &sid));
                 }
             }
@@ -462,6 +450,33 @@ impl Mapper {
         self.done.push(span);
     }
 
+    /// A turn of session `sid` ended (frame `f`: the prompt's answer, or a
+    /// v2 `state_update`).
+    fn end_turn_of(&mut self, f: &FrameIn<'_>, sid: &str, prompt: i64, how: &TurnEnd, usage: Option<Usage>) {
+        let end = self.time(f.t_ns);
+        let Some(s) = self.sessions.get_mut(sid) else { return };
+        if s.turn.as_ref().is_none_or(|t| t.request != prompt) {
+            return;
+        }
+        let turn = s.turn.take().expect("checked above");
+        let ended = turn_span_ids(&turn);
+        let mut span = end_turn(turn, end, &mut self.done, self.opts.content);
+        self.end_children(&ended, end);
+        if f.kind == FrameKind::Error {
+            let mut keep = None;
+            if let Some(e) = wire::message(f.raw, &mut keep).error {
+                set_error(&mut span, &e);
+            }
+        }
+        if let TurnEnd::Reason(reason) = how {
+            span.attributes.push(kv_array("gen_ai.response.finish_reasons", &[reason]));
+        }
+        if let Some(u) = usage {
+            usage_attributes(&mut span, u);
+        }
+        self.done.push(span);
+    }
+
     fn stderr(&mut self, f: &FrameIn<'_>) {
         let mut e = event(self.time(f.t_ns), "acp.stderr");
         if self.opts.content {
@@ -476,14 +491,10 @@ impl Mapper {
         push_event(&mut self.conn, e);
     }
 
-    /// Makes sure session `sid` has its spans; false past [`SESSIONS_MAX`].
-    fn ensure_session(&mut self, sid: &str, t_ns: i64, parent: Option<([u8; 16], [u8; 8])>) -> bool {
+    /// Gives session `sid`, which the fold just made known, its spans.
+    fn ensure_session(&mut self, sid: &str, t_ns: i64, parent: Option<([u8; 16], [u8; 8])>) {
         if self.sessions.contains_key(sid) {
-            return true;
-        }
-        if self.sessions.len() >= SESSIONS_MAX {
-            self.left_out += 1;
-            return false;
+            return;
         }
         let ctx = match (self.opts.scope, parent) {
             (_, Some((trace, span))) => Context { trace, parent: Some(span) },
@@ -503,7 +514,6 @@ impl Mapper {
             });
         }
         self.sessions.insert(sid.to_owned(), SessionSpans { root, turn: None });
-        true
     }
 }
 

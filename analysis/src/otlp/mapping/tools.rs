@@ -4,14 +4,14 @@
 use super::*;
 
 impl Mapper {
-    pub(super) fn notification(&mut self, f: &FrameIn<'_>) {
+    /// A notification other than `session/update`: an event on its
+    /// session's open turn or root, or on the recording's span; `kept` is
+    /// the place of the session the fold kept for it.
+    pub(super) fn notification(&mut self, f: &FrameIn<'_>, kept: Option<usize>) {
         let method = f.method.unwrap_or("");
         let mut keep = None;
-        let msg: Message = read_last(f.raw, &mut keep).unwrap_or_default();
-        let params = msg.params.unwrap_or_default();
-        let sid = f.session_id.or(params.session_id.as_deref()).map(str::to_owned);
-        let t = self.time(f.t_ns);
-        let mut e = event(t, method);
+        let params = wire::params(f.raw, &mut keep).unwrap_or_default();
+        let mut e = event(self.time(f.t_ns), method);
         if method.starts_with("mcp/") {
             if let Some(m) = params.method.as_deref() {
                 e.attributes.push(kv("mcp.method.name", m));
@@ -20,20 +20,34 @@ impl Mapper {
                 e.attributes.push(kv("mcp.session.id", c));
             }
         }
-        let Some(sid) = sid else {
-            push_event(&mut self.conn, e);
-            return;
-        };
-        if !self.ensure_session(&sid, f.t_ns, None) {
+        match (f.session_id, kept) {
+            (None, _) => push_event(&mut self.conn, e),
+            // A session past the fold's bound: counted there.
+            (Some(_), None) => {}
+            (Some(sid), Some(_)) => {
+                let Some(s) = self.sessions.get_mut(sid) else { return };
+                push_event(s.turn.as_mut().map_or(&mut s.root, |t| &mut t.span), e);
+            }
+        }
+    }
+
+    /// A `session/update` of a kept session: a turn's chunks, tool calls
+    /// (`execute_tool` spans), the rest as events.
+    pub(super) fn update(&mut self, f: &FrameIn<'_>, u: &crate::fold::Update<'_, '_>) {
+        let sid: &str = u.session.id;
+        let t = self.time(f.t_ns);
+        let mut e = event(t, "session/update");
+        let kind = u.kind.unwrap_or("").to_owned();
+        if u.kind.is_some() {
+            e.attributes.push(kv("acp.update.kind", &kind));
+        }
+        if u.replayed {
+            // The past shown again by a load or resume: no turn, no tool span.
+            e.attributes.push(kv_bool("acp.update.replayed", true));
+            let Some(s) = self.sessions.get_mut(sid) else { return };
+            push_event(&mut s.root, e);
             return;
         }
-        let Some(update) = params.update.filter(|_| method == "session/update") else {
-            let s = self.sessions.get_mut(&sid).expect("ensured");
-            push_event(s.turn.as_mut().map_or(&mut s.root, |t| &mut t.span), e);
-            return;
-        };
-        let kind = update.session_update.as_deref().unwrap_or("").to_owned();
-        e.attributes.push(kv("acp.update.kind", &kind));
         match kind.as_str() {
             "agent_message_chunk" | "agent_thought_chunk" | "user_message_chunk" => {
                 let text = (self.opts.content && kind == "agent_message_chunk")
@@ -42,7 +56,7 @@ impl Mapper {
                         chunk_text(&raw)
                     })
                     .flatten();
-                let s = self.sessions.get_mut(&sid).expect("ensured");
+                let Some(s) = self.sessions.get_mut(sid) else { return };
                 let Some(turn) = s.turn.as_mut() else { return };
                 turn.chunks += 1;
                 if let Some(text) = text {
@@ -58,6 +72,7 @@ impl Mapper {
                 }
             }
             "tool_call" | "tool_call_update" => {
+                let Some(update) = u.update else { return };
                 let Some(id) = update.tool_call_id.as_deref().map(str::to_owned) else { return };
                 let (input, output) =
                     if self.opts.content && (update.raw_input.is_some() || update.raw_output.is_some()) {
@@ -66,14 +81,14 @@ impl Mapper {
                     } else {
                         (None, None)
                     };
-                if !self.tool_update(&sid, &id, Some(&update), f.t_ns) {
-                    let s = self.sessions.get_mut(&sid).expect("ensured");
+                if !self.tool_update(sid, &id, Some(update), f.t_ns) {
+                    let Some(s) = self.sessions.get_mut(sid) else { return };
                     e.attributes.push(kv("gen_ai.tool.call.id", &id));
                     push_event(&mut s.root, e);
                     return;
                 }
                 let content = self.opts.content;
-                let Some(tool) = self.tool_mut(&sid, &id) else { return };
+                let Some(tool) = self.tool_mut(sid, &id) else { return };
                 if let Some(status) = update.status.as_deref() {
                     let mut change = event(t, "acp.tool.status");
                     change.attributes.push(kv("acp.tool.status", status));
@@ -88,21 +103,16 @@ impl Mapper {
                     }
                 }
                 if matches!(update.status.as_deref(), Some("completed" | "failed")) {
-                    let s = self.sessions.get_mut(&sid).expect("ensured");
-                    let turn = s.turn.as_mut().expect("a tool span is in a turn");
-                    let mut span = turn.tools.remove(&id).expect("found above");
+                    let Some(turn) = self.sessions.get_mut(sid).and_then(|s| s.turn.as_mut()) else { return };
+                    let Some(mut span) = turn.tools.remove(&id) else { return };
                     span.end_time_unix_nano = t;
                     let ended = [span.span_id.clone()];
                     self.done.push(span);
                     self.end_children(&ended, t);
                 }
             }
-            "usage_update" => {
-                let s = self.sessions.get_mut(&sid).expect("ensured");
-                push_event(s.turn.as_mut().map_or(&mut s.root, |t| &mut t.span), e);
-            }
             _ => {
-                let s = self.sessions.get_mut(&sid).expect("ensured");
+                let Some(s) = self.sessions.get_mut(sid) else { return };
                 push_event(s.turn.as_mut().map_or(&mut s.root, |t| &mut t.span), e);
             }
         }
