@@ -39,6 +39,12 @@ pub use acp_tee_shared::session::{PENDING_MAX, SESSIONS_MAX};
 /// Characters kept of a stop reason (peers may send any length).
 pub const REASON_MAX_CHARS: usize = 64;
 
+/// Characters kept of a request's method and id.
+pub const NAME_MAX_CHARS: usize = 500;
+
+/// Distinct request methods the fold shares one copy of.
+const METHODS_SHARED: usize = 1000;
+
 /// How a session was opened.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Opening {
@@ -93,6 +99,10 @@ pub struct Request {
     pub t_ns: i64,
     pub dir: Direction,
     pub what: What,
+    /// Its method (cut to [`NAME_MAX_CHARS`]), one copy per method.
+    pub method: Option<Arc<str>>,
+    /// Its JSON-RPC id as written (cut to [`NAME_MAX_CHARS`]).
+    pub rpc_id: Option<Box<str>>,
     /// The session it names, when that session is kept: its place and id.
     pub session: Option<(usize, Arc<str>)>,
     /// Its JSON-RPC id's key ([`id_key`]).
@@ -219,6 +229,8 @@ pub struct Conversation {
     pending: HashMap<i64, Request, BuildHasherDefault<SeqHasher>>,
     /// Requests not followed, past [`PENDING_MAX`].
     pub pending_left_out: u64,
+    /// Methods of requests, shared (at most [`METHODS_SHARED`]).
+    methods: HashMap<Box<str>, Arc<str>>,
     /// Tool call ids kept, in all sessions.
     tool_call_ids_kept: usize,
     /// The protocol version `initialize` was answered with.
@@ -241,6 +253,28 @@ impl Conversation {
         let mut open: Vec<&Request> = self.pending.values().collect();
         open.sort_by_key(|r| r.seq);
         open
+    }
+
+    /// The request of seq `seq`, while it awaits its answer.
+    pub fn awaiting(&self, seq: i64) -> Option<&Request> {
+        self.pending.get(&seq)
+    }
+
+    /// The id of the session kept at `at`.
+    pub fn session_id(&self, at: usize) -> Option<&Arc<str>> {
+        self.sessions.get(at).map(|s| &s.id)
+    }
+
+    /// `method`, cut to [`NAME_MAX_CHARS`], shared with the requests before it.
+    fn shared_method(&mut self, method: &str) -> Arc<str> {
+        if let Some(m) = self.methods.get(method) {
+            return m.clone();
+        }
+        let shared: Arc<str> = cut(method, NAME_MAX_CHARS).into();
+        if self.methods.len() < METHODS_SHARED {
+            self.methods.insert(method.into(), shared.clone());
+        }
+        shared
     }
 
     /// Reads frame `f` (frames come in seq order) and tells `on` what it
@@ -304,6 +338,8 @@ impl Conversation {
             t_ns: f.t_ns,
             dir: f.dir,
             what,
+            method: f.method.map(|m| self.shared_method(m)),
+            rpc_id: f.rpc_id.map(|id| cut(id, NAME_MAX_CHARS).into()),
             session: at.map(|at| (at, self.sessions[at].id.clone())),
             id_key: f.rpc_id.map(|id| id_key(id).into()),
             cancel_seq: None,
@@ -317,7 +353,7 @@ impl Conversation {
         let mut keep = None;
         let (answer, error) = if read { acp::reply(f.raw, &mut keep) } else { Default::default() };
         let failed = f.kind == FrameKind::Error || error.is_some();
-        let (what, seq, cancel) = (request.what, request.seq, request.cancel_seq);
+        let (what, seq) = (request.what, request.seq);
         let asked = request.session.as_ref().map(|(at, _)| *at);
         if what == What::Initialize {
             self.protocol_version = answer.protocol_version.or(self.protocol_version);
@@ -353,8 +389,11 @@ impl Conversation {
                     None if failed => TurnEnd::Error,
                     None => TurnEnd::NoReason,
                 };
+                // The turn is cancelled by `session/cancel`; a
+                // `$/cancel_request` of the prompt is the request's
+                // (`Request::cancel_seq`).
                 let session = Sid { at, id: &s.id };
-                on(Event::TurnEnded { session, prompt: seq, cancel: cancel_turn.or(cancel), end, usage: answer.usage });
+                on(Event::TurnEnded { session, prompt: seq, cancel: cancel_turn, end, usage: answer.usage });
             }
             _ => {}
         }
@@ -451,8 +490,16 @@ impl Conversation {
     }
 }
 
+/// `s` cut to `max` characters.
+pub fn cut(s: &str, max: usize) -> String {
+    match s.char_indices().nth(max) {
+        Some((at, _)) => s[..at].to_owned(),
+        None => s.to_owned(),
+    }
+}
+
 /// A string as the fold keeps it in sets: 8 bytes, whatever its length.
-fn hash(s: &str) -> u64 {
+pub fn hash(s: &str) -> u64 {
     use std::hash::Hash;
     let mut h = std::collections::hash_map::DefaultHasher::new();
     s.hash(&mut h);

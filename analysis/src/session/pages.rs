@@ -309,7 +309,7 @@ impl Model {
                     b.only = Some(at);
                 }
                 if only.is_none() || b.only == Some(at) {
-                    b.feed(at, f, self.protocol_version == Some(2));
+                    b.feed(at, f, self.protocol_version() == Some(2));
                 }
             }
             true

@@ -1,6 +1,7 @@
 use super::*;
 use crate::store::testing::store_from;
-use acp_tee_shared::session::{Turn, OPEN_REQUESTS_MAX};
+use acp_tee_shared::session::{Turn, OPEN_REQUESTS_MAX, SESSIONS_MAX};
+use acp_tee_shared::Direction;
 use acp_tee_shared::Direction::{AgentToClient as A2C, ClientToAgent as C2A};
 use acp_tee_shared::FrameKind;
 
@@ -312,7 +313,7 @@ fn sessions_and_open_requests_past_their_bounds_are_counted_not_kept() {
     assert_eq!(view.open_requests.len(), OPEN_REQUESTS_MAX);
     assert_eq!(view.open_requests_total, (PENDING_MAX + extra) as u64);
     assert_eq!(view.requests_not_followed, extra as u64);
-    assert_eq!(m.pending.len(), PENDING_MAX);
+    assert_eq!(m.conv.pending().len(), PENDING_MAX);
 }
 
 mod fuzz {

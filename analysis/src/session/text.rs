@@ -25,13 +25,7 @@ pub fn count_kind(counts: &mut Vec<KindCount>, kind: &str) {
     }
 }
 
-/// At most `max` characters of `s`.
-pub fn cut(s: &str, max: usize) -> String {
-    match s.char_indices().nth(max) {
-        Some((at, _)) => s[..at].to_owned(),
-        None => s.to_owned(),
-    }
-}
+pub use crate::fold::cut;
 
 /// Adds `block` (arrived in frame `seq`) to `text`; its characters are kept
 /// when `keep` and [`TEXT_MAX_CHARS`] allows.

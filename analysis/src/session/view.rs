@@ -1,7 +1,8 @@
 //! What the whole-trace fold says: the overview of the sessions and their
 //! open requests, a session's lists, how turns ended.
 
-use super::{Awaiting, Model, Pending};
+use super::Model;
+use crate::fold::{Request, What};
 use acp_tee_shared::session::{ListsLeftOut, OpenRequest, Plan, SettingChange, TraceSessions, OPEN_REQUESTS_MAX};
 use acp_tee_shared::Direction;
 use std::collections::HashMap;
@@ -11,17 +12,16 @@ impl Model {
     /// `now_t_ns` (a live trace's present; else its last frame).
     pub fn sessions(&self, now_t_ns: Option<i64>) -> TraceSessions {
         let now = now_t_ns.unwrap_or(self.last_t_ns).max(self.last_t_ns);
-        let mut open: Vec<(&i64, &Pending)> = self.pending.iter().collect();
-        open.sort_by_key(|(seq, _)| **seq);
+        let open = self.conv.pending();
         // Open requests per session, and how long its open permission
         // requests have waited so far (up to `now`), as the open-requests
         // view measures them.
         let mut per_session: HashMap<&str, (u64, i64)> = HashMap::new();
-        for (_, p) in &open {
-            if let Some(s) = &p.session {
+        for p in &open {
+            if let Some((_, s)) = &p.session {
                 let entry = per_session.entry(s).or_default();
                 entry.0 += 1;
-                if matches!(p.what, Awaiting::Permission) {
+                if p.what == What::Permission {
                     entry.1 = entry.1.saturating_add(now.saturating_sub(p.t_ns).max(0));
                 }
             }
@@ -39,15 +39,15 @@ impl Model {
             .collect();
         TraceSessions {
             sessions,
-            open_requests: open.iter().take(OPEN_REQUESTS_MAX).map(|(seq, p)| open_request(**seq, p, now)).collect(),
-            open_requests_total: open.len() as u64 + self.pending_left_out,
+            open_requests: open.iter().take(OPEN_REQUESTS_MAX).map(|p| open_request(p, now)).collect(),
+            open_requests_total: open.len() as u64 + self.conv.pending_left_out,
             last_seq: self.last_seq,
             now_t_ns: now,
             live: now_t_ns.is_some(),
             frames_left_out: self.frames_left_out,
             sessions_left_out: self.left_out.len() as u64,
-            requests_not_followed: self.pending_left_out,
-            protocol_version: self.protocol_version,
+            requests_not_followed: self.conv.pending_left_out,
+            protocol_version: self.conv.protocol_version,
             agent: self.agent.clone(),
             client: self.client.clone(),
         }
@@ -58,26 +58,24 @@ impl Model {
     /// [`Model::sessions`] measures them.
     pub fn open_requests_of(&self, sid: &str, now_t_ns: Option<i64>) -> Vec<OpenRequest> {
         let now = now_t_ns.unwrap_or(self.last_t_ns).max(self.last_t_ns);
-        let mut open: Vec<(&i64, &Pending)> =
-            self.pending.iter().filter(|(_, p)| p.session.as_deref() == Some(sid)).collect();
-        open.sort_by_key(|(seq, _)| **seq);
-        open.iter().take(OPEN_REQUESTS_MAX).map(|(seq, p)| open_request(**seq, p, now)).collect()
+        let open = self.conv.pending().into_iter().filter(|p| p.session.as_ref().is_some_and(|(_, s)| &**s == sid));
+        open.take(OPEN_REQUESTS_MAX).map(|p| open_request(p, now)).collect()
     }
 
     /// Where session `sid`'s turns start (seqs of their prompts).
     pub fn turn_starts(&self, sid: &str) -> Option<&[i64]> {
-        self.by_id.get(sid).map(|&i| self.sessions[i].turn_starts.as_slice())
+        self.index_of(sid).map(|i| self.sessions[i].turn_starts.as_slice())
     }
 
     /// The seq of session `sid`'s last frame.
     pub fn session_last_seq(&self, sid: &str) -> Option<i64> {
-        self.by_id.get(sid).map(|&i| self.sessions[i].summary.last_seq)
+        self.index_of(sid).map(|i| self.sessions[i].summary.last_seq)
     }
 
     /// Session `sid`'s last plan, commands and setting changes.
     pub fn extras(&self, sid: &str) -> Extras {
-        match self.by_id.get(sid) {
-            Some(&i) => {
+        match self.index_of(sid) {
+            Some(i) => {
                 let s = &self.sessions[i];
                 Extras {
                     plan: s.plan.clone(),
@@ -110,7 +108,7 @@ impl Model {
 
     /// The protocol version the trace negotiated.
     pub fn protocol_version(&self) -> Option<i64> {
-        self.protocol_version
+        self.conv.protocol_version
     }
 }
 
@@ -124,13 +122,13 @@ pub struct Extras {
     pub left_out: ListsLeftOut,
 }
 
-fn open_request(seq: i64, p: &Pending, now: i64) -> OpenRequest {
+fn open_request(p: &Request, now: i64) -> OpenRequest {
     OpenRequest {
-        seq,
+        seq: p.seq,
         dir: p.dir,
         method: p.method.as_deref().map(str::to_owned),
         rpc_id: p.rpc_id.as_deref().map(str::to_owned),
-        session_id: p.session.as_deref().map(str::to_owned),
+        session_id: p.session.as_ref().map(|(_, s)| s.to_string()),
         t_ns: p.t_ns,
         age_ns: now.saturating_sub(p.t_ns).max(0),
         waiting_for: if p.dir == Direction::ClientToAgent { "agent" } else { "client" }.into(),
