@@ -484,10 +484,12 @@ fn tool_call_update() -> impl Strategy<Value = sc::ToolCallUpdate> {
         })
 }
 
-/// Every update kind acp reads a member of. Left out, as acp reads
-/// nothing of them but `sessionUpdate`: `plan_update`, `plan_removed`,
-/// `config_option_update`, `compaction_update`, `prompt_suggestions_update`,
-/// `cursor_update`, `subagent_update`, `session_message`.
+/// The update kinds acp-tee's readers use. Not generated: `plan_update`,
+/// `plan_removed`, `config_option_update`, `prompt_suggestions_update` and
+/// `cursor_update` (acp reads nothing of them but `sessionUpdate`), and
+/// `compaction_update` (its `status`), `subagent_update` (its `title`) and
+/// `session_message` (`messageId`, `content`), whose members acp would read
+/// under the same names but no reader uses for these kinds yet.
 fn session_update() -> impl Strategy<Value = sc::SessionUpdate> {
     use sc::SessionUpdate as U;
     let chunk = (0u8..3, content_block(), maybe(text())).prop_map(|(k, block, id)| {
