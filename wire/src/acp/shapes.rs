@@ -10,19 +10,47 @@
 
 use super::lenient::{leaf, list, object, strings};
 use super::Str;
-use serde::Deserialize;
+use serde::de::{value::MapAccessDeserializer, MapAccess, Visitor};
+use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
 
 /// The members of a message the session model and the OTLP mapping read,
-/// in one pass.
-#[derive(Deserialize, Default)]
+/// in one pass. Only a JSON object is a message: anything else is an error
+/// to read, an array included (serde's derived structs would read one
+/// positionally, its first element as `params`).
+#[derive(Default)]
 pub struct Message<'a> {
-    #[serde(borrow, default, deserialize_with = "object")]
     pub params: Option<Params<'a>>,
-    #[serde(borrow, default, deserialize_with = "object")]
     pub result: Option<Answer<'a>>,
-    #[serde(borrow, default, deserialize_with = "object")]
     pub error: Option<RpcError<'a>>,
+}
+
+/// [`Message`]'s members, read from an object.
+#[derive(Deserialize)]
+struct MessageMembers<'a> {
+    #[serde(borrow, default, deserialize_with = "object")]
+    params: Option<Params<'a>>,
+    #[serde(borrow, default, deserialize_with = "object")]
+    result: Option<Answer<'a>>,
+    #[serde(borrow, default, deserialize_with = "object")]
+    error: Option<RpcError<'a>>,
+}
+
+impl<'de> Deserialize<'de> for Message<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct MessageVisitor;
+        impl<'de> Visitor<'de> for MessageVisitor {
+            type Value = Message<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a JSON-RPC message (an object)")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Message<'de>, A::Error> {
+                let m = MessageMembers::deserialize(MapAccessDeserializer::new(map))?;
+                Ok(Message { params: m.params, result: m.result, error: m.error })
+            }
+        }
+        d.deserialize_map(MessageVisitor)
+    }
 }
 
 /// A JSON-RPC error object.
@@ -88,8 +116,9 @@ pub struct Params<'a> {
     /// `elicitation/create`.
     #[serde(borrow, default, deserialize_with = "leaf")]
     pub message: Option<Str<'a>>,
-    /// `$/cancel_request`: the id as written.
-    #[serde(borrow, default)]
+    /// `$/cancel_request`: the id as written, `null` included (an id the
+    /// schema allows, and the envelope keeps).
+    #[serde(borrow, default, deserialize_with = "written")]
     pub request_id: Option<&'a RawValue>,
     /// `session/update`.
     #[serde(borrow, default, deserialize_with = "object")]
@@ -107,6 +136,12 @@ pub struct Params<'a> {
     pub method: Option<Str<'a>>,
     #[serde(borrow, default, deserialize_with = "object")]
     pub params: Option<McpParams<'a>>,
+}
+
+/// A member's text as written, whatever it is: `Option<&RawValue>` alone
+/// reads `null` as absent.
+fn written<'de, D: Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::Error> {
+    <&RawValue>::deserialize(d).map(Some)
 }
 
 /// `_meta`.
