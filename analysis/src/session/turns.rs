@@ -313,7 +313,7 @@ impl Builder {
             c: Option<&'a serde_json::value::RawValue>,
             keep: &'a mut Option<Vec<u8>>,
         ) -> Option<ContentBlock<'a>> {
-            crate::frame::read_last(c?.get().as_bytes(), keep).ok()
+            acp_tee_wire::acp::member(c, keep)
         }
         match kind {
             "agent_message_chunk" | "agent_message" => {
@@ -409,8 +409,7 @@ impl Builder {
         }
         if let Some(content) = u.content {
             let mut keep = None;
-            let items: Vec<ToolContent> =
-                crate::frame::read_last(content.get().as_bytes(), &mut keep).unwrap_or_default();
+            let items: Vec<ToolContent> = acp_tee_wire::acp::items(Some(content), &mut keep);
             for item in items {
                 count_kind(&mut call.content, item.kind.as_deref().unwrap_or("unknown"));
             }

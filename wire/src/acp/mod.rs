@@ -61,3 +61,17 @@ pub fn member<'a, T: Deserialize<'a>>(raw: Option<&'a RawValue>, keep: &'a mut O
     }
     read_last(raw.get().as_bytes(), keep).ok()
 }
+
+/// An array member's objects (from a shape's `&RawValue` member), each read
+/// as `T`: an element that is no object reads as `T::default()`, so the
+/// count stays true; empty when the member is absent or no array.
+pub fn items<'a, T: Deserialize<'a> + Default>(raw: Option<&'a RawValue>, keep: &'a mut Option<Vec<u8>>) -> Vec<T> {
+    struct Items<T>(Option<Vec<T>>);
+    impl<'de, T: Deserialize<'de> + Default> Deserialize<'de> for Items<T> {
+        fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            lenient::list(d).map(Items)
+        }
+    }
+    let Some(raw) = raw else { return Vec::new() };
+    read_last::<Items<T>>(raw.get().as_bytes(), keep).ok().and_then(|i| i.0).unwrap_or_default()
+}

@@ -9,7 +9,7 @@
 //! span end with [`Mapper::finish`]. Ids are derived from the trace's key, so
 //! a second export gives the same ids, unless a `traceparent` in `_meta`
 //! says which trace a session or turn belongs to. A member written twice
-//! counts as its last, as the recorder reads it ([`read_last`]).
+//! counts as its last, as the recorder reads it ([`wire::read_last`]).
 //!
 //! Memory is bounded whatever the trace holds: [`SESSIONS_MAX`] sessions
 //! followed, [`PENDING_MAX`] open requests, [`TOOLS_PER_TURN_MAX`] tool
@@ -27,7 +27,6 @@ use wire::*;
 
 use super::ids::{span_id, trace_id, traceparent};
 use crate::fold::{Conversation, Event, TurnEnd, What};
-use crate::frame::read_last;
 use crate::redact::Redactor;
 use acp_tee_shared::{Direction, FrameKind};
 use opentelemetry_proto::tonic::trace::v1::{span, status, Span, Status};
@@ -399,7 +398,7 @@ impl Mapper {
     fn response(&mut self, f: &FrameIn<'_>, request: i64) {
         let Some(p) = self.pending.remove(&request) else { return };
         let mut keep = None;
-        let msg: Message = read_last(f.raw, &mut keep).unwrap_or_default();
+        let msg = wire::message(f.raw, &mut keep);
         let result = msg.result.unwrap_or_default();
         let end = self.time(f.t_ns);
         let Pending { mut span, role, session, .. } = p;

@@ -93,7 +93,7 @@ pub(super) fn usage_attributes(span: &mut Span, u: Usage) {
 /// The prompt of a `session/prompt` as `gen_ai.input.messages` JSON.
 pub(super) fn prompt_messages(raw: &[u8]) -> Option<String> {
     let mut keep = None;
-    let msg: Message = read_last(raw, &mut keep).ok()?;
+    let msg = wire::message(raw, &mut keep);
     let blocks = msg.params?.prompt?;
     let parts: Vec<serde_json::Value> = blocks
         .iter()
@@ -112,7 +112,7 @@ pub(super) fn prompt_messages(raw: &[u8]) -> Option<String> {
 /// The text of an `agent_message_chunk`.
 pub(super) fn chunk_text(raw: &[u8]) -> Option<String> {
     let mut keep = None;
-    let msg: Message = read_last(raw, &mut keep).ok()?;
+    let msg = wire::message(raw, &mut keep);
     let content = msg.params?.update?.content?;
     let mut keep_content = None;
     let block: ContentBlock = wire::member(Some(content), &mut keep_content)?;
@@ -122,7 +122,7 @@ pub(super) fn chunk_text(raw: &[u8]) -> Option<String> {
 /// A tool call update's `rawInput` and `rawOutput` as JSON text, cut.
 pub(super) fn tool_io(raw: &[u8]) -> (Option<String>, Option<String>) {
     let mut keep = None;
-    let Some(update) = read_last::<Message>(raw, &mut keep).ok().and_then(|m| m.params?.update) else {
+    let Some(update) = wire::message(raw, &mut keep).params.and_then(|p| p.update) else {
         return (None, None);
     };
     let cut = |v: Option<&RawValue>| {
