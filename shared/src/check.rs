@@ -129,4 +129,16 @@ pub struct TraceFindings {
     /// The trace was still being recorded: requests may be answered later.
     #[serde(default)]
     pub live: bool,
+    /// What the conversation held, as the checker's fold counted it (the
+    /// same fold `show` and the OTLP export count with).
+    #[serde(default)]
+    pub conversation: ConversationCounts,
+}
+
+/// Turns, tool calls and permission requests of the sessions a trace kept.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConversationCounts {
+    pub turns: u64,
+    pub tool_calls: u64,
+    pub permission_requests: u64,
 }

@@ -125,42 +125,7 @@ impl Checker {
                 self.opening = self.opening.saturating_sub(1);
                 let mut keep = None;
                 if let Some(sid) = wire::member::<wire::Answer>(ok, &mut keep).and_then(|r| r.session_id) {
-                    self.session_entry(&sid);
-                }
-            }
-            What::Load(sid, updates) => {
-                let replayed = self.session(&sid).map_or(0, |s| s.updates).saturating_sub(updates);
-                if ok.is_some() && replayed == 0 {
-                    let message = format!(
-                        "the agent answered session/load of {} without replaying the conversation (no session/update \
-                         since frame {})",
-                        quote(&sid),
-                        request.seq
-                    );
-                    self.find(Rule::LoadWithoutReplay, vec![request.seq, seq], message);
-                }
-            }
-            What::Prompt(sid) => {
-                let Some(s) = self.session(&sid) else { return };
-                if s.prompt != Some(request.seq) {
-                    return;
-                }
-                s.prompt = None;
-                let Some(cancel) = s.cancel.take() else { return };
-                let mut keep = None;
-                let reason = wire::member::<wire::Answer>(ok, &mut keep).and_then(|r| r.stop_reason);
-                if reason.as_deref() != Some("cancelled") {
-                    let ended = match (&reason, ok) {
-                        (Some(r), _) => format!("stop reason {}", quote(r)),
-                        (None, Some(_)) => "no stop reason".to_owned(),
-                        (None, None) => "an error".to_owned(),
-                    };
-                    let message = format!(
-                        "the client cancelled the turn of frame {} with session/cancel (frame {cancel}), but it \
-                         ended with {ended}, not `cancelled`",
-                        request.seq
-                    );
-                    self.find(Rule::CancelNotHonoured, vec![request.seq, cancel, seq], message);
+                    self.made(&sid);
                 }
             }
             What::Permission(Some(options)) => {

@@ -13,9 +13,10 @@
 //! Memory is bounded whatever the trace holds: at most [`MAX_IN_FLIGHT`]
 //! requests awaiting answers are followed, [`ANSWERED_REMEMBERED`] answered
 //! ids remembered with their frames and [`ANSWERED_HASHED`] as hashes (to
-//! tell a second answer from an unknown one), [`TOOL_CALLS_FOLLOWED`] tool
-//! calls, [`MAX_SESSIONS`] sessions followed and [`MAX_FINDINGS`] findings listed;
-//! past a bound the checker says so once (`check.limit`) and counts.
+//! tell a second answer from an unknown one), the one fold's bounds on
+//! sessions, turns and tool calls ([`crate::fold`]; [`MAX_SESSIONS`] is its
+//! `SESSIONS_MAX`) and [`MAX_FINDINGS`] findings listed; past a bound the
+//! checker says so once (`check.limit`) and counts.
 
 mod answers;
 mod conformance;
@@ -54,6 +55,7 @@ fn test_frame(
 
 pub use rules::Rule;
 
+use crate::fold::Conversation;
 use crate::frame::id_key;
 use crate::store::{FrameRef, Store, StoreError};
 use acp_tee_shared::check::{CodeCount, Finding, FindingCounts, TraceFindings};
@@ -79,12 +81,8 @@ pub const ANSWERED_REMEMBERED: usize = 10_000;
 /// cannot place.
 pub const ANSWERED_HASHED: usize = 1 << 20;
 
-/// `toolCallId`s announced by `tool_call` followed at most (over all
-/// sessions); past this, `session.unknown-tool-call` is not judged.
-pub const TOOL_CALLS_FOLLOWED: usize = 1 << 20;
-
 /// Sessions followed at most; past this, `session.unknown` is not judged.
-pub const MAX_SESSIONS: usize = 10_000;
+pub const MAX_SESSIONS: usize = crate::fold::SESSIONS_MAX;
 
 /// Findings listed at most; the rest are counted.
 pub const MAX_FINDINGS: usize = 10_000;
@@ -129,10 +127,6 @@ enum What {
     Initialize,
     /// `session/new` or `session/fork`: the result names a new session.
     Open,
-    /// `session/load` of a session, with its count of updates then.
-    Load(Box<str>, u64),
-    /// `session/prompt` on a session.
-    Prompt(Box<str>),
     /// Hashes of the whole option ids offered (`None`: too many to keep).
     Permission(Option<Vec<u64>>),
 }
@@ -148,20 +142,6 @@ struct Request {
     /// A `$/cancel_request` naming it.
     cancel_request: Option<i64>,
     what: What,
-}
-
-/// What the rules follow of a session.
-#[derive(Debug, Default)]
-struct Session {
-    /// The `session/prompt` in flight.
-    prompt: Option<i64>,
-    /// The `session/cancel` sent for it.
-    cancel: Option<i64>,
-    /// `session/update`s the agent sent for it outside a prompt's turn
-    /// (what a `session/load` replays).
-    updates: u64,
-    /// Hashes of the `toolCallId`s its `tool_call` updates announced.
-    tool_calls: HashSet<u64>,
 }
 
 /// The fold: feed frames in seq order, then ask for [`Checker::report`].
@@ -181,8 +161,6 @@ pub struct Checker {
     /// Requests in flight whose id is no JSON-RPC id, oldest first, of the
     /// agent and of the client (some may have been answered since).
     bad_ids: [std::collections::VecDeque<Key>; 2],
-    /// `toolCallId`s followed in all sessions.
-    tool_calls: usize,
     /// Requests not followed past [`MAX_IN_FLIGHT`].
     unfollowed: u64,
     initialize: Option<i64>,
@@ -190,8 +168,17 @@ pub struct Checker {
     client_caps: Option<(i64, wire::ClientCapabilities)>,
     load_session: Option<(i64, bool)>,
     protocol_version: Option<i64>,
-    sessions: HashMap<Box<str>, Session>,
+    /// The sessions a session/new, load, resume or fork made.
+    made: HashSet<Box<str>>,
     sessions_full: bool,
+    /// The one fold ([`crate::fold`]): turns, cancels, replays and tool
+    /// calls, which the session rules judge.
+    conv: Conversation,
+    /// Updates each session's `session/load` being answered replayed, by
+    /// the session's place in the fold.
+    replays: HashMap<usize, u64>,
+    /// Turns, tool calls and permission requests, as the fold told them.
+    conversation: acp_tee_shared::check::ConversationCounts,
     /// `session/new` and `session/fork` requests awaiting their answers.
     opening: u32,
     unknown_sessions_told: HashSet<Box<str>>,
@@ -213,15 +200,17 @@ impl Checker {
             answered_hashes: HashSet::new(),
             answered_forgotten: false,
             bad_ids: Default::default(),
-            tool_calls: 0,
             unfollowed: 0,
             initialize: None,
             before_initialize_told: false,
             client_caps: None,
             load_session: None,
             protocol_version: None,
-            sessions: HashMap::new(),
+            made: HashSet::new(),
             sessions_full: false,
+            conv: Conversation::default(),
+            replays: HashMap::new(),
+            conversation: Default::default(),
             opening: 0,
             unknown_sessions_told: HashSet::new(),
             limits_told: false,
@@ -269,6 +258,7 @@ impl Checker {
             }
         }
         self.message(f.seq, from_client, text);
+        self.fold(f);
     }
 
     /// Checks one message (a frame, or an element of a batch).
@@ -386,27 +376,13 @@ impl Checker {
         }
         self.schema_request(seq, from_client, method, params);
         self.capability(seq, from_client, method);
-        let session = self.session_of(seq, from_client, method, params);
+        self.session_of(seq, from_client, method, params);
         let what = match method {
             _ if is_initialize => What::Initialize,
             "session/new" | "session/fork" => {
                 self.opening += 1;
                 What::Open
             }
-            "session/load" => match session {
-                Some(sid) => {
-                    let updates = self.session(&sid).map_or(0, |s| s.updates);
-                    What::Load(sid.into(), updates)
-                }
-                None => What::Other,
-            },
-            "session/prompt" if !self.v2() => match session {
-                Some(sid) => {
-                    self.prompt(seq, &sid);
-                    What::Prompt(sid.into())
-                }
-                None => What::Other,
-            },
             "session/request_permission" => What::Permission(offered(params)),
             _ => What::Other,
         };
@@ -447,35 +423,15 @@ impl Checker {
 
     fn notification(&mut self, seq: i64, from_client: bool, method: &str, params: Option<&RawValue>) {
         self.schema_notification(seq, from_client, method, params);
-        let session = self.session_of(seq, from_client, method, params);
-        match method {
-            "session/cancel" if from_client => {
-                if let Some(s) = session.as_deref().and_then(|sid| self.session(sid)) {
-                    if s.prompt.is_some() {
-                        s.cancel = Some(seq);
-                    }
+        self.session_of(seq, from_client, method, params);
+        if method == "$/cancel_request" {
+            let mut keep = None;
+            if let Some(request_id) = wire::member::<wire::Params>(params, &mut keep).and_then(|p| p.request_id) {
+                let key = (from_client, id_key(request_id.get()).into_owned().into_boxed_str());
+                if let Some(r) = self.in_flight.get_mut(&key) {
+                    r.cancel_request.get_or_insert(seq);
                 }
             }
-            "session/update" if !from_client => {
-                if let Some(s) = session.as_deref().and_then(|sid| self.session(sid)) {
-                    if s.prompt.is_none() {
-                        s.updates += 1;
-                    }
-                }
-                if let Some(sid) = session.as_deref() {
-                    self.tool_call_update(seq, sid, params);
-                }
-            }
-            "$/cancel_request" => {
-                let mut keep = None;
-                if let Some(request_id) = wire::member::<wire::Params>(params, &mut keep).and_then(|p| p.request_id) {
-                    let key = (from_client, id_key(request_id.get()).into_owned().into_boxed_str());
-                    if let Some(r) = self.in_flight.get_mut(&key) {
-                        r.cancel_request.get_or_insert(seq);
-                    }
-                }
-            }
-            _ => {}
         }
     }
 

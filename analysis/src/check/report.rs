@@ -54,6 +54,7 @@ impl Checker {
             by_code,
             findings,
             left_out,
+            conversation: self.conversation,
             live: false,
         }
     }

@@ -1,53 +1,93 @@
-//! The checker's sessions: which session a message names, turns in flight
-//! on it, and the bound on sessions followed.
+//! The checker's session rules: which sessions were made, and what the one
+//! fold ([`crate::fold`]) says of turns, cancels, replays and tool calls.
 
 use super::rules::Rule;
-use super::{hash_of, quote, who, wire, Checker, Session, MAX_SESSIONS, TOOL_CALLS_FOLLOWED};
+use super::{quote, who, wire, Checker, MAX_SESSIONS};
+use crate::fold::{Event, Opening, TurnEnd, What, PENDING_MAX};
+use crate::store::FrameRef;
+use acp_tee_shared::{Direction, FrameKind};
 use serde_json::value::RawValue;
 use std::borrow::Cow;
 
 impl Checker {
-    /// A `session/prompt` on `sid` starts: judged against the one in flight.
-    pub(super) fn prompt(&mut self, seq: i64, sid: &str) {
-        let Some(s) = self.session_entry(sid) else { return };
-        let earlier = s.prompt.replace(seq);
-        s.cancel = None;
-        if let Some(earlier) = earlier {
-            let message = format!(
-                "the client sent a second session/prompt on session {} while the one of frame {earlier} was in flight",
-                quote(sid)
-            );
-            self.find(Rule::PromptInFlight, vec![earlier, seq], message);
-        }
+    /// Reads frame `f` through the one fold and judges what it says of
+    /// sessions: prompts in flight, cancels not honoured, loads that
+    /// replayed nothing, updates of tool calls never announced.
+    pub(super) fn fold(&mut self, f: &FrameRef<'_>) {
+        let mut conv = std::mem::take(&mut self.conv);
+        conv.feed(f, &mut |e| self.judge(f, e));
+        self.conv = conv;
     }
 
-    /// A `session/update` of session `sid`: a `tool_call` announces its
-    /// `toolCallId`; a `tool_call_update` for one never announced is
-    /// `session.unknown-tool-call` (once per tool call).
-    pub(super) fn tool_call_update(&mut self, seq: i64, sid: &str, params: Option<&RawValue>) {
-        let mut keep = None;
-        let Some(update) = wire::member::<wire::Params>(params, &mut keep).and_then(|p| p.update) else { return };
-        let (Some(kind), Some(id)) = (update.session_update.as_deref(), update.tool_call_id.as_deref()) else {
-            return;
-        };
-        let full = self.tool_calls >= TOOL_CALLS_FOLLOWED;
-        let Some(s) = self.sessions.get_mut(sid) else { return };
-        let hash = hash_of(id);
-        match kind {
-            "tool_call" if !full && s.tool_calls.insert(hash) => self.tool_calls += 1,
-            "tool_call" if !full => {}
-            "tool_call" => self.limit(seq, &format!("more than {TOOL_CALLS_FOLLOWED} tool calls were announced")),
-            "tool_call_update" if !full && !s.tool_calls.contains(&hash) => {
-                // Said once per tool call: its later updates follow this one.
-                s.tool_calls.insert(hash);
-                self.tool_calls += 1;
+    fn judge(&mut self, f: &FrameRef<'_>, e: Event<'_, '_>) {
+        let seq = f.seq;
+        let counted = &mut self.conversation;
+        match &e {
+            Event::TurnStarted { .. } => counted.turns += 1,
+            Event::Update(u) if u.new_tool_call => counted.tool_calls += 1,
+            Event::Request { what: What::Permission, session: Some(_), .. } => counted.permission_requests += 1,
+            _ => {}
+        }
+        match e {
+            Event::TurnStarted { session, prompt, in_flight: Some(earlier) } if !self.v2() => {
                 let message = format!(
-                    "the agent sent tool_call_update for the tool call {} of session {}, which no tool_call announced \
-                     before it",
-                    quote(id),
-                    quote(sid)
+                    "the client sent a second session/prompt on session {} while the one of frame {earlier} was in \
+                     flight",
+                    quote(session.id)
                 );
-                self.find(Rule::UnknownToolCall, vec![seq], message);
+                self.find(Rule::PromptInFlight, vec![earlier, prompt], message);
+            }
+            Event::TurnEnded { prompt, cancel: Some(cancel), end, .. } if !self.v2() => {
+                let ended = match &end {
+                    TurnEnd::Reason(r) if r == "cancelled" => return,
+                    TurnEnd::Reason(r) => format!("stop reason {}", quote(r)),
+                    TurnEnd::NoReason => "no stop reason".to_owned(),
+                    TurnEnd::Error => "an error".to_owned(),
+                };
+                let message = format!(
+                    "the client cancelled the turn of frame {prompt} with session/cancel (frame {cancel}), but it \
+                     ended with {ended}, not `cancelled`"
+                );
+                self.find(Rule::CancelNotHonoured, vec![prompt, cancel, seq], message);
+            }
+            Event::Request { what: What::Open(Opening::Load), session: Some(s), .. } => {
+                self.replays.insert(s.at, 0);
+            }
+            Event::Answer { request, .. } if request.what == What::Open(Opening::Load) => {
+                let Some((at, sid)) = &request.session else { return };
+                let replayed = self.replays.remove(at).unwrap_or(0);
+                if f.kind == FrameKind::Response && replayed == 0 {
+                    let message = format!(
+                        "the agent answered session/load of {} without replaying the conversation (no \
+                         session/update since frame {})",
+                        quote(sid),
+                        request.seq
+                    );
+                    self.find(Rule::LoadWithoutReplay, vec![request.seq, seq], message);
+                }
+            }
+            Event::Update(u) if f.dir == Direction::AgentToClient => {
+                if u.replayed {
+                    if let Some(n) = self.replays.get_mut(&u.session.at) {
+                        *n += 1;
+                    }
+                    return;
+                }
+                if u.tool_calls_unchecked {
+                    self.limit(seq, &format!("more than {PENDING_MAX} tool calls were announced"));
+                }
+                let id = u.update.and_then(|u| u.tool_call_id.as_deref());
+                if let (Some("tool_call_update"), true, Some(id)) = (u.kind, u.new_tool_call, id) {
+                    // Said once per tool call: the fold keeps it known from
+                    // here on.
+                    let message = format!(
+                        "the agent sent tool_call_update for the tool call {} of session {}, which no tool_call \
+                         announced before it",
+                        quote(id),
+                        quote(u.session.id)
+                    );
+                    self.find(Rule::UnknownToolCall, vec![seq], message);
+                }
             }
             _ => {}
         }
@@ -72,16 +112,12 @@ impl Checker {
         };
         match method {
             // They name a stored session, not one of this connection.
-            "session/load" | "session/resume" => {
-                self.session_entry(&sid);
-            }
+            "session/load" | "session/resume" => self.made(&sid),
             "session/delete" | "session/fork" | "session/list" => {}
-            _ if self.sessions.contains_key(&*sid) || self.sessions_full => {}
+            _ if self.made.contains(&*sid) || self.sessions_full => {}
             // An agent may speak of the session it is making before it
             // answers session/new with its id.
-            _ if !from_client && self.opening > 0 => {
-                self.session_entry(&sid);
-            }
+            _ if !from_client && self.opening > 0 => self.made(&sid),
             _ => self.unknown_session(seq, from_client, method, &sid),
         }
         Some(sid)
@@ -101,22 +137,19 @@ impl Checker {
         self.find(Rule::UnknownSession, vec![seq], message);
     }
 
-    /// The session `sid`, followed from now on (`None` past [`MAX_SESSIONS`]).
-    pub(super) fn session_entry(&mut self, sid: &str) -> Option<&mut Session> {
-        if !self.sessions.contains_key(sid) {
-            if self.sessions.len() >= MAX_SESSIONS {
-                if !self.sessions_full {
-                    self.sessions_full = true;
-                    self.limit(0, &format!("more than {MAX_SESSIONS} sessions were opened"));
-                }
-                return None;
-            }
-            self.sessions.insert(sid.into(), Session::default());
+    /// Session `sid` was made (by an opening): known from now on, up to
+    /// [`MAX_SESSIONS`].
+    pub(super) fn made(&mut self, sid: &str) {
+        if self.made.contains(sid) {
+            return;
         }
-        self.sessions.get_mut(sid)
-    }
-
-    pub(super) fn session(&mut self, sid: &str) -> Option<&mut Session> {
-        self.sessions.get_mut(sid)
+        if self.made.len() >= MAX_SESSIONS {
+            if !self.sessions_full {
+                self.sessions_full = true;
+                self.limit(0, &format!("more than {MAX_SESSIONS} sessions were opened"));
+            }
+            return;
+        }
+        self.made.insert(sid.into());
     }
 }

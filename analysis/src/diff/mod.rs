@@ -378,7 +378,7 @@ fn note_turn(side: &mut Side, f: &StoredFrame) {
     let names = &mut side.names;
     let (turns, prompts) = (&mut side.turns, &mut side.prompts);
     side.conversation.feed(&FrameRef::from(f), &mut |e| match e {
-        Event::TurnStarted { session, prompt } if turns.len() < DIFF_MAX_TURNS => {
+        Event::TurnStarted { session, prompt, .. } if turns.len() < DIFF_MAX_TURNS => {
             // The session's name, as `normalised` named it.
             let name = names.name(0, session.id).unwrap_or_else(|| cut_reason(session.id));
             prompts.insert(prompt, turns.len());

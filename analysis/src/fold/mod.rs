@@ -20,8 +20,8 @@
 //!   id never announced announces it (at most [`PENDING_MAX`] ids kept in
 //!   all; past that, a repeat may count twice, and the event says so);
 //! - updates a `session/load` or `session/resume` replays before its answer
-//!   are the past shown again: they say so ([`Update::replayed`]) and
-//!   announce no tool call.
+//!   (none of the session's turns open) are the past shown again: they say
+//!   so ([`Update::replayed`]) and announce no tool call.
 //!
 //! Streamed chunks, most of a trace, are told by their bytes when that is
 //! sure ([`acp::plain_update_kind`]) and then not parsed.
@@ -172,8 +172,9 @@ pub enum Event<'a, 'f> {
     Answer { request: Request, answer: Option<&'a Answer<'f>> },
     /// An opening request was answered without an error, naming a session.
     Opened { session: Sid<'a>, opening: Opening, request: i64 },
-    /// A turn began.
-    TurnStarted { session: Sid<'a>, prompt: i64 },
+    /// A turn began; `in_flight` is the session's turn still open then,
+    /// if any (the latest).
+    TurnStarted { session: Sid<'a>, prompt: i64, in_flight: Option<i64> },
     /// A turn ended; `usage` is its answer's.
     TurnEnded { session: Sid<'a>, prompt: i64, cancel: Option<i64>, end: TurnEnd, usage: Option<Usage> },
     /// A `session/update` of a kept session.
@@ -323,8 +324,9 @@ impl Conversation {
             match what {
                 What::Open(Opening::Load | Opening::Resume) => s.replaying = Some(f.seq),
                 What::Prompt => {
+                    let in_flight = s.open_turns.last().map(|t| t.0);
                     s.open_turns.push((f.seq, None));
-                    on(Event::TurnStarted { session: Sid { at, id: &s.id }, prompt: f.seq });
+                    on(Event::TurnStarted { session: Sid { at, id: &s.id }, prompt: f.seq, in_flight });
                 }
                 _ => {}
             }
@@ -435,7 +437,9 @@ impl Conversation {
     fn update(&mut self, f: &FrameRef<'_>, at: usize, on: &mut impl FnMut(Event<'_, '_>)) {
         let room = self.tool_call_ids_kept < PENDING_MAX;
         let s = &mut self.sessions[at];
-        let replayed = s.replaying.is_some();
+        // An update while a turn is open belongs to the turn, even while a
+        // load or resume is being answered.
+        let replayed = s.replaying.is_some() && s.open_turns.is_empty();
         // Streamed chunks are told by their bytes, not parsed.
         if let Some(kind) = acp::plain_update_kind(f.raw).filter(|k| acp::COUNTED_KINDS.contains(k)) {
             on(Event::Update(Update {

@@ -166,7 +166,7 @@ impl Model {
             Event::Request { what, session, followed } => {
                 self.request(f, what, session.map(|s| s.at), followed, redact)
             }
-            Event::TurnStarted { session, prompt } => {
+            Event::TurnStarted { session, prompt, .. } => {
                 let s = &mut self.sessions[session.at];
                 s.summary.turns += 1;
                 s.turn_starts.push(prompt);

@@ -259,11 +259,28 @@ fn every_consumer_counts_the_same_turns_tool_calls_and_permissions() {
             tool_calls: named("execute_tool"),
             permissions: named("session/request_permission"),
         };
+        // `check` exits 1 when it finds an error: its status is the `check`
+        // test's subject, not this one's.
+        let out = Command::new(bin())
+            .args(["check", "--trace", "1", "--format", "json", "--db", "t.db"])
+            .current_dir(c.dir.path())
+            .output()
+            .unwrap();
+        let check: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let counted = &check["traces"][0]["conversation"];
+        let by_check = Counts {
+            turns: counted["turns"].as_u64().unwrap(),
+            tool_calls: counted["tool_calls"].as_u64().unwrap(),
+            permissions: counted["permission_requests"].as_u64().unwrap(),
+        };
         let diff = c.json(&["diff", "1", "2", "--format", "json"], 0);
         let diff_turns = diff["turns"].as_array().map_or(0, |t| t.len() as u64);
-        *table.lock().unwrap() +=
-            &format!("{}: show {:?}, otlp {:?}, diff turns {diff_turns}\n", c.name, by_show, by_otlp);
+        *table.lock().unwrap() += &format!(
+            "{}: show {:?}, check {:?}, otlp {:?}, diff turns {diff_turns}\n",
+            c.name, by_show, by_check, by_otlp
+        );
         assert_eq!(by_show, by_otlp, "{}: show and the OTLP spans count differently", c.name);
+        assert_eq!(by_show, by_check, "{}: show and check count differently", c.name);
         assert_eq!(by_show.turns, diff_turns, "{}: show and diff count turns differently", c.name);
     });
     insta::assert_snapshot!("counts", table.into_inner().unwrap());
