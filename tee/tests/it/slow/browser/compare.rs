@@ -1,0 +1,94 @@
+//! The compare view (#17): two traces ticked in the list, compared as
+//! `acp-tee diff` compares them.
+
+use super::fixtures::*;
+use crate::common::webdriver::Browser;
+use crate::common::*;
+use serde_json::json;
+
+#[test]
+fn two_traces_ticked_in_the_list_open_their_comparison() {
+    let store = TempStore::new();
+    import_trace(&store, "two prompts", &pairs(2, 1.0));
+    import_trace(&store, "three prompts", &pairs(3, 4.0));
+    let server = Server::start(&store.db);
+    let b = Browser::start();
+
+    b.goto(&format!("{}/", server.url));
+    b.wait_for("both traces", |b| b.find_all("tr.trace-row").len() == 2);
+    assert!(b.find_all("#compare-link").is_empty(), "a compare link before anything was ticked");
+    b.click("tr.trace-row[data-trace-id=\"2\"] input.pick");
+    b.wait_for("the hint to tick another", |b| b.texts(".list-head").iter().any(|t| t.contains("tick another")));
+    assert!(b.current_url().ends_with('/'), "ticking opened the trace: {}", b.current_url());
+    b.click("tr.trace-row[data-trace-id=\"1\"] input.pick");
+    b.wait_for("the compare link", |b| !b.find_all("#compare-link").is_empty());
+    b.click("#compare-link");
+
+    b.wait_for("the verdict", |b| !b.find_all("#compare-verdict").is_empty());
+    assert!(b.current_url().ends_with("/compare/1/2"), "{}", b.current_url());
+    assert_eq!(b.texts("#compare-verdict"), ["different"]);
+    let added = b.js(
+        "return Array.from(document.querySelectorAll('#compare-messages tr.change'), r => [r.dataset.change, r.querySelector('.what').textContent]);",
+        json!([]),
+    );
+    assert_eq!(
+        added,
+        json!([
+            ["added", "client_to_agent request session/prompt"],
+            ["added", "agent_to_client response session/prompt"]
+        ])
+    );
+    let turns = b.js(
+        "return Array.from(document.querySelectorAll('#compare-turns tbody tr'), r => [r.classList.contains('differs'), r.cells[2].textContent, r.cells[3].textContent]);",
+        json!([]),
+    );
+    assert_eq!(
+        turns,
+        json!([[false, "end_turn", "end_turn"], [false, "end_turn", "end_turn"], [true, "not ended", "end_turn"]])
+    );
+    let latency = b.texts("#compare-latency tbody tr").join("\n");
+    assert!(latency.contains("session/prompt") && latency.contains("2 | 3") && latency.contains("×4.00"), "{latency}");
+    b.screenshot("compare");
+
+    // A link on a change opens that frame of its trace.
+    b.click("#compare-messages tr.change-added a");
+    b.wait_for("the trace view", |b| b.current_url().contains("/traces/2?frame="));
+}
+
+#[test]
+fn comparing_a_trace_that_does_not_exist_says_so() {
+    let store = TempStore::new();
+    import_trace(&store, "one", &pairs(1, 1.0));
+    let server = Server::start(&store.db);
+    let b = Browser::start();
+    b.goto(&format!("{}/compare/1/99", server.url));
+    b.wait_for("the error", |b| !b.find_all("#compare-error").is_empty());
+    assert!(b.texts("#compare-error").join("").contains("99"), "{:?}", b.texts("#compare-error"));
+}
+
+#[test]
+fn hostile_content_in_a_comparison_is_shown_as_text_never_run() {
+    let store = TempStore::new();
+    let method = r#"<img src=x onerror="window.__pwned=1">"#;
+    import_trace(&store, "plain", &[c2a(0.0, json!({"jsonrpc": "2.0", "method": method, "params": {"v": 1}}))]);
+    import_trace(
+        &store,
+        "<img src=y onerror=window.__pwned=2>",
+        &[c2a(
+            0.0,
+            json!({"jsonrpc": "2.0", "method": method, "params": {"v": "<b onmouseover=\"window.__pwned=3\">x</b>"}}),
+        )],
+    );
+    let server = Server::start(&store.db);
+    let b = Browser::start();
+    b.goto(&format!("{}/compare/1/2", server.url));
+    b.wait_for("the comparison", |b| !b.find_all("#compare-messages tr.change").is_empty());
+    let page = b.texts(".compare-page").join("\n");
+    assert!(page.contains(method) && page.contains("<img src=y onerror=window.__pwned=2>"), "{page}");
+    let injected = b.js(
+        "return document.querySelectorAll('.compare-page img, .compare-page script, .compare-page b').length;",
+        json!([]),
+    );
+    assert_eq!(injected, json!(0), "recorded markup became elements");
+    assert_eq!(b.js("return window.__pwned === undefined;", json!([])), json!(true));
+}

@@ -1,0 +1,225 @@
+//! The diagram's layout: every row after the timing tab, lanes beside the
+//! detail at 900 px, busy spans of filtered requests.
+
+use super::fixtures::*;
+use crate::common::webdriver::Browser;
+use crate::common::*;
+use serde_json::json;
+
+#[test]
+fn after_the_timing_tab_the_diagram_draws_every_row_and_shows_a_slowest_response() {
+    let store = TempStore::new();
+    import_trace(&store, "fourteen", &pairs(7, 3.0));
+    let server = Server::start(&store.db);
+    let b = Browser::start();
+
+    b.goto(&format!("{}/traces/1?tab=timing", server.url));
+    b.wait_for("the timing tab", |b| !b.find_all("#method-stats tbody tr").is_empty());
+    b.click("#tab-diagram");
+    b.wait_for("all 14 rows", |b| drawn_seqs(b) == (1..=14).collect::<Vec<_>>());
+
+    // A slowest response picked on the Timing tab is drawn and selected in the diagram.
+    b.goto(&format!("{}/traces/1?tab=timing", server.url));
+    b.wait_for("the slowest responses", |b| !b.find_all("#slowest li").is_empty());
+    let seq =
+        b.js("return +document.querySelector('#slowest li:last-child').dataset.seq;", json!([])).as_i64().unwrap();
+    b.click("#slowest li:last-child");
+    b.wait_for("the slowest response selected in the diagram", |b| {
+        !b.find_all(&format!("#diagram-scroll .frame.selected[data-seq=\"{seq}\"]")).is_empty()
+    });
+    assert_eq!(drawn_seqs(&b), (1..=14).collect::<Vec<_>>());
+    assert_eq!(selected_in_url(&b), Some(seq));
+
+    // The method whose histogram shows is in the URL; hints, links and controls fit what is shown.
+    b.click("#tab-timing");
+    b.wait_for("the timing tab again", |b| !b.find_all("#method-stats tbody tr").is_empty());
+    let shown =
+        b.js("return ['axis-rows', 'follow'].map(id => document.getElementById(id).offsetParent !== null);", json!([]));
+    assert_eq!(shown, json!([false, false]), "axis and follow controls on the Timing tab");
+    assert!(!b.find_all("#method-stats + .hint:not(.hidden)").is_empty(), "the hint shows before a pick");
+    assert!(!b.find_all("#histogram-all.hidden").is_empty(), "no 'show all' while all show");
+    b.click("#method-stats tbody tr");
+    b.wait_for("the pick in the URL", |b| b.current_url().contains("timing_method=session%2Fprompt"));
+    assert!(!b.find_all("#method-stats + .hint.hidden").is_empty(), "the hint hides after a pick");
+    assert!(b.find_all("#histogram-all.hidden").is_empty(), "'show all' offered after a pick");
+    // A histogram bar lists its responses in the diagram.
+    b.click("#histogram g.bucket");
+    b.wait_for("the bar's responses in the diagram", |b| {
+        let url = b.current_url();
+        url.contains("min_latency_ms=")
+            && url.contains("method=session%2Fprompt")
+            && !url.contains("tab=timing")
+            && drawn_seqs(b) == (1..=7).map(|i| 2 * i).collect::<Vec<_>>()
+    });
+}
+
+#[test]
+fn at_900_px_the_lanes_fit_beside_the_detail_and_the_trace_list_fits() {
+    let store = TempStore::new();
+    record_eliza(&store, "I would like to see my messages");
+    let server = Server::start(&store.db);
+    let b = Browser::start();
+    // Screenshots of every screen at 1400 px first, for people to look at.
+    b.goto(&format!("{}/", server.url));
+    b.wait_for("the trace list", |b| !b.find_all("tr.trace-row").is_empty());
+    b.screenshot("1400-list");
+    b.goto(&format!("{}/traces/1", server.url));
+    b.wait_for("the diagram", |b| b.find_all(".frame").len() >= 9);
+    b.screenshot("1400-diagram");
+    b.click(".frame[data-kind=\"request\"]");
+    b.wait_for("the detail", |b| !b.find_all("#detail .json").is_empty());
+    b.screenshot("1400-detail");
+    b.click("#tab-timing");
+    b.wait_for("the timing tab", |b| !b.find_all("#method-stats tbody tr").is_empty());
+    b.screenshot("1400-timing");
+
+    b.resize(900, 900);
+    b.goto(&format!("{}/", server.url));
+    b.wait_for("the trace list", |b| !b.find_all("tr.trace-row").is_empty());
+    b.screenshot("900-list");
+    let page_w = b.num("return document.documentElement.scrollWidth;");
+    assert!(page_w <= 900.0, "the trace list is {page_w} px wide at 900");
+    let exit = rect(&b, "tr.trace-row td:last-child");
+    assert!(exit[2] <= 900.0, "the exit column ends at {} px", exit[2]);
+
+    b.goto(&format!("{}/traces/1?frame=1", server.url));
+    b.wait_for("the diagram and detail", |b| {
+        // Frame 1 is the request or elizacp's first stderr line, whichever
+        // came first: either has a detail title.
+        b.find_all(".frame").len() >= 9 && !b.find_all("#detail h2").is_empty()
+    });
+    b.screenshot("900-detail");
+    let detail = rect(&b, "#detail");
+    for lane in ["client", "tee", "agent"] {
+        let head = rect(&b, &format!("[data-lane=\"{lane}\"]"));
+        assert!(head[2] <= detail[0], "the {lane} heading ({head:?}) is under the detail panel ({detail:?})");
+    }
+    let sideways = b.num("const s = document.getElementById('diagram-scroll'); return s.scrollWidth - s.clientWidth;");
+    assert!(sideways <= 0.0, "the diagram needs {sideways} px of sideways scrolling at 900");
+    // Nothing of the diagram covers the detail panel's title.
+    let covered = b.js(
+        "const h = document.querySelector('#detail h2').getBoundingClientRect(); \
+         const el = document.elementFromPoint(h.left + 4, h.top + h.height / 2); \
+         return !!el && !el.closest('#detail');",
+        json!([]),
+    );
+    assert_eq!(covered, json!(false), "something covers the detail panel's title");
+    b.screenshot("900-diagram");
+    b.click("#tab-timing");
+    b.wait_for("the timing tab", |b| !b.find_all("#method-stats tbody tr").is_empty());
+    b.screenshot("900-timing");
+
+    // Narrower still, the diagram scrolls sideways: headings and lanes move together.
+    b.resize(640, 800);
+    b.click("#tab-diagram");
+    b.wait_for("sideways scrolling", |b| {
+        b.num("const s = document.getElementById('diagram-scroll'); return s.scrollWidth - s.clientWidth;") > 40.0
+    });
+    b.js("document.getElementById('diagram-scroll').scrollLeft = 40;", json!([]));
+    b.wait_for("the agent heading over the agent lane", |b| {
+        let head = rect(b, "[data-lane=\"agent\"]");
+        let lane = rect(b, ".spacer > .lane-line:nth-of-type(3)");
+        ((head[0] + head[2]) / 2.0 - lane[0]).abs() < 2.0
+    });
+}
+
+#[test]
+fn busy_spans_whose_requests_are_filtered_out_do_not_overprint() {
+    let store = TempStore::new();
+    import_trace(
+        &store,
+        "two-slow",
+        &[
+            c2a(0.0, json!({"jsonrpc": "2.0", "id": 1, "method": "slow/one", "params": {}})),
+            c2a(10.0, json!({"jsonrpc": "2.0", "id": 2, "method": "slow/two", "params": {}})),
+            a2c(61.2, json!({"jsonrpc": "2.0", "id": 2, "result": {}})),
+            a2c(1230.0, json!({"jsonrpc": "2.0", "id": 1, "result": {}})),
+        ],
+    );
+    let server = Server::start(&store.db);
+    let b = Browser::start();
+    b.goto(&format!("{}/traces/1?min_latency_ms=10", server.url));
+    b.wait_for("the two responses and their spans", |b| {
+        drawn_seqs(b) == vec![3, 4] && b.find_all(".busy .busy-label").len() == 2
+    });
+    let labels = b.js(
+        "return Array.from(document.querySelectorAll('.busy .busy-label'), e => { const r = e.getBoundingClientRect(); \
+         return [e.textContent, r.top, r.bottom]; });",
+        json!([]),
+    );
+    let labels = labels.as_array().unwrap();
+    let (a, c) = (&labels[0], &labels[1]);
+    let overlap = a[1].as_f64().unwrap() < c[2].as_f64().unwrap() && c[1].as_f64().unwrap() < a[2].as_f64().unwrap();
+    assert!(!overlap, "busy labels overprint: {labels:?}");
+    // Each span ends at its own response; none is drawn from the top of the diagram.
+    for seq in [1, 2] {
+        let bar = rect(&b, &format!(".busy[data-seq=\"{seq}\"]"));
+        let reply = rect(&b, &format!(".frame[data-seq=\"{}\"]", if seq == 1 { 4 } else { 3 }));
+        assert!(
+            bar[1] > reply[1] - 40.0,
+            "the span of #{seq} starts at {} px, its response's row at {}",
+            bar[1],
+            reply[1]
+        );
+    }
+    b.screenshot("busy-filtered");
+
+    // The linear axis draws gaps to scale: 1,168.8 ms at 1 s per 100 px is ~117 px, and the zoom doubles it.
+    let gap = |b: &Browser| rect(b, ".frame[data-seq=\"4\"]")[1] - rect(b, ".frame[data-seq=\"3\"]")[1];
+    b.goto(&format!("{}/traces/1?axis=linear&scale=1000", server.url));
+    b.wait_for("the linear axis", |b| drawn_seqs(b) == vec![1, 2, 3, 4]);
+    let g = gap(&b);
+    assert!((110.0..125.0).contains(&g), "a 1.17 s gap is {g} px at 1 s per 100 px");
+    assert!(b.texts(".gap-mark").iter().any(|t| t.contains("1.17 s")), "{:?}", b.texts(".gap-mark"));
+    b.click("#zoom-in");
+    b.wait_for("the scale zoomed in", |b| b.current_url().contains("scale=500") && (225.0..245.0).contains(&gap(b)));
+    b.screenshot("linear-axis");
+}
+
+#[test]
+fn runs_of_streamed_chunks_collapse_into_one_row_and_keys_step_over_them() {
+    let store = TempStore::new();
+    let update = |t: f64, kind: &str, text: &str| {
+        a2c(
+            t,
+            json!({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "s1",
+                "update": {"sessionUpdate": kind, "content": {"type": "text", "text": text}}}}),
+        )
+    };
+    let mut msgs = vec![c2a(
+        0.0,
+        json!({"jsonrpc": "2.0", "id": 1, "method": "session/prompt",
+            "params": {"sessionId": "s1", "prompt": [{"type": "text", "text": "hi"}]}}),
+    )];
+    // #2-#6 five message chunks, #7 a tool call, #8-#10 three thought chunks, #11 the answer.
+    msgs.extend((0..5).map(|i| update(1.0 + f64::from(i), "agent_message_chunk", "word ")));
+    msgs.push(a2c(
+        7.0,
+        json!({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "s1",
+            "update": {"sessionUpdate": "tool_call", "toolCallId": "t1", "title": "read", "status": "pending"}}}),
+    ));
+    msgs.extend((0..3).map(|i| update(8.0 + f64::from(i), "agent_thought_chunk", "hmm ")));
+    msgs.push(a2c(12.0, json!({"jsonrpc": "2.0", "id": 1, "result": {"stopReason": "end_turn"}})));
+    import_trace(&store, "chunks", &msgs);
+    let server = Server::start(&store.db);
+    let b = Browser::start();
+
+    b.goto(&format!("{}/traces/1?collapse=chunks&frame=2", server.url));
+    b.wait_for("one row per run", |b| drawn_seqs(b) == vec![1, 2, 7, 8, 11]);
+    let runs = b.texts("#diagram-scroll .frame .run");
+    assert_eq!(runs, ["×5", "×3"]);
+    assert!(b.js("return document.getElementById('collapse').checked;", json!([])).as_bool().unwrap());
+    // The rows keep the one-row spacing: the tool call sits right under the message run.
+    let (run, tool) = (rect(&b, ".frame[data-seq='2']"), rect(&b, ".frame[data-seq='7']"));
+    assert!((tool[1] - run[3]).abs() < 1.0, "message run {run:?}, tool call {tool:?}");
+    b.key(None, "j");
+    b.wait_for("j stepping over the run to the tool call", |b| selected_in_url(b) == Some(7));
+    b.key(None, "k");
+    b.wait_for("k stepping back to the run's first chunk", |b| selected_in_url(b) == Some(2));
+
+    // Unticked: every frame has its row again, and the URL says so.
+    b.click("#collapse");
+    b.wait_for("every row", |b| drawn_seqs(b) == (1..=11).collect::<Vec<_>>());
+    assert!(!b.current_url().contains("collapse="), "{}", b.current_url());
+    assert!(b.find_all("#diagram-scroll .frame .run").is_empty());
+}

@@ -1,0 +1,392 @@
+//! The Session tab: turns read as a conversation, links to the frames, the open-requests banner, paging,
+//! the session picker, a trace without sessions, and a live session.
+
+use super::fixtures::*;
+use crate::common::webdriver::Browser;
+use crate::common::*;
+use serde_json::{json, Value};
+use std::io::Write;
+
+/// A `session/update` of session `sid` from the agent at `t` ms.
+fn update(t: f64, sid: &str, update: Value) -> Msg {
+    a2c(t, json!({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": sid, "update": update}}))
+}
+
+/// initialize, session/new (`s1`), a turn whose tool call asks permission (answered after 50 ms) and
+/// writes a file, a plan, usage; then a second turn whose permission request nobody answers, and a
+/// cancel 3 s later, the trace's last frame.
+fn conversation() -> Vec<Msg> {
+    vec![
+        c2a(
+            0.0,
+            json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,"clientInfo":{"name":"ed","version":"1"}}}),
+        ),
+        a2c(
+            1.0,
+            json!({"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1,"agentInfo":{"name":"ag","version":"2"}}}),
+        ),
+        c2a(2.0, json!({"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/w","mcpServers":[]}})),
+        a2c(3.0, json!({"jsonrpc":"2.0","id":1,"result":{"sessionId":"s1"}})),
+        c2a(
+            10.0,
+            json!({"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"s1","prompt":[{"type":"text","text":"fix "},{"type":"text","text":"the parser"}]}}),
+        ),
+        update(
+            15.0,
+            "s1",
+            json!({"sessionUpdate":"agent_thought_chunk","content":{"type":"text","text":"look at the tests first"}}),
+        ),
+        update(25.0, "s1", json!({"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"Sure, "}})),
+        update(
+            26.0,
+            "s1",
+            json!({"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"it is fixed."}}),
+        ),
+        update(
+            27.0,
+            "s1",
+            json!({"sessionUpdate":"tool_call","toolCallId":"t1","title":"Edit parser.rs","kind":"edit","status":"pending","locations":[{"path":"/w/parser.rs"}]}),
+        ),
+        a2c(
+            28.0,
+            json!({"jsonrpc":"2.0","id":"p1","method":"session/request_permission","params":{"sessionId":"s1","toolCall":{"toolCallId":"t1"},"options":[{"optionId":"allow","name":"Allow","kind":"allow_once"},{"optionId":"no","name":"No","kind":"reject_once"}]}}),
+        ),
+        c2a(78.0, json!({"jsonrpc":"2.0","id":"p1","result":{"outcome":{"outcome":"selected","optionId":"allow"}}})),
+        update(79.0, "s1", json!({"sessionUpdate":"tool_call_update","toolCallId":"t1","status":"in_progress"})),
+        a2c(
+            80.0,
+            json!({"jsonrpc":"2.0","id":"f1","method":"fs/write_text_file","params":{"sessionId":"s1","path":"/w/parser.rs","content":"x"}}),
+        ),
+        c2a(82.0, json!({"jsonrpc":"2.0","id":"f1","result":null})),
+        update(83.0, "s1", json!({"sessionUpdate":"tool_call_update","toolCallId":"t1","status":"completed"})),
+        update(
+            84.0,
+            "s1",
+            json!({"sessionUpdate":"plan","entries":[{"content":"fix the parser","priority":"high","status":"completed"}]}),
+        ),
+        a2c(
+            90.0,
+            json!({"jsonrpc":"2.0","id":2,"result":{"stopReason":"end_turn","usage":{"totalTokens":30,"inputTokens":20,"outputTokens":10}}}),
+        ),
+        c2a(
+            1000.0,
+            json!({"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{"sessionId":"s1","prompt":[{"type":"text","text":"run the tests"}]}}),
+        ),
+        update(
+            1001.0,
+            "s1",
+            json!({"sessionUpdate":"tool_call","toolCallId":"t2","title":"Run cargo test","kind":"execute","status":"pending"}),
+        ),
+        a2c(
+            1002.0,
+            json!({"jsonrpc":"2.0","id":"p2","method":"session/request_permission","params":{"sessionId":"s1","toolCall":{"toolCallId":"t2"},"options":[{"optionId":"allow","kind":"allow_once"}]}}),
+        ),
+        c2a(4002.0, json!({"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"s1"}})),
+    ]
+}
+
+/// The seq (1-based) of the `i`th frame of a made-up trace.
+fn seq_of(i: usize) -> i64 {
+    i as i64 + 1
+}
+
+fn text_of(b: &Browser, css: &str) -> String {
+    b.texts(css).join("\n")
+}
+
+#[test]
+fn the_session_tab_reads_a_turn_as_a_conversation_and_links_each_part_to_its_frames() {
+    let store = TempStore::new();
+    import_trace(&store, "conversation", &conversation());
+    let server = Server::start(&store.db);
+    let b = Browser::start();
+
+    b.goto(&format!("{}/traces/1", server.url));
+    b.wait_for("the diagram", |b| !b.find_all(".frame").is_empty());
+    b.click("#tab-session");
+    b.wait_for("the first turn", |b| !b.find_all("#turn-0").is_empty());
+    assert!(b.current_url().contains("tab=session"), "{}", b.current_url());
+    let turn = text_of(&b, "#turn-0");
+    for part in ["fix the parser", "look at the tests first", "Sure, it is fixed.", "Edit parser.rs"] {
+        assert!(turn.contains(part), "turn 1 lacks {part:?}: {turn}");
+    }
+    assert_eq!(text_of(&b, "#turn-0 .msg.agent .msg-text"), "Sure, it is fixed.");
+    assert_eq!(text_of(&b, "#turn-0 .msg.prompt .msg-text"), "fix the parser");
+    // The tool call: its statuses in order, the permission's options, answer and wait, the file write.
+    let statuses = b.js(
+        "return Array.from(document.querySelectorAll('#turn-0 .tool[data-tool-call-id=t1] .timeline li'), li => li.dataset.status);",
+        json!([]),
+    );
+    assert_eq!(statuses, json!(["pending", "in_progress", "completed"]));
+    let permission = text_of(&b, "#turn-0 .tool[data-tool-call-id=t1] .permission");
+    assert!(permission.contains("allow: allow_once, no: reject_once"), "{permission}");
+    assert!(permission.contains("selected allow after 50.0 ms"), "{permission}");
+    assert!(text_of(&b, "#turn-0 .client-calls").contains("fs/write_text_file /w/parser.rs"));
+    assert_eq!(text_of(&b, "#turn-0 .turn-end .stop"), "end_turn");
+    assert!(text_of(&b, "#turn-0 .turn-end").contains("30 tokens (20 in, 10 out)"));
+    // The session's facts and plan; the waterfall has the turns and tool calls.
+    let facts = text_of(&b, "#session-summary");
+    // 50 ms for p1, and p2 open from 1002 ms to the trace's end at 4002 ms.
+    assert!(facts.contains("/w") && facts.contains("waited 3.05 s for the client's answers"), "{facts}");
+    assert!(text_of(&b, "#session-plan").contains("fix the parser"));
+    assert_eq!(b.find_all("#waterfall .wf-row.wf-turn").len(), 2);
+    assert_eq!(b.find_all("#waterfall .wf-row.wf-tool .wf-wait").len(), 2);
+    assert!(text_of(&b, ".session-bar").contains("agent ag 2"));
+    // The trace has ended with the second turn's permission request unanswered: the banner says so.
+    let banner = text_of(&b, "#open-requests");
+    assert!(
+        banner.contains("session/request_permission never answered by the client: open 3 s when the trace ended"),
+        "{banner}"
+    );
+    assert!(banner.contains("session/prompt never answered by the agent"), "{banner}");
+    assert!(text_of(&b, "#turn-1 .turn-end").contains("no answer yet"));
+    b.screenshot("session-tab");
+    b.js("document.getElementById('turn-0').scrollIntoView();", json!([]));
+    b.screenshot("session-turn");
+
+    // One click on the tool call opens the diagram with the frame that began it selected.
+    let began = seq_of(8);
+    b.click("#turn-0 .tool[data-tool-call-id=t1] .tool-title a");
+    b.wait_for("the tool call's frame selected in the diagram", |b| {
+        !b.find_all(&format!("#diagram-scroll .frame.selected[data-seq=\"{began}\"]")).is_empty()
+    });
+    assert_eq!(selected_in_url(&b), Some(began));
+    assert!(!b.current_url().contains("tab="), "{}", b.current_url());
+    assert!(text_of(&b, "#detail").contains("tool_call"), "the detail shows the frame");
+    // Back: the Session tab again; the turn's link selects the prompt.
+    b.js("history.back();", json!([]));
+    b.wait_for("the Session tab after going back", |b| !b.find_all("#turn-0").is_empty());
+    b.click("#turn-0 .turn-head h2 a");
+    b.wait_for("the prompt selected in the diagram", |b| {
+        !b.find_all(&format!("#diagram-scroll .frame.selected[data-seq=\"{}\"]", seq_of(4))).is_empty()
+    });
+    // The banner's link to the permission request.
+    b.goto(&format!("{}/traces/1?tab=session", server.url));
+    b.wait_for("the banner", |b| !b.find_all("#open-requests").is_empty());
+    let asked = seq_of(19);
+    b.click(&format!("#open-requests li[data-seq=\"{asked}\"] a.frame-link"));
+    b.wait_for("the unanswered permission request selected", |b| selected_in_url(b) == Some(asked));
+}
+
+/// Session `sid` opened at `t` ms, then `turns` prompts, each answered with one message 2 ms later.
+fn session_with_turns(msgs: &mut Vec<Msg>, sid: &str, t: f64, turns: usize) {
+    let id = msgs.len() as i64 + 1;
+    msgs.push(c2a(t, json!({"jsonrpc":"2.0","id":id,"method":"session/new","params":{"cwd":"/w","mcpServers":[]}})));
+    msgs.push(a2c(t + 1.0, json!({"jsonrpc":"2.0","id":id,"result":{"sessionId":sid}})));
+    for n in 0..turns {
+        let (t, id) = (t + 2.0 + n as f64 * 4.0, msgs.len() as i64 + 1);
+        let prompt = json!([{"type":"text","text":format!("{sid} question {n}")}]);
+        msgs.push(c2a(
+            t,
+            json!({"jsonrpc":"2.0","id":id,"method":"session/prompt","params":{"sessionId":sid,"prompt":prompt}}),
+        ));
+        msgs.push(update(
+            t + 1.0,
+            sid,
+            json!({"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":format!("{sid} answer {n}")}}),
+        ));
+        msgs.push(a2c(t + 2.0, json!({"jsonrpc":"2.0","id":id,"result":{"stopReason":"end_turn"}})));
+    }
+}
+
+#[test]
+fn turns_come_a_page_at_a_time_and_a_picker_chooses_the_session() {
+    let store = TempStore::new();
+    let mut msgs = Vec::new();
+    session_with_turns(&mut msgs, "first", 0.0, 120);
+    session_with_turns(&mut msgs, "second", 600.0, 1);
+    import_trace(&store, "many-turns", &msgs);
+    let server = Server::start(&store.db);
+    let b = Browser::start();
+    let turn_numbers = |b: &Browser| {
+        b.js("return Array.from(document.querySelectorAll('.turn'), t => +t.dataset.turn);", json!([]))
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_u64().unwrap())
+            .collect::<Vec<_>>()
+    };
+
+    b.goto(&format!("{}/traces/1?tab=session", server.url));
+    b.wait_for("the first page", |b| turn_numbers(b) == (0..50).collect::<Vec<_>>());
+    assert_eq!(text_of(&b, ".turn-pager .pager-range").lines().next(), Some("turns 1–50 of 120"));
+    assert!(text_of(&b, "#turn-49 .msg.agent").contains("first answer 49"));
+    assert_eq!(b.find_all("#waterfall .wf-row.wf-turn").len(), 50);
+    b.click(".turn-pager .pager-next");
+    b.wait_for("the second page", |b| turn_numbers(b) == (50..100).collect::<Vec<_>>());
+    assert!(b.current_url().contains("turn=51"), "{}", b.current_url());
+    b.click(".turn-pager .pager-last");
+    b.wait_for("the last page", |b| turn_numbers(b) == (100..120).collect::<Vec<_>>());
+    assert_eq!(text_of(&b, ".turn-pager .pager-range").lines().next(), Some("turns 101–120 of 120"));
+    assert!(text_of(&b, "#turn-119 .msg.prompt").contains("first question 119"));
+    // A turn in the URL (numbered as shown) opens its page; a page past the end says so.
+    b.goto(&format!("{}/traces/1?tab=session&turn=76", server.url));
+    b.wait_for("the page of turn 76", |b| turn_numbers(b) == (50..100).collect::<Vec<_>>());
+    assert!(text_of(&b, "#turn-75 .turn-head h2").contains("Turn 76"));
+    b.goto(&format!("{}/traces/1?tab=session&turn=500", server.url));
+    b.wait_for("the empty page", |b| {
+        text_of(b, "#no-turns").contains("No turns on this page: the session has 120 turns.")
+    });
+
+    // The picker: the second session, on its own first page.
+    b.click("#session-picker option[value=\"second\"]");
+    b.wait_for("the second session's turn", |b| {
+        turn_numbers(b) == vec![0] && text_of(b, "#turn-0 .msg.agent").contains("second answer 0")
+    });
+    assert!(b.current_url().contains("sid=second") && !b.current_url().contains("turn="), "{}", b.current_url());
+    assert!(b.find_all(".turn-pager .pager-next:disabled").len() == 1);
+    assert!(b.find_all("#open-requests").is_empty(), "every request was answered");
+}
+
+#[test]
+fn a_trace_without_sessions_says_so_on_the_session_tab() {
+    let store = TempStore::new();
+    import_trace(
+        &store,
+        "no-sessions",
+        &[
+            c2a(0.0, json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1}})),
+            a2c(1.0, json!({"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1}})),
+        ],
+    );
+    let server = Server::start(&store.db);
+    let b = Browser::start();
+    b.goto(&format!("{}/traces/1?tab=session", server.url));
+    b.wait_for("the sentence", |b| !b.find_all("#no-sessions").is_empty());
+    assert!(text_of(&b, "#no-sessions").contains("No ACP session in this trace"));
+    assert!(b.find_all(".turn").is_empty() && b.find_all("#open-requests").is_empty());
+}
+
+#[test]
+fn a_live_session_shows_its_waiting_permission_request_growing_and_then_answered() {
+    let store = TempStore::new();
+    // The agent asks permission as soon as a prompt comes, then waits for the answer and ends the turn.
+    let ask = json!({"jsonrpc":"2.0","id":"p1","method":"session/request_permission","params":{"sessionId":"s1","toolCall":{"toolCallId":"t1"},"options":[{"optionId":"allow","kind":"allow_once"}]}});
+    let done = json!({"jsonrpc":"2.0","id":1,"result":{"stopReason":"end_turn"}});
+    let agent = sh(&format!("read prompt; echo '{ask}'; read answer; echo '{done}'; cat >/dev/null"));
+    let mut tee = tee_command(&store.db, &["--name", "live-session"], &as_strs(&agent)).spawn().unwrap();
+    let mut tee_in = tee.stdin.take().unwrap();
+    let prompt = json!({"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"sessionId":"s1","prompt":[{"type":"text","text":"go"}]}});
+    writeln!(tee_in, "{prompt}").unwrap();
+    assert!(!read_exact_from(&mut tee, ask.to_string().len() + 1).is_empty());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while store.open().list_traces().unwrap().is_empty() {
+        assert!(std::time::Instant::now() < deadline, "the live trace never showed in the store");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let server = Server::start(&store.db);
+    let b = Browser::start();
+
+    b.goto(&format!("{}/traces/1?tab=session", server.url));
+    b.wait_for("the waiting permission request", |b| {
+        text_of(b, "#open-requests").contains("session/request_permission waiting")
+    });
+    let banner = text_of(&b, "#open-requests");
+    assert!(banner.contains("for the client"), "{banner}");
+    // The wait grows while nothing happens.
+    let asked = "#open-requests li[data-seq=\"2\"] .open-text";
+    let first = text_of(&b, asked);
+    b.wait_for("the wait counted on", |b| {
+        let now = text_of(b, asked);
+        now.starts_with("session/request_permission waiting ") && now != first
+    });
+    assert!(text_of(&b, "#turn-0 .turn-end").contains("no answer yet"));
+    b.screenshot("session-live");
+
+    // The client answers: the banner empties and the turn ends, without a reload.
+    writeln!(
+        tee_in,
+        r#"{{"jsonrpc":"2.0","id":"p1","result":{{"outcome":{{"outcome":"selected","optionId":"allow"}}}}}}"#
+    )
+    .unwrap();
+    b.wait_for("the answered turn", |b| text_of(b, "#turn-0 .turn-end .stop") == "end_turn");
+    b.wait_for("no open requests", |b| b.find_all("#open-requests").is_empty());
+    assert!(text_of(&b, "#turn-0 .permission").contains("selected allow"));
+    drop(tee_in);
+    tee.wait().unwrap();
+}
+
+#[test]
+fn hostile_session_content_is_shown_as_text_on_the_session_tab() {
+    let store = TempStore::new();
+    let sid = r#"<img src=x onerror="window.__pwned=1">"#;
+    let markup = r#"<b onmouseover="window.__pwned=2">bold</b><script>window.__pwned=3</script>"#;
+    import_trace(
+        &store,
+        "hostile-session",
+        &[
+            c2a(
+                0.0,
+                json!({"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"sessionId":sid,"prompt":[{"type":"text","text":markup}]}}),
+            ),
+            update(1.0, sid, json!({"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":markup}})),
+            update(
+                2.0,
+                sid,
+                json!({"sessionUpdate":"tool_call","toolCallId":markup,"title":markup,"kind":markup,"status":markup,"rawInput":{"x":markup}}),
+            ),
+            a2c(
+                3.0,
+                json!({"jsonrpc":"2.0","id":"p","method":"session/request_permission","params":{"sessionId":sid,"toolCall":{"toolCallId":markup},"options":[{"optionId":markup,"kind":markup}]}}),
+            ),
+            a2c(4.0, json!({"jsonrpc":"2.0","id":1,"result":{"stopReason":markup}})),
+        ],
+    );
+    let server = Server::start(&store.db);
+    let b = Browser::start();
+    b.goto(&format!("{}/traces/1?tab=session", server.url));
+    b.wait_for("the hostile turn", |b| !b.find_all("#turn-0 .tool").is_empty());
+    assert_eq!(text_of(&b, "#turn-0 .msg.agent .msg-text"), markup);
+    assert!(text_of(&b, "#session-summary").contains(sid));
+    assert!(text_of(&b, "#turn-0 .tool-title").contains(markup));
+    assert!(text_of(&b, "#open-requests").contains("session/request_permission never answered by the client"));
+    let injected = b.js(
+        "return document.querySelectorAll('.tab-session img, .tab-session script, .tab-session b').length;",
+        json!([]),
+    );
+    assert_eq!(injected, json!(0), "recorded markup became elements");
+    assert_eq!(b.js("return window.__pwned === undefined ? null : window.__pwned;", json!([])), Value::Null);
+}
+
+#[test]
+fn a_real_yopo_and_elizacp_session_reads_as_one_turn() {
+    let store = TempStore::new();
+    record_eliza(&store, "I would like to see my messages");
+    let server = Server::start(&store.db);
+    let b = Browser::start();
+    b.goto(&format!("{}/traces/1?tab=session", server.url));
+    b.wait_for("the recorded turn", |b| !b.find_all("#turn-0 .turn-end .stop").is_empty());
+    assert_eq!(text_of(&b, "#turn-0 .msg.prompt .msg-text"), "I would like to see my messages");
+    assert!(!text_of(&b, "#turn-0 .msg.agent .msg-text").trim().is_empty(), "the agent's reply is assembled");
+    assert_eq!(text_of(&b, "#turn-0 .turn-end .stop"), "end_turn");
+    assert!(text_of(&b, "#session-summary").contains("new"), "the session began with session/new");
+    assert!(b.find_all("#open-requests").is_empty(), "yopo and elizacp answer everything");
+    b.screenshot("session-eliza");
+}
+
+#[test]
+fn a_real_python_sdk_agents_tool_call_shows_its_statuses_and_its_permission_answer() {
+    let store = TempStore::new();
+    let agent = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/peers/py_agent.py");
+    let out = std::process::Command::new(peer("yopo"))
+        .args(["please look at README.md", "--", bin(), "--db", store.db.to_str().unwrap(), "--"])
+        .args([python_acp().as_str(), agent.to_str().unwrap()])
+        .current_dir(store.dir.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    store.only_trace();
+    let server = Server::start(&store.db);
+    let b = Browser::start();
+    b.goto(&format!("{}/traces/1?tab=session", server.url));
+    b.wait_for("the recorded turn", |b| !b.find_all("#turn-0 .turn-end .stop").is_empty());
+    assert_eq!(text_of(&b, "#turn-0 .msg.prompt .msg-text"), "please look at README.md");
+    assert_eq!(text_of(&b, "#turn-0 .turn-end .stop"), "end_turn");
+    // The tool call went pending → in_progress → completed, after yopo
+    // allowed it once.
+    let statuses = b.texts("#turn-0 .tool .status .status-name");
+    assert_eq!(statuses, ["pending", "in_progress", "completed"]);
+    let answer = text_of(&b, "#turn-0 .tool .permission .outcome");
+    assert!(answer.starts_with("→ selected allow-once after "), "{answer}");
+    assert!(b.find_all("#open-requests").is_empty(), "yopo answered everything");
+}
