@@ -83,7 +83,7 @@ pub const MEMORY_BYTES: usize = LIVE_BYTES + gather::FIRST_GATHER_BYTES;
 /// Bytes each recorder process of the proxy holds at most beyond what it
 /// holds once its trace exists. A message of up to [`MAX_MESSAGE_BYTES`]
 /// is in it about six times over on its way (read from the pipe, spooled,
-/// framed, queued, parsed, stored), as `tests/http_proxy/memory.rs` and
+/// framed, queued, parsed, stored), as `tee/tests/it/http_proxy/memory.rs` and
 /// `scripts/bench` measure; this leaves room above that.
 pub const RECORDER_BYTES: usize = 8 * MAX_MESSAGE_BYTES;
 

@@ -417,7 +417,18 @@ fn serve_shows_the_connections_live_while_they_are_open() {
     // Two conversations that stay open after their turn, until told.
     let mut held = held_client(&proxy.url, 2);
     let served = Served::start(&store.db, &[]);
-    let traces: Vec<Value> = served.get("/api/traces");
+    // Each connection's recorder process makes its trace; the proxy does not
+    // wait for it before forwarding (only the stdio relay does), so the
+    // second may appear a moment after its client has its answers.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let traces = loop {
+        let traces: Vec<Value> = served.get("/api/traces");
+        if traces.len() >= 2 {
+            break traces;
+        }
+        assert!(Instant::now() < deadline, "serve shows {} of the 2 open connections: {traces:#?}", traces.len());
+        std::thread::sleep(Duration::from_millis(20));
+    };
     assert_eq!(traces.len(), 2, "{traces:#?}");
     for trace in &traces {
         assert_eq!(trace["live"], true, "{trace}");
