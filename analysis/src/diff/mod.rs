@@ -345,9 +345,13 @@ fn read_side(o: SideRef<'_>, keys: &mut Keys, opts: &DiffOptions) -> Result<Side
             Some(_) => Key::of(f.dir, f.kind, f.method.as_deref(), &f.raw),
             None => Key::new(f.dir, f.kind, f.method.as_deref(), None),
         };
+        // The session the frame names, as the recorder read it, by the name
+        // `normalised` gave it.
+        let names = &mut side.names;
         let named = value
             .as_ref()
-            .and_then(|v| v["params"]["sessionId"].as_str().or(v["result"]["sessionId"].as_str()).map(cut_reason));
+            .and(f.session_id.as_deref())
+            .map(|sid| names.name(0, sid).unwrap_or_else(|| cut_reason(sid)));
         let session = match named {
             Some(s) => Some(s),
             None => f.reply_to_seq.and_then(|r| side.sessions.get(&r).cloned()),

@@ -2,8 +2,8 @@
 //! `proxy/successor` envelopes, built from the exact text of ids, params,
 //! results and errors so nothing is re-encoded on the way through.
 
-use acp_tee_wire::acp::Envelope;
-use serde::{Deserialize, Serialize};
+use acp_tee_wire::acp::{self, Envelope};
+use serde::Serialize;
 use serde_json::value::RawValue;
 
 /// The current name of the envelope for messages to and from the successor.
@@ -42,12 +42,11 @@ pub enum Incoming<'a> {
 
 /// The params of a `proxy/successor` envelope: the inner message's method and
 /// params (its own `_meta`, if any, is dropped as the conductor does).
-#[derive(Deserialize)]
+#[derive(Debug)]
 pub struct Wrapped<'a> {
     /// The inner method.
     pub method: String,
     /// The inner params' exact text (absent or `null`: none).
-    #[serde(default, borrow)]
     pub params: Option<&'a RawValue>,
 }
 
@@ -69,19 +68,19 @@ pub fn parse(line: &[u8]) -> Option<Incoming<'_>> {
     }
 }
 
-/// Reads the inner message of an envelope's params.
+/// Reads the inner message of an envelope's params. They have a message's
+/// `method` and `params`, so the one reading of a message's members reads
+/// them ([`Envelope`]): exact text, a member written twice as its last.
 pub fn unwrap_params<'a>(params: Option<&'a RawValue>) -> Option<Wrapped<'a>> {
-    serde_json::from_str(params?.get()).ok()
+    let inner: Envelope = serde_json::from_str(params?.get()).ok()?;
+    let method = serde_json::from_str::<String>(inner.method?.get()).ok()?;
+    Some(Wrapped { method, params: inner.params.filter(|p| p.get() != "null") })
 }
 
 /// The `requestId` of a `$/cancel_request`, as exact text.
 pub fn cancelled_id(params: Option<&RawValue>) -> Option<String> {
-    #[derive(Deserialize)]
-    struct Cancel<'a> {
-        #[serde(rename = "requestId", borrow)]
-        request_id: &'a RawValue,
-    }
-    serde_json::from_str::<Cancel>(params?.get()).ok().map(|c| c.request_id.get().to_owned())
+    let mut keep = None;
+    acp::member::<acp::Params>(params, &mut keep)?.request_id.map(|id| id.get().to_owned())
 }
 
 #[derive(Serialize)]
