@@ -509,3 +509,6 @@ pub fn hash(s: &str) -> u64 {
     s.hash(&mut h);
     h.finish()
 }
+
+#[cfg(test)]
+mod tests;

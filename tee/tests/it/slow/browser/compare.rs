@@ -9,8 +9,8 @@ use serde_json::json;
 #[test]
 fn two_traces_ticked_in_the_list_open_their_comparison() {
     let store = TempStore::new();
-    import_trace(&store, "two prompts", &pairs(2, 1.0));
-    import_trace(&store, "three prompts", &pairs(3, 4.0));
+    import_trace(&store, "two prompts", &session_pairs(2, 1.0));
+    import_trace(&store, "three prompts", &session_pairs(3, 4.0));
     let server = Server::start(&store.db);
     let b = Browser::start();
 

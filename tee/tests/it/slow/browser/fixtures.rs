@@ -117,6 +117,19 @@ pub fn pairs(count: usize, latency_ms: f64) -> Vec<Msg> {
     msgs
 }
 
+/// `pairs`, the prompts in session `s`: turns, as every reader counts them
+/// (a prompt naming no session starts none).
+pub fn session_pairs(count: usize, latency_ms: f64) -> Vec<Msg> {
+    let mut msgs = Vec::new();
+    for i in 0..count {
+        let t = i as f64 * (latency_ms + 5.0);
+        let params = json!({"sessionId": "s", "prompt": [{"type": "text", "text": format!("prompt {i}")}]});
+        msgs.push(c2a(t, json!({"jsonrpc": "2.0", "id": i + 1, "method": "session/prompt", "params": params})));
+        msgs.push(a2c(t + latency_ms, json!({"jsonrpc": "2.0", "id": i + 1, "result": {"stopReason": "end_turn"}})));
+    }
+    msgs
+}
+
 /// The `data-seq` of every drawn frame row.
 pub fn drawn_seqs(b: &Browser) -> Vec<i64> {
     let v =
