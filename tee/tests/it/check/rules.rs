@@ -1,7 +1,7 @@
 //! One hand-made broken trace per rule: raw lines in a sacp-tee log, checked
 //! as a file; each gives exactly its finding, on the frames it names.
 //! (`check.limit` needs more than `MAX_IN_FLIGHT` requests: it is tested in
-//! `tee/src/check/tests.rs`.)
+//! `analysis/src/check/tests.rs`.)
 
 use super::{check_json, write_log};
 
