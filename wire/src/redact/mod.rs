@@ -215,10 +215,31 @@ fn mask_matches(re: &regex::Regex, text: &str) -> Option<String> {
 /// and separators it ends in token, key, secret, password, ... (`apiKey`,
 /// `access_token`, `X-Auth-Token`; not `maxTokens` or `keyword`).
 pub fn looks_secret(name: &str) -> bool {
-    let n: String = name.chars().filter(|c| c.is_ascii_alphanumeric()).map(|c| c.to_ascii_lowercase()).collect();
-    const ENDINGS: [&str; 8] = ["token", "key", "secret", "password", "passwd", "credential", "credentials", "pwd"];
-    const ANYWHERE: [&str; 4] = ["secret", "password", "authorization", "cookie"];
-    ENDINGS.iter().any(|e| n.ends_with(e)) || ANYWHERE.iter().any(|a| n.contains(a))
+    const ENDINGS: [&[u8]; 8] =
+        [b"token", b"key", b"secret", b"password", b"passwd", b"credential", b"credentials", b"pwd"];
+    const ANYWHERE: [&[u8]; 4] = [b"secret", b"password", b"authorization", b"cookie"];
+    // The name's ASCII letters and digits, lower-cased (every other byte,
+    // UTF-8 included, dropped): on the stack for the usual name, as this
+    // runs for every member of every frame masked.
+    let mut short = [0u8; 64];
+    let mut len = 0;
+    let mut long: Vec<u8> = Vec::new();
+    for b in name.bytes().filter(u8::is_ascii_alphanumeric).map(|b| b.to_ascii_lowercase()) {
+        match short.get_mut(len) {
+            Some(slot) if long.is_empty() => {
+                *slot = b;
+                len += 1;
+            }
+            _ => {
+                if long.is_empty() {
+                    long.extend_from_slice(&short);
+                }
+                long.push(b);
+            }
+        }
+    }
+    let n: &[u8] = if long.is_empty() { &short[..len] } else { &long };
+    ENDINGS.iter().any(|e| n.ends_with(e)) || ANYWHERE.iter().any(|a| n.windows(a.len()).any(|w| w == *a))
 }
 
 #[cfg(test)]

@@ -84,6 +84,21 @@ fn secret_names() {
     }
 }
 
+proptest::proptest! {
+    /// The allocation-free reading of a name says what reading it into a
+    /// lower-cased `String` says, for names short and long, ASCII or not.
+    #[test]
+    fn looks_secret_reads_a_name_as_its_letters_and_digits_lower_cased(
+        name in "([A-Za-z0-9_ .-]|é|ß|KEY|Token|password|\\u{212A}){0,90}"
+    ) {
+        let n: String = name.chars().filter(|c| c.is_ascii_alphanumeric()).map(|c| c.to_ascii_lowercase()).collect();
+        let endings = ["token", "key", "secret", "password", "passwd", "credential", "credentials", "pwd"];
+        let anywhere = ["secret", "password", "authorization", "cookie"];
+        let expected = endings.iter().any(|e| n.ends_with(e)) || anywhere.iter().any(|a| n.contains(a));
+        proptest::prop_assert_eq!(looks_secret(&name), expected, "{:?}", name);
+    }
+}
+
 #[test]
 fn bad_rules_are_refused_with_the_fix() {
     let err = "(unclosed".parse::<Rule>().unwrap_err().to_string();
