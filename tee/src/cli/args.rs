@@ -69,6 +69,12 @@ pub(super) enum Command {
     /// Check a trace against the ACP spec and schema; exit 1 on errors (for CI)
     #[command(long_about = super::check::CHECK_ABOUT)]
     Check(super::check::CheckArgs),
+    /// Print the shell completion script for bash, zsh, fish, elvish or powershell
+    #[command(long_about = super::manual::COMPLETIONS_ABOUT)]
+    Completions(super::manual::CompletionsArgs),
+    /// Print the manual page, or write one per subcommand into a directory
+    #[command(long_about = super::manual::MAN_ABOUT)]
+    Man(super::manual::ManArgs),
     /// The recorder process wrap mode starts; not for people
     #[command(name = "__recorder", hide = true)]
     Recorder(RecorderArgs),

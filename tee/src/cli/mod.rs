@@ -5,6 +5,7 @@ mod args;
 mod check;
 mod import;
 mod list;
+mod manual;
 mod progress;
 mod replay;
 mod show;
@@ -141,6 +142,8 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Diff(a) => replay::diff_command(a),
         Command::Replay(a) => replay::replay_command(a),
         Command::Check(a) => check::check_command(a),
+        Command::Completions(a) => manual::completions_command(a),
+        Command::Man(a) => manual::man_command(a),
         Command::Mcp(a) => {
             crate::mcp::run(a.store.open_reader()?, !a.no_redact)?;
             Ok(0)

@@ -33,6 +33,7 @@ mod import;
 mod import_formats;
 mod lifecycle;
 mod limits;
+mod manual;
 mod mcp;
 mod peers;
 mod redaction;
