@@ -16,6 +16,7 @@ pub mod clock;
 pub mod end_note;
 mod error;
 mod fold;
+mod health;
 mod import;
 mod insert;
 mod maintenance;
@@ -32,6 +33,7 @@ pub mod stats;
 pub mod testing;
 
 pub use error::StoreError;
+pub use health::Health;
 pub use import::Import;
 pub use maintenance::{maintain_existing, MaintenanceReport};
 pub use queries::{FrameRef, StoredFrame};

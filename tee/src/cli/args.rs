@@ -69,6 +69,9 @@ pub(super) enum Command {
     /// Check a trace against the ACP spec and schema; exit 1 on errors (for CI)
     #[command(long_about = super::check::CHECK_ABOUT)]
     Check(super::check::CheckArgs),
+    /// Check the store, the viewer and the peers on PATH, each problem with its fix
+    #[command(long_about = super::doctor::DOCTOR_ABOUT)]
+    Doctor(super::doctor::DoctorArgs),
     /// Print the shell completion script for bash, zsh, fish, elvish or powershell
     #[command(long_about = super::manual::COMPLETIONS_ABOUT)]
     Completions(super::manual::CompletionsArgs),

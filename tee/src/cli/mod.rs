@@ -3,6 +3,7 @@
 
 mod args;
 mod check;
+mod doctor;
 mod import;
 mod list;
 mod manual;
@@ -142,6 +143,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Diff(a) => replay::diff_command(a),
         Command::Replay(a) => replay::replay_command(a),
         Command::Check(a) => check::check_command(a),
+        Command::Doctor(a) => doctor::doctor_command(a),
         Command::Completions(a) => manual::completions_command(a),
         Command::Man(a) => manual::man_command(a),
         Command::Mcp(a) => {

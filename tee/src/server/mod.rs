@@ -23,6 +23,11 @@ mod routes;
 pub(crate) mod sessions;
 
 pub use auth::generate_token;
+
+/// Whether the viewer's files are built into this binary.
+pub fn viewer_embedded() -> bool {
+    assets::present()
+}
 pub use error::AppError;
 
 use crate::read::{mask, Db};

@@ -23,6 +23,7 @@ mod chain;
 mod check;
 mod corpus;
 mod docs;
+mod doctor;
 mod embedded;
 mod faults;
 mod finishing;
