@@ -10,6 +10,8 @@ pub mod diff;
 pub mod fold;
 pub mod otlp;
 pub mod session;
+#[cfg(test)]
+mod testing;
 
 use acp_tee_store as store;
 use acp_tee_wire::{frame, model, redact, text};

@@ -4,17 +4,7 @@ use super::*;
 
 /// Checks `lines`: `>` marks what the client sent, `<` what the agent sent.
 fn check(lines: &[&str]) -> TraceFindings {
-    // Framed as the recorder frames them: classified and paired.
-    let mut framer = crate::frame::Framer::new();
-    let mut frames = Vec::new();
-    for (i, line) in lines.iter().enumerate() {
-        let (dir, raw) = match line.split_at(1) {
-            (">", rest) => (Direction::ClientToAgent, rest),
-            (_, rest) => (Direction::AgentToClient, rest),
-        };
-        framer.chunk(dir, i as u64, format!("{raw}\n").as_bytes(), |f| frames.push(f));
-    }
-    framer.eof_all(lines.len() as u64, |f| frames.push(f));
+    let frames = crate::testing::framed(lines);
     let mut checker = Checker::new(CheckOptions::default());
     for f in &frames {
         checker.feed(&FrameRef::from(f));

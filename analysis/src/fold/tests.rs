@@ -2,8 +2,6 @@
 //! frames them.
 
 use super::*;
-use crate::frame::Framer;
-use crate::model::NewFrame;
 
 /// `lines` framed (`>` the client's, `<` the agent's) and folded: what each
 /// frame meant, as one line per event.
@@ -12,15 +10,7 @@ fn events(lines: &[&str]) -> Vec<String> {
 }
 
 fn events_with(mut conv: Conversation, lines: &[&str]) -> (Conversation, Vec<String>) {
-    let mut framer = Framer::new();
-    let mut frames: Vec<NewFrame> = Vec::new();
-    for (i, line) in lines.iter().enumerate() {
-        let (dir, raw) = match line.split_at(1) {
-            (">", rest) => (Direction::ClientToAgent, rest),
-            (_, rest) => (Direction::AgentToClient, rest),
-        };
-        framer.chunk(dir, i as u64, format!("{raw}\n").as_bytes(), |f| frames.push(f));
-    }
+    let frames = crate::testing::framed(lines);
     let mut out = Vec::new();
     for f in &frames {
         conv.feed(&FrameRef::from(f), &mut |e| out.push(format!("{}: {}", f.seq, said(&e))));

@@ -3,7 +3,7 @@
 //! its last; and [`Routing`], the few members of params or result that
 //! classification reads in the same pass.
 
-use super::lenient::{RawItems, Text};
+use super::lenient::{scalars_read_as_absent, RawItems, Text};
 use acp_tee_shared::FrameKind;
 use serde::de::{IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer};
@@ -205,24 +205,7 @@ impl<'de> Deserialize<'de> for Routing<'de> {
                 while seq.next_element::<IgnoredAny>()?.is_some() {}
                 Ok(Routing::default())
             }
-            fn visit_unit<E>(self) -> Result<Routing<'de>, E> {
-                Ok(Routing::default())
-            }
-            fn visit_bool<E>(self, _: bool) -> Result<Routing<'de>, E> {
-                Ok(Routing::default())
-            }
-            fn visit_i64<E>(self, _: i64) -> Result<Routing<'de>, E> {
-                Ok(Routing::default())
-            }
-            fn visit_u64<E>(self, _: u64) -> Result<Routing<'de>, E> {
-                Ok(Routing::default())
-            }
-            fn visit_f64<E>(self, _: f64) -> Result<Routing<'de>, E> {
-                Ok(Routing::default())
-            }
-            fn visit_str<E>(self, _: &str) -> Result<Routing<'de>, E> {
-                Ok(Routing::default())
-            }
+            scalars_read_as_absent!();
         }
         d.deserialize_any(RoutingVisitor)
     }

@@ -301,6 +301,11 @@ impl Mapper {
     }
 
     fn request(&mut self, f: &FrameIn<'_>, what: What, sid: Option<&str>) {
+        if what == What::Prompt && sid.is_some() {
+            // A turn of a kept session: its span is the turn's
+            // (`start_turn`, which reads the prompt), not the request's.
+            return;
+        }
         let method = f.method.unwrap_or("");
         let mut keep = None;
         let params = wire::params(f.raw, &mut keep).unwrap_or_default();
@@ -309,9 +314,6 @@ impl Mapper {
         let (role, ctx) = match what {
             What::Initialize => (Role::Initialize, child_of(&self.conn)),
             What::Open(_) => (Role::Open, self.context_in(sid)),
-            // A turn of a kept session: its span is the turn's
-            // (`start_turn`), not the request's.
-            What::Prompt if sid.is_some() => return,
             What::Prompt => (Role::Rpc, child_of(&self.conn)),
             What::Permission => {
                 let tool = params.tool_call.as_ref().and_then(|t| t.tool_call_id.as_deref()).map(str::to_owned);
