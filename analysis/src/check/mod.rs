@@ -174,9 +174,6 @@ pub struct Checker {
     /// The one fold ([`crate::fold`]): turns, cancels, replays and tool
     /// calls, which the session rules judge.
     conv: Conversation,
-    /// Updates each session's `session/load` being answered replayed, by
-    /// the session's place in the fold.
-    replays: HashMap<usize, u64>,
     /// Turns, tool calls and permission requests, as the fold told them.
     conversation: acp_tee_shared::check::ConversationCounts,
     /// `session/new` and `session/fork` requests awaiting their answers.
@@ -209,7 +206,6 @@ impl Checker {
             made: HashSet::new(),
             sessions_full: false,
             conv: Conversation::default(),
-            replays: HashMap::new(),
             conversation: Default::default(),
             opening: 0,
             unknown_sessions_told: HashSet::new(),

@@ -50,29 +50,19 @@ impl Checker {
                 );
                 self.find(Rule::CancelNotHonoured, vec![prompt, cancel, seq], message);
             }
-            Event::Request { what: What::Open(Opening::Load), session: Some(s), .. } => {
-                self.replays.insert(s.at, 0);
+            Event::Answer { request, replayed: Some(0), .. }
+                if request.what == What::Open(Opening::Load) && f.kind == FrameKind::Response =>
+            {
+                let sid = request.session.as_ref().map_or("?", |(_, sid)| &**sid);
+                let message = format!(
+                    "the agent answered session/load of {} without replaying the conversation (no session/update \
+                     since frame {})",
+                    quote(sid),
+                    request.seq
+                );
+                self.find(Rule::LoadWithoutReplay, vec![request.seq, seq], message);
             }
-            Event::Answer { request, .. } if request.what == What::Open(Opening::Load) => {
-                let Some((at, sid)) = &request.session else { return };
-                let replayed = self.replays.remove(at).unwrap_or(0);
-                if f.kind == FrameKind::Response && replayed == 0 {
-                    let message = format!(
-                        "the agent answered session/load of {} without replaying the conversation (no \
-                         session/update since frame {})",
-                        quote(sid),
-                        request.seq
-                    );
-                    self.find(Rule::LoadWithoutReplay, vec![request.seq, seq], message);
-                }
-            }
-            Event::Update(u) if f.dir == Direction::AgentToClient => {
-                if u.replayed {
-                    if let Some(n) = self.replays.get_mut(&u.session.at) {
-                        *n += 1;
-                    }
-                    return;
-                }
+            Event::Update(u) if f.dir == Direction::AgentToClient && !u.replayed => {
                 if u.tool_calls_unchecked {
                     self.limit(seq, &format!("more than {PENDING_MAX} tool calls were announced"));
                 }

@@ -168,8 +168,10 @@ pub enum Event<'a, 'f> {
     Request { what: What, session: Option<Sid<'a>>, followed: bool },
     /// A followed request was answered (`f.kind` says whether with an
     /// error). `answer` is the result, read for the requests whose result
-    /// the fold reads (`initialize`, openings, prompts), else `None`.
-    Answer { request: Request, answer: Option<&'a Answer<'f>> },
+    /// the fold reads (`initialize`, openings, prompts), else `None`;
+    /// `replayed`, for a `session/load` or `session/resume` of a kept
+    /// session, how many updates it replayed before this answer.
+    Answer { request: Request, answer: Option<&'a Answer<'f>>, replayed: Option<u64> },
     /// An opening request was answered without an error, naming a session.
     Opened { session: Sid<'a>, opening: Opening, request: i64 },
     /// A turn began; `in_flight` is the session's turn still open then,
@@ -211,8 +213,9 @@ struct Session {
     id: Arc<str>,
     /// Open turns (prompt seq), with the `session/cancel` sent for them.
     open_turns: Vec<(i64, Option<i64>)>,
-    /// The `session/load` or `session/resume` being answered.
-    replaying: Option<i64>,
+    /// The `session/load` or `session/resume` being answered, and the
+    /// updates it replayed so far.
+    replaying: Option<(i64, u64)>,
     /// Its tool calls' ids, hashed.
     tool_call_ids: HashSet<u64>,
 }
@@ -254,16 +257,6 @@ impl Conversation {
         let mut open: Vec<&Request> = self.pending.values().collect();
         open.sort_by_key(|r| r.seq);
         open
-    }
-
-    /// The request of seq `seq`, while it awaits its answer.
-    pub fn awaiting(&self, seq: i64) -> Option<&Request> {
-        self.pending.get(&seq)
-    }
-
-    /// The id of the session kept at `at`.
-    pub fn session_id(&self, at: usize) -> Option<&Arc<str>> {
-        self.sessions.get(at).map(|s| &s.id)
     }
 
     /// `method`, cut to [`NAME_MAX_CHARS`], shared with the requests before it.
@@ -322,7 +315,7 @@ impl Conversation {
         if let Some(at) = at {
             let s = &mut self.sessions[at];
             match what {
-                What::Open(Opening::Load | Opening::Resume) => s.replaying = Some(f.seq),
+                What::Open(Opening::Load | Opening::Resume) => s.replaying = Some((f.seq, 0)),
                 What::Prompt => {
                     let in_flight = s.open_turns.last().map(|t| t.0);
                     s.open_turns.push((f.seq, None));
@@ -360,7 +353,8 @@ impl Conversation {
         if what == What::Initialize {
             self.protocol_version = answer.protocol_version.or(self.protocol_version);
         }
-        on(Event::Answer { request, answer: read.then_some(&answer) });
+        let replayed = asked.and_then(|at| self.sessions[at].replaying).filter(|r| r.0 == seq).map(|r| r.1);
+        on(Event::Answer { request, answer: read.then_some(&answer), replayed });
         match what {
             What::Open(opening) => {
                 let named = match answer.session_id.as_deref() {
@@ -439,7 +433,10 @@ impl Conversation {
         let s = &mut self.sessions[at];
         // An update while a turn is open belongs to the turn, even while a
         // load or resume is being answered.
-        let replayed = s.replaying.is_some() && s.open_turns.is_empty();
+        let replayed = s.open_turns.is_empty() && s.replaying.is_some();
+        if let Some((_, n)) = s.replaying.as_mut().filter(|_| replayed) {
+            *n += 1;
+        }
         // Streamed chunks are told by their bytes, not parsed.
         if let Some(kind) = acp::plain_update_kind(f.raw).filter(|k| acp::COUNTED_KINDS.contains(k)) {
             on(Event::Update(Update {

@@ -25,7 +25,12 @@ fn said(e: &Event<'_, '_>) -> String {
         Event::Request { what, followed, .. } => {
             format!("request {what:?}{}", if *followed { "" } else { " unfollowed" })
         }
-        Event::Answer { request, .. } => format!("answer to {} cancel {:?}", request.seq, request.cancel_seq),
+        Event::Answer { request, replayed, .. } => format!(
+            "answer to {} cancel {:?}{}",
+            request.seq,
+            request.cancel_seq,
+            replayed.map(|n| format!(" replayed {n}")).unwrap_or_default()
+        ),
         Event::Opened { session, opening, .. } => format!("opened {} {}", session.id, opening.as_str()),
         Event::TurnStarted { session, prompt, in_flight } => {
             format!("turn {prompt} of {} in flight {in_flight:?}", session.id)
@@ -126,7 +131,7 @@ fn a_load_replays_until_its_answer_but_a_turns_updates_are_the_turns() {
             "5: request Open(Load)",
             // Shown again: no new tool call.
             "6: update tool_call replayed",
-            "7: answer to 5 cancel None",
+            "7: answer to 5 cancel None replayed 1",
             "7: opened s load",
             "8: request Prompt",
             "8: turn 8 of s in flight None",

@@ -50,10 +50,10 @@ struct Session {
     summary: SessionSummary,
     /// Seq of each turn's `session/prompt`, in order.
     turn_starts: Vec<i64>,
-    /// The `session/load` or `session/resume` being answered, the updates
-    /// its replay showed, and the ids of the tool calls it showed (one shown
-    /// twice means the conversation is replayed twice).
-    replaying: Option<(i64, u64, std::collections::HashSet<String>)>,
+    /// While a `session/load` or `session/resume` is answered: the ids of
+    /// the tool calls its replay showed (one shown twice means the
+    /// conversation is replayed twice).
+    replay_seen: Option<std::collections::HashSet<String>>,
     plan: Option<Plan>,
     commands: Vec<String>,
     changes: Vec<SettingChange>,
@@ -171,7 +171,7 @@ impl Model {
                 s.summary.turns += 1;
                 s.turn_starts.push(prompt);
             }
-            Event::Answer { request, answer } => self.answer(f, &request, answer, redact),
+            Event::Answer { request, answer, replayed } => self.answer(f, &request, answer, replayed, redact),
             Event::Opened { session, opening, request } => self.opened(f, session.at, opening, request, redact),
             Event::TurnEnded { session, cancel, end, usage, .. } => {
                 let s = &mut self.sessions[session.at];
@@ -210,7 +210,7 @@ impl Model {
             }
             What::Open(opening) => {
                 if let (Some(at), Opening::Load | Opening::Resume) = (at, opening) {
-                    self.sessions[at].replaying = Some((f.seq, 0, Default::default()));
+                    self.sessions[at].replay_seen = Some(Default::default());
                 }
                 if let (true, Some(cwd)) = (followed, params.cwd.as_deref()) {
                     self.cwds.insert(f.seq, cut(cwd, SHORT_MAX));
@@ -257,7 +257,14 @@ impl Model {
 
     /// The answer `f` to a followed `request`; `answer` is its result as
     /// the fold read it (initialize, openings, prompts).
-    fn answer(&mut self, f: &FrameRef<'_>, request: &Request, answer: Option<&Answer<'_>>, redact: Option<&Redactor>) {
+    fn answer(
+        &mut self,
+        f: &FrameRef<'_>,
+        request: &Request,
+        answer: Option<&Answer<'_>>,
+        replayed: Option<u64>,
+        redact: Option<&Redactor>,
+    ) {
         match request.what {
             What::Initialize => {
                 // The agent's name is shown: read from the masked bytes.
@@ -280,9 +287,8 @@ impl Model {
                 // The replay of a load or resume ends with its answer.
                 let Some(at) = request.session.as_ref().map(|(at, _)| *at) else { return };
                 let s = &mut self.sessions[at];
-                let Some((load, replayed, _)) = s.replaying.take() else { return };
-                let failed = f.kind == FrameKind::Error;
-                if opening == Opening::Load && replayed == 0 && load == request.seq && !failed {
+                s.replay_seen = None;
+                if opening == Opening::Load && replayed == Some(0) && f.kind != FrameKind::Error {
                     note(
                         &mut s.summary,
                         "load-replayed-nothing",

@@ -21,9 +21,8 @@ impl Model {
             return;
         };
         if u.replayed {
-            let Some((_, replayed, seen)) = &mut s.replaying else { return };
-            *replayed += 1;
             s.summary.replayed_updates += 1;
+            let Some(seen) = &mut s.replay_seen else { return };
             // A tool call shown twice in one replay: the conversation is
             // replayed twice (chunks of one message share its id, so only
             // tool calls can tell).
