@@ -200,6 +200,17 @@ pub struct TraceMeta {
     /// survived to count them): `missing_frames` is then a lower bound.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub missing_unknown: bool,
+    /// True when every prune leaves the trace alone (`acp-tee pin`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub pinned: bool,
+    /// The bytes the store holds for the trace's frames (as recorded, with
+    /// their envelopes), without the store's indexes.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub bytes: i64,
+}
+
+fn is_zero(n: &i64) -> bool {
+    *n == 0
 }
 
 /// A JSON value kept as its exact text: written back as it was read, never

@@ -85,7 +85,8 @@ pub const MAX_SEQ: i64 = (1 << SEQ_BITS) - 1;
 /// file is in (recorded traces never have `imported_from`), so a trace an
 /// import has not finished is never listed, served, exported or indexed
 /// (see `import.rs`).
-pub const SHOWN: &str = "(imported_from IS NULL OR recorder_pid IS NULL)";
+/// A trace being removed (`retention.rs`) is not shown either.
+pub const SHOWN: &str = "((imported_from IS NULL OR recorder_pid IS NULL) AND removing = 0)";
 
 /// The rowid of frame `seq` of trace `trace_id` (a seq past the range gives
 /// a rowid past the trace's, never another trace's frame as long as callers
@@ -388,10 +389,12 @@ fn insert_rows(conn: &Connection, inserts: &mut Inserts, trace_id: i64, frames: 
     spans::add(conn, trace_id, frames)?;
     add_batch_replies(conn, trace_id, frames)?;
     let errors: i64 = frames.iter().map(|f| f.errors).sum();
+    let bytes: usize = frames.iter().map(|f| f.raw.len() + f.envelope.as_ref().map_or(0, Vec::len)).sum();
     conn.prepare_cached(
-        "UPDATE traces SET frame_count = frame_count + ?1, error_count = error_count + ?2 WHERE id = ?3",
+        "UPDATE traces SET frame_count = frame_count + ?1, error_count = error_count + ?2, bytes = bytes + ?4
+         WHERE id = ?3",
     )?
-    .execute(params![frames.len() as i64, errors, trace_id])?;
+    .execute(params![frames.len() as i64, errors, trace_id, bytes as i64])?;
     Ok(())
 }
 

@@ -131,7 +131,10 @@ pub(super) fn frame_ref<'a>(row: &'a Row<'_>) -> rusqlite::Result<FrameRef<'a>> 
 }
 
 pub(super) const TRACE_COLUMNS: &str = "id, name, command, cwd, mode, started_at, ended_at, exit_code, exit_signal,
-     end_reason, frame_count, error_count, missing_frames, missing_unknown";
+     end_reason, frame_count, error_count, missing_frames, missing_unknown, pinned, bytes";
+
+/// How many columns [`TRACE_COLUMNS`] names (those after them start here).
+pub(super) const TRACE_COLUMN_COUNT: usize = 16;
 
 pub(super) fn trace_from_row(row: &Row<'_>) -> rusqlite::Result<TraceMeta> {
     let command: String = row.get(2)?;
@@ -152,6 +155,8 @@ pub(super) fn trace_from_row(row: &Row<'_>) -> rusqlite::Result<TraceMeta> {
         error_count: row.get(11)?,
         missing_frames: row.get(12)?,
         missing_unknown: row.get(13)?,
+        pinned: row.get(14)?,
+        bytes: row.get(15)?,
     })
 }
 

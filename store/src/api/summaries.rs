@@ -25,20 +25,21 @@ fn summary_select() -> String {
 
 fn summary_of_trace(row: &Row<'_>) -> rusqlite::Result<TraceSummary> {
     let meta = trace_from_row(row)?;
-    let pid: Option<i64> = row.get(14)?;
+    let at = crate::queries::TRACE_COLUMN_COUNT;
+    let pid: Option<i64> = row.get(at)?;
     let live = meta.ended_at.is_none() && pid.is_some_and(crate::proc::process_exists);
     // The run is over, or about to be, when its relay or the client that
     // started it is gone (a client's end closes the relay's input).
     let gone = |col: usize| -> rusqlite::Result<bool> {
         Ok(row.get::<_, Option<i64>>(col)?.is_some_and(|pid| !crate::proc::process_exists(pid)))
     };
-    let finishing = live && (gone(17)? || gone(18)?);
+    let finishing = live && (gone(at + 3)? || gone(at + 4)?);
     Ok(TraceSummary {
         meta,
         live,
         finishing,
-        last_t_ns: row.get::<_, Option<i64>>(16)?.unwrap_or(0),
-        imported_from: row.get(15)?,
+        last_t_ns: row.get::<_, Option<i64>>(at + 2)?.unwrap_or(0),
+        imported_from: row.get(at + 1)?,
         findings: None,
     })
 }

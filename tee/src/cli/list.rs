@@ -97,6 +97,8 @@ mod tests {
             error_count: 1,
             missing_frames: missing,
             missing_unknown: false,
+            pinned: false,
+            bytes: 0,
         };
         TraceSummary { live: id == 3, finishing: false, meta, last_t_ns: 0, imported_from: None, findings: None }
     }

@@ -202,7 +202,7 @@ pub fn export(
     out: &mut dyn Write,
 ) -> Result<ExportSummary, ExportError> {
     let traces: Vec<TraceMeta> =
-        selected_traces(store, selection)?.into_iter().map(|t| mask_meta(t, &opts.redactor)).collect();
+        selected_traces(store, selection)?.into_iter().map(|t| mask_meta(portable(t), &opts.redactor)).collect();
     let summary = match opts.format {
         ExportFormat::Json => write_json(store, &traces, opts, out)?,
         ExportFormat::Ndjson => write_ndjson(store, &traces, opts, out)?,
@@ -227,8 +227,14 @@ pub fn send_otlp(
     client: &crate::otlp::Client,
 ) -> Result<(ExportSummary, u64), ExportError> {
     let traces: Vec<TraceMeta> =
-        selected_traces(store, selection)?.into_iter().map(|t| mask_meta(t, &opts.redactor)).collect();
+        selected_traces(store, selection)?.into_iter().map(|t| mask_meta(portable(t), &opts.redactor)).collect();
     otlp::send(store, &traces, opts, client)
+}
+
+/// `trace` without what only its store says of it (pinned, its size
+/// there): an export is the trace, wherever it is imported next.
+fn portable(trace: TraceMeta) -> TraceMeta {
+    TraceMeta { pinned: false, bytes: 0, ..trace }
 }
 
 /// `trace` with the pattern rules' matches masked in its name, command

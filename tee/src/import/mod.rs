@@ -540,6 +540,8 @@ fn imported_meta(ctx: &Context, format: ImportFormat, started_at: String, last_t
         error_count: 0,
         missing_frames: 0,
         missing_unknown: false,
+        pinned: false,
+        bytes: 0,
     }
 }
 
