@@ -47,6 +47,12 @@ pub enum StoreError {
         /// Why.
         source: MigrationError,
     },
+    /// The store cannot be written here, and the command must write.
+    #[error("cannot change trace store {}: it is read-only here (file, directory or mount)", path.display())]
+    NotWritable {
+        /// The store's path.
+        path: PathBuf,
+    },
     /// No trace has that id.
     #[error("no trace with id {0}; `acp-tee list` shows the traces there are")]
     NoSuchTrace(i64),

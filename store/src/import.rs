@@ -17,9 +17,6 @@ use crate::model::NewFrame;
 use acp_tee_shared::TraceMeta;
 use rusqlite::params;
 
-/// Frames deleted per transaction when an import's traces are removed.
-const REMOVE_CHUNK: i64 = 20_000;
-
 /// An import in progress: the traces it has created, hidden until
 /// [`Import::commit`]. Dropping it without committing deletes them.
 pub struct Import<'a> {
@@ -70,52 +67,12 @@ impl Store {
         Ok(removed)
     }
 
-    /// Deletes trace `trace_id` and everything that belongs to it: its
-    /// frames [`REMOVE_CHUNK`] at a time, one transaction each (a recorder
-    /// waits for one chunk, not for all), then the rest in one.
+    /// Deletes trace `trace_id`, hidden by its import, and everything that
+    /// belongs to it, a chunk at a time (`retention.rs`).
     fn remove_trace(&mut self, trace_id: i64) -> Result<(), StoreError> {
-        let (lo, hi) = frame_id_bounds(trace_id);
-        loop {
-            let deleted = self.write(|conn| {
-                Ok(conn
-                    .prepare_cached(
-                        "DELETE FROM frames WHERE id IN (SELECT id FROM frames WHERE id > ?1 AND id < ?2 LIMIT ?3)",
-                    )?
-                    .execute(params![lo, hi, REMOVE_CHUNK])?)
-            })?;
-            if deleted == 0 {
-                break;
-            }
-        }
-        // Every other table that refers to traces, found in the schema so
-        // that later migrations are covered too.
-        let owned: Vec<(String, String)> = self
-            .conn
-            .prepare(
-                "SELECT m.name, k.\"from\" FROM sqlite_master m, pragma_foreign_key_list(m.name) k
-                 WHERE m.type = 'table' AND k.\"table\" = 'traces' AND m.name <> 'frames'",
-            )?
-            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
-            .collect::<Result<_, _>>()?;
-        // With foreign keys enforced, deleting the trace would look for its
-        // frames in every row of `frames` (no index leads with trace_id); they
-        // are gone, and the other rows are deleted here.
-        let enforced: bool = self.conn.query_row("PRAGMA foreign_keys", [], |r| r.get(0))?;
-        self.conn.pragma_update(None, "foreign_keys", false)?;
-        let removed = self.write(|conn| {
-            for (table, column) in &owned {
-                let sql = format!(
-                    "DELETE FROM \"{}\" WHERE \"{}\" = ?1",
-                    table.replace('"', "\"\""),
-                    column.replace('"', "\"\"")
-                );
-                conn.execute(&sql, params![trace_id])?;
-            }
-            conn.execute("DELETE FROM traces WHERE id = ?1", params![trace_id])?;
-            Ok(())
-        });
-        self.conn.pragma_update(None, "foreign_keys", enforced)?;
-        removed
+        self.write(|conn| Ok(conn.execute("UPDATE traces SET removing = 1 WHERE id = ?1", [trace_id])?))?;
+        while self.remove_some(i64::MAX)? {}
+        Ok(())
     }
 }
 
@@ -253,9 +210,10 @@ mod tests {
             let mut import = store.begin_import().unwrap();
             let id = import.create_trace("import", "2026-01-01T00:00:00.000000Z", "jsons file x").unwrap();
             let mut framer = Framer::new();
-            let frames: Vec<NewFrame> = (1..=REMOVE_CHUNK + 3).map(|seq| frame(&mut framer, seq)).collect();
+            let frames: Vec<NewFrame> =
+                (1..=crate::retention::CHUNK_FRAMES + 3).map(|seq| frame(&mut framer, seq)).collect();
             import.insert_frames(id, &frames).unwrap();
-            assert_eq!(import.trace(id).unwrap().frame_count, REMOVE_CHUNK + 3);
+            assert_eq!(import.trace(id).unwrap().frame_count, crate::retention::CHUNK_FRAMES + 3);
         }
         assert!(store.list_traces().unwrap().is_empty());
         for table in ["traces", "frames", "method_spans", "kind_counts", "method_stats"] {

@@ -4,7 +4,8 @@
 //! else uses the typed operations here.
 //!
 //! The store's roles, each a type of its own: the recorder's writes
-//! ([`Recording`]), imports ([`Import`]), reads ([`Reader`]), and the upkeep
+//! ([`Recording`]), imports ([`Import`]), reads ([`Reader`]), a person's
+//! edits (names, pins, removals: [`Editor`]), and the upkeep
 //! every writer runs explicitly ([`Store::maintain`], `maintenance.rs`):
 //! opening a store never changes it.
 //!
@@ -13,6 +14,7 @@
 
 pub mod api;
 pub mod clock;
+mod editor;
 pub mod end_note;
 mod error;
 mod fold;
@@ -26,12 +28,14 @@ mod queries;
 mod reader;
 mod recording;
 mod replays;
+mod retention;
 pub mod search;
 mod spans;
 pub mod stats;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 
+pub use editor::Editor;
 pub use error::StoreError;
 pub use health::Health;
 pub use import::Import;
@@ -39,6 +43,7 @@ pub use maintenance::{maintain_existing, MaintenanceReport};
 pub use queries::{FrameRef, StoredFrame};
 pub use reader::Reader;
 pub use recording::{Recording, Resumed};
+pub use retention::{Pages, Policy, PruneReport, Removal, RemoveError};
 
 use insert::Inserts;
 
@@ -168,6 +173,8 @@ pub struct Store {
     /// The redactor of the reader this connection answers for, while
     /// [`Store::seen_by`] holds it.
     seen: search::Seen,
+    /// The retention policy maintenance applies, when one is set.
+    retention: Option<retention::Retaining>,
 }
 
 /// What [`Store::seen_by`] returns: the store answers as its reader sees
@@ -276,6 +283,13 @@ impl Store {
         }
         .map_err(wrap)?;
         conn.busy_timeout(BUSY_TIMEOUT).map_err(wrap)?;
+        if access == Access::ReadWrite
+            && conn.query_row("PRAGMA page_count", [], |r| r.get::<_, i64>(0)).map_err(wrap)? == 0
+        {
+            // A new store gives back the space of what is removed from it
+            // (`retention.rs`); this can only be chosen before its first page.
+            conn.pragma_update(None, "auto_vacuum", "INCREMENTAL").map_err(wrap)?;
+        }
         let mode: String = conn.query_row("PRAGMA journal_mode", [], |r| r.get(0)).map_err(wrap)?;
         if access == Access::ReadWrite && !mode.eq_ignore_ascii_case("wal") {
             conn.pragma_update(None, "journal_mode", "WAL").map_err(wrap)?;
@@ -290,7 +304,7 @@ impl Store {
         checked.map_err(|source| StoreError::Migrate { path: path.to_owned(), source })?;
         let seen = search::Seen::default();
         api::register_functions(&conn, &seen).map_err(wrap)?;
-        Ok(Store { inserts: Inserts::default(), conn, path: path.to_owned(), seen })
+        Ok(Store { inserts: Inserts::default(), conn, path: path.to_owned(), seen, retention: None })
     }
 
     /// An in-memory store, migrated, for tests.
@@ -300,7 +314,7 @@ impl Store {
         let seen = search::Seen::default();
         api::register_functions(&conn, &seen)?;
         migrations::apply(&mut conn).map_err(|source| StoreError::Migrate { path: ":memory:".into(), source })?;
-        Ok(Store { inserts: Inserts::default(), conn, path: PathBuf::from(":memory:"), seen })
+        Ok(Store { inserts: Inserts::default(), conn, path: PathBuf::from(":memory:"), seen, retention: None })
     }
 
     /// Until the guard is dropped, this connection's frame pages, searches,

@@ -2,8 +2,10 @@
 //! never a side effect of opening a store.
 //!
 //! A step brings the schema up to date (`migrations/`), ends the traces
-//! whose recorder is gone without having ended them (`CUT_OFF`), and adds a
-//! bounded number of frames to the search index. Who runs it:
+//! whose recorder is gone without having ended them (`CUT_OFF`), does a
+//! bounded part of removing traces (`retention.rs`: what `rm` or `prune`
+//! left unfinished, space to give back, the retention policy when due), and
+//! adds a bounded number of frames to the search index. Who runs it:
 //!
 //! - the recorder, once before it creates its trace (no indexing then, so
 //!   the run is not held up) and whenever its queue is idle;
@@ -37,6 +39,8 @@ pub struct MaintenanceReport {
     pub ended: usize,
     /// Frames added to the search index.
     pub indexed: usize,
+    /// Traces the retention policy ([`Store::retain`]) marked for removal.
+    pub retained_out: usize,
 }
 
 /// Opens the existing store at `path` on a short-lived connection of its own
@@ -65,6 +69,10 @@ impl Store {
         match self.end_abandoned_traces() {
             Ok(n) => report.ended = n,
             Err(e) => tracing::debug!("cannot mark abandoned traces in {}: {e}", self.path.display()),
+        }
+        match self.retention_step() {
+            Ok(n) => report.retained_out = n,
+            Err(e) => tracing::debug!("retention in {}: {e}", self.path.display()),
         }
         if index_rows > 0 {
             match self.index_for_search(index_rows) {
@@ -286,7 +294,7 @@ mod tests {
         drop(Reader::open(&path).unwrap());
         assert_eq!(store.trace(id).unwrap().ended_at, None, "a reader ended a trace");
         let report = store.maintain(0).unwrap();
-        assert_eq!(report, MaintenanceReport { migrated_from: None, ended: 1, indexed: 0 });
+        assert_eq!(report, MaintenanceReport { migrated_from: None, ended: 1, indexed: 0, retained_out: 0 });
         assert_eq!(store.trace(id).unwrap().end_reason.as_deref(), Some(CUT_OFF));
     }
 

@@ -42,22 +42,12 @@ pub fn apply(conn: &mut Connection) -> Result<i64, MigrationError> {
     if found > SCHEMA_VERSION {
         return Err(MigrationError::TooNew { found, known: SCHEMA_VERSION });
     }
-    if found == 0 && !has_tables(&tx)? {
-        // A new store gives back the space of what is removed from it
-        // (`retention.rs`); this can only be chosen before the first table.
-        tx.pragma_update(None, "auto_vacuum", "INCREMENTAL")?;
-    }
     for sql in &MIGRATIONS[found as usize..] {
         tx.execute_batch(sql)?;
     }
     tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
     tx.commit()?;
     Ok(found)
-}
-
-/// Whether the store holds any table yet.
-fn has_tables(conn: &Connection) -> rusqlite::Result<bool> {
-    conn.query_row("SELECT count(*) FROM sqlite_master WHERE type = 'table'", [], |r| r.get::<_, i64>(0)).map(|n| n > 0)
 }
 
 /// Checks that a store this process cannot write to has the schema this
