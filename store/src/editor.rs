@@ -59,7 +59,7 @@ impl Editor {
     /// Gives every free page back to the filesystem (a store that is
     /// `auto_vacuum=INCREMENTAL`), then checkpoints so the file shrinks.
     pub fn reclaim(&self) -> Result<(), StoreError> {
-        while self.0.reclaim_some(64)? {}
+        while self.0.reclaim_some(64, true)? {}
         Ok(())
     }
 

@@ -22,6 +22,8 @@ pub struct Health {
     /// The database file's bytes, and its write-ahead log's.
     pub file_bytes: u64,
     pub wal_bytes: u64,
+    /// Its pages: free ones, and whether they go back to the filesystem.
+    pub pages: crate::Pages,
 }
 
 impl Store {
@@ -44,6 +46,7 @@ impl Store {
             traces,
             file_bytes: size(&self.path),
             wal_bytes: size(std::path::Path::new(&wal)),
+            pages: self.pages()?,
         })
     }
 }

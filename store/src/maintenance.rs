@@ -41,6 +41,9 @@ pub struct MaintenanceReport {
     pub indexed: usize,
     /// Traces the retention policy ([`Store::retain`]) marked for removal.
     pub retained_out: usize,
+    /// True when removing traces, or giving their space back, is not done:
+    /// the next step goes on with it.
+    pub removal_left: bool,
 }
 
 /// Opens the existing store at `path` on a short-lived connection of its own
@@ -71,7 +74,7 @@ impl Store {
             Err(e) => tracing::debug!("cannot mark abandoned traces in {}: {e}", self.path.display()),
         }
         match self.retention_step() {
-            Ok(n) => report.retained_out = n,
+            Ok((marked, left)) => (report.retained_out, report.removal_left) = (marked, left),
             Err(e) => tracing::debug!("retention in {}: {e}", self.path.display()),
         }
         if index_rows > 0 {
@@ -294,7 +297,10 @@ mod tests {
         drop(Reader::open(&path).unwrap());
         assert_eq!(store.trace(id).unwrap().ended_at, None, "a reader ended a trace");
         let report = store.maintain(0).unwrap();
-        assert_eq!(report, MaintenanceReport { migrated_from: None, ended: 1, indexed: 0, retained_out: 0 });
+        assert_eq!(
+            report,
+            MaintenanceReport { migrated_from: None, ended: 1, indexed: 0, retained_out: 0, removal_left: false }
+        );
         assert_eq!(store.trace(id).unwrap().end_reason.as_deref(), Some(CUT_OFF));
     }
 

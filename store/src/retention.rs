@@ -145,21 +145,20 @@ impl Store {
 
     /// One bounded step of retention, for [`Store::maintain`]: finish
     /// removals (whoever marked them), else give space back, else plan the
-    /// policy when it is due. Returns the traces removed by its plan.
-    pub(super) fn retention_step(&mut self) -> Result<usize, StoreError> {
-        if self.remove_some(STEP_CHUNKS)? || self.reclaim_some(STEP_CHUNKS as u64)? {
-            return Ok(0);
+    /// policy when it is due. Returns the traces its plan marked, and
+    /// whether removal or reclaiming is left for the next step.
+    pub(super) fn retention_step(&mut self) -> Result<(usize, bool), StoreError> {
+        if self.remove_some(STEP_CHUNKS)? || self.reclaim_some(STEP_CHUNKS as u64, false)? {
+            return Ok((0, true));
         }
         let due = self.retention.as_ref().is_some_and(|r| r.planned.is_none_or(|at| at.elapsed() >= PLAN_EVERY));
-        if !due {
-            return Ok(0);
-        }
-        let Some(retaining) = self.retention.as_mut() else { return Ok(0) };
+        let Some(retaining) = self.retention.as_mut().filter(|_| due) else { return Ok((0, false)) };
         retaining.planned = Some(std::time::Instant::now());
         let policy = retaining.policy.clone();
         let plan = self.prune_plan(&policy, chrono::Utc::now())?;
         let ids: Vec<i64> = plan.removed.iter().map(|r| r.id).collect();
-        Ok(self.mark(&ids)?.len())
+        let marked = self.mark(&ids)?.len();
+        Ok((marked, marked > 0))
     }
 
     /// The store's pages now.
@@ -226,7 +225,11 @@ impl Store {
     /// traces removed hold (their frames' bytes, scaled by the store's pages
     /// in use over all traces' bytes, which counts indexes and overhead
     /// alike), must come to `max_size` or less.
-    pub(crate) fn prune_plan(&self, policy: &Policy, now: chrono::DateTime<chrono::Utc>) -> Result<PruneReport, StoreError> {
+    pub(crate) fn prune_plan(
+        &self,
+        policy: &Policy,
+        now: chrono::DateTime<chrono::Utc>,
+    ) -> Result<PruneReport, StoreError> {
         let mut report = PruneReport::default();
         if policy.is_empty() {
             return Ok(report);
@@ -415,20 +418,19 @@ impl Store {
     }
 
     /// Gives up to `steps` times [`RECLAIM_PAGES`] of the store's free
-    /// pages back to the filesystem, one transaction each; once none is
-    /// left, checkpoints the log so the file shrinks (a reader holding an
-    /// older snapshot delays that to a later checkpoint). Returns whether
-    /// free pages are left. A store that is not `auto_vacuum=INCREMENTAL`
-    /// keeps its free pages for its next frames ([`Store::compact`]).
-    pub fn reclaim_some(&self, steps: u64) -> Result<bool, StoreError> {
-        if !self.pages()?.incremental {
+    /// pages back to the filesystem, one transaction each; when that leaves
+    /// none, checkpoints the log so the file shrinks: waiting for readers
+    /// holding older snapshots with `wait` (`TRUNCATE`, which also empties
+    /// the log), else as far as they allow now (`PASSIVE`, for maintenance
+    /// steps, which must not hold a recorder up). Returns whether free pages
+    /// are left. A store that is not `auto_vacuum=INCREMENTAL` keeps its
+    /// free pages for its next frames ([`Store::compact`]).
+    pub fn reclaim_some(&self, steps: u64, wait: bool) -> Result<bool, StoreError> {
+        let pages = self.pages()?;
+        if !pages.incremental || pages.free == 0 {
             return Ok(false);
         }
         for _ in 0..steps {
-            if self.pages()?.free == 0 {
-                self.conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?;
-                return Ok(false);
-            }
             self.write(|conn| {
                 // Each row it returns is a page freed; stepping through them
                 // is what frees them.
@@ -437,8 +439,13 @@ impl Store {
                 while rows.next()?.is_some() {}
                 Ok(())
             })?;
+            if self.pages()?.free == 0 {
+                let mode = if wait { "TRUNCATE" } else { "PASSIVE" };
+                self.conn.query_row(&format!("PRAGMA wal_checkpoint({mode})"), [], |_| Ok(()))?;
+                return Ok(false);
+            }
         }
-        Ok(self.pages()?.free > 0)
+        Ok(true)
     }
 
     /// Rewrites the store (SQLite's `VACUUM`) as `auto_vacuum=INCREMENTAL`:

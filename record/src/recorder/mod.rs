@@ -41,6 +41,23 @@ use std::os::fd::FromRawFd;
 use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
+/// The retention policy this process's store writers apply while idle
+/// (`acp-tee prune`'s rules from the environment or the config file); none
+/// until [`retain`] sets it.
+static RETENTION: OnceLock<acp_tee_store::Policy> = OnceLock::new();
+
+/// Has every store writer of this process apply `policy` in its idle
+/// maintenance steps (bounded: see the store's `retention.rs`). Set once,
+/// before recording starts; later calls change nothing.
+pub fn retain(policy: acp_tee_store::Policy) {
+    let _ = RETENTION.set(policy);
+}
+
+/// The policy [`retain`] set.
+fn retention() -> Option<acp_tee_store::Policy> {
+    RETENTION.get().cloned()
+}
+
 /// Bytes of frames (their memory, as [`Weighted`] counts it) the recorder
 /// holds between framer and store writer at most, the batch the writer is
 /// storing included (it counts until stored: [`ByteQueue::done`]). Before

@@ -261,13 +261,16 @@ impl StoreWriter {
         }
     }
 
-    /// Runs a maintenance step that indexes one chunk of frames for search;
-    /// returns how many. Failure only delays search indexing (searches scan
+    /// Runs a maintenance step that indexes one chunk of frames for search
+    /// (and does a bounded part of the retention policy's removals, when
+    /// one is set); returns how many, plus one while removals are left. Failure only delays search indexing (searches scan
     /// unindexed frames), so it is logged at debug level, not warned about.
     fn index_some(&mut self) -> usize {
         let Some((store, _)) = self.target.as_mut() else { return 0 };
         match store.maintain(INDEX_CHUNK) {
-            Ok(report) => report.indexed,
+            // Removing traces (retention) is work as indexing is: the
+            // writer comes back for more while either is left.
+            Ok(report) => report.indexed + usize::from(report.removal_left),
             Err(e) => {
                 tracing::debug!("maintenance: {e}");
                 0
@@ -415,11 +418,16 @@ impl StoreWriter {
 
 /// Opens (or creates) the store at `path`, runs the maintenance step a
 /// recorder runs when it starts (migrations and traces left without an end;
-/// no search indexing, which waits for an idle queue, so the run starts
-/// now), and records into it.
+/// no search indexing and no retention, which wait for an idle queue, so
+/// the run starts now), and records into it.
 fn opened_and_maintained(path: &Path) -> Result<Recording, StoreError> {
     let mut store = Store::create_or_open(path)?;
     store.maintain(0)?;
+    // Applied by the idle steps only ([`StoreWriter::index_some`]), so the
+    // run starts now.
+    if let Some(policy) = super::retention() {
+        store.retain(policy);
+    }
     Recording::new(store)
 }
 

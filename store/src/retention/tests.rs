@@ -192,7 +192,7 @@ fn a_new_store_gives_the_space_of_a_prune_back_to_the_filesystem() {
     let report =
         store.prune(&Policy { keep: Some(2), ..Policy::default() }, at("2026-02-01T00:00:00Z"), false).unwrap();
     assert_eq!(report.removed.len(), 4);
-    while store.reclaim_some(u64::MAX).unwrap() {}
+    while store.reclaim_some(u64::MAX, true).unwrap() {}
     let after = std::fs::metadata(&path).unwrap().len();
     assert!(after < before / 2, "{before} -> {after}");
     assert_eq!(store.pages().unwrap().free, 0);
@@ -257,7 +257,7 @@ fn an_older_store_compacted_becomes_incremental_and_smaller() {
         trace(&mut store, "t", 1_000, 2_000, Some(&format!("2026-01-0{day}T00:00:00Z")));
     }
     store.prune(&Policy { keep: Some(1), ..Policy::default() }, at("2026-02-01T00:00:00Z"), false).unwrap();
-    assert!(!store.reclaim_some(10).unwrap(), "an older store keeps its free pages");
+    assert!(!store.reclaim_some(10, true).unwrap(), "an older store keeps its free pages");
     assert!(store.pages().unwrap().free > 0);
     store.conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(())).unwrap();
     let before = std::fs::metadata(&path).unwrap().len();

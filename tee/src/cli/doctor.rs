@@ -75,6 +75,15 @@ pub(super) fn doctor_command(a: DoctorArgs) -> anyhow::Result<i32> {
                 } else {
                     writeln!(out, "store: {}: schema {}, {sizes}", path.display(), h.schema_version)?;
                 }
+                let free = mib(h.pages.free * h.pages.page_size);
+                if h.pages.incremental {
+                    writeln!(out, "space: {free} free in the file; removed traces give their space back")?;
+                } else {
+                    writeln!(
+                        out,
+                        "space: {free} free in the file, kept for new frames (a store made before acp-tee gave space back): fix: `acp-tee prune --compact` once"
+                    )?;
+                }
                 if h.problems.is_empty() {
                     writeln!(out, "integrity: ok (SQLite quick_check)")?;
                 } else {

@@ -41,13 +41,15 @@ fn a_sound_store_is_described_and_missing_peers_say_their_fix() {
     let lines: Vec<&str> = out.lines().collect();
     let schema = acp_tee::SCHEMA_VERSION;
     assert!(lines[0].starts_with(&format!("store: {}: schema {schema}, 1 traces, ", store.db.display())), "{out}");
-    assert_eq!(lines[1], "integrity: ok (SQLite quick_check)");
-    assert!(lines[2].starts_with("disk: ") && lines[2].contains(" MiB free in "), "{out}");
-    assert!(lines[3].starts_with("viewer: "), "{out}");
-    assert_eq!(lines[4], format!("peer yopo: {}", path.join("yopo").display()));
-    assert_eq!(lines[5], "peer elizacp: not on PATH (only the README's examples need it): fix: cargo install elizacp");
-    assert!(lines[6].starts_with("peer agent-client-protocol-conductor: not on PATH"), "{out}");
-    assert_eq!(lines.len(), 7, "{out}");
+    // A store made by this build gives space back.
+    assert!(lines[1].starts_with("space: ") && lines[1].ends_with("removed traces give their space back"), "{out}");
+    assert_eq!(lines[2], "integrity: ok (SQLite quick_check)");
+    assert!(lines[3].starts_with("disk: ") && lines[3].contains(" MiB free in "), "{out}");
+    assert!(lines[4].starts_with("viewer: "), "{out}");
+    assert_eq!(lines[5], format!("peer yopo: {}", path.join("yopo").display()));
+    assert_eq!(lines[6], "peer elizacp: not on PATH (only the README's examples need it): fix: cargo install elizacp");
+    assert!(lines[7].starts_with("peer agent-client-protocol-conductor: not on PATH"), "{out}");
+    assert_eq!(lines.len(), 8, "{out}");
 }
 
 #[test]
