@@ -5,6 +5,7 @@
 //! the integration tests drive the library through. The modules stay private:
 //!
 //! - `cli`: the command line.
+//! - `config`: the settings of the config file and the environment (docs/config.md).
 //! - `server`: `acp-tee serve`, the viewer's axum server and JSON API ([`app`]).
 //! - `mcp`: `acp-tee mcp`, an MCP server over the store.
 //! - `read`: the read service `server`, `mcp` and the CLI readers share (query pool, masking, folds).
@@ -19,6 +20,7 @@
 //! See ARCHITECTURE.md.
 
 mod cli;
+mod config;
 mod export;
 mod import;
 mod mcp;
@@ -33,6 +35,7 @@ use acp_tee_wire::{frame, model, redact, text};
 
 pub use check::MAX_SESSIONS as CHECK_MAX_SESSIONS;
 pub use cli::main;
+pub use config::ENV_VARS as CONFIG_ENV_VARS;
 pub use frame::Framer;
 pub use http_proxy::{
     ADDRESS_BYTES as HTTP_ADDRESS_BYTES, CONNECTION_BYTES as HTTP_CONNECTION_BYTES,

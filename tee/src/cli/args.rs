@@ -1,6 +1,7 @@
 //! The command line's definitions (clap): subcommands, their arguments and
 //! help texts, and the implicit `record`.
 
+use crate::config::{self, Setting};
 use crate::export::TraceSelection;
 use crate::redact::Rule;
 use crate::store::{self, Reader};
@@ -78,6 +79,9 @@ pub(super) enum Command {
     /// Print the manual page, or write one per subcommand into a directory
     #[command(long_about = super::manual::MAN_ABOUT)]
     Man(super::manual::ManArgs),
+    /// Print the effective settings (config file, environment, defaults) and where each came from
+    #[command(long_about = super::settings::CONFIG_ABOUT)]
+    Config(super::settings::ConfigArgs),
     /// The recorder process wrap mode starts; not for people
     #[command(name = "__recorder", hide = true)]
     Recorder(RecorderArgs),
@@ -125,17 +129,28 @@ pub(super) struct McpArgs {
 
 #[derive(Debug, Args)]
 pub(super) struct StoreArg {
-    /// The trace store (default: $XDG_DATA_HOME/acp-tee/traces.db, else ~/.local/share/acp-tee/traces.db)
+    /// The trace store (default: ACP_TEE_DB, else the config file's `db`, else
+    /// $XDG_DATA_HOME/acp-tee/traces.db, else ~/.local/share/acp-tee/traces.db)
     #[arg(long, value_name = "PATH")]
     pub(super) db: Option<PathBuf>,
 }
 
 impl StoreArg {
+    /// The store: --db, else ACP_TEE_DB, else the config file's, else the
+    /// default path; and where it came from.
+    pub(super) fn setting(&self) -> anyhow::Result<Setting<PathBuf>> {
+        let s = config::current().db.or_flag(self.db.clone().map(Some));
+        Ok(Setting {
+            value: match s.value {
+                Some(p) => p,
+                None => store::default_path()?,
+            },
+            source: s.source,
+        })
+    }
+
     pub(super) fn path(&self) -> anyhow::Result<PathBuf> {
-        match &self.db {
-            Some(p) => Ok(p.clone()),
-            None => Ok(store::default_path()?),
-        }
+        Ok(self.setting()?.value)
     }
 
     /// Runs a maintenance step on the existing store, then opens it for
@@ -170,18 +185,30 @@ pub(super) struct RecordArgs {
 pub(super) struct RecordRedact {
     /// Mask secrets in what is stored (the export's default rules, plus RULE
     /// when given as --redact=RULE; repeatable). Forwarded bytes are never changed.
+    /// Without it: ACP_TEE_REDACT and ACP_TEE_REDACT_RULES, else the config file's [record]
     #[arg(long, value_name = "RULE", num_args = 0..=1, require_equals = true, default_missing_value = "")]
     pub(super) redact: Vec<String>,
+    /// Store frames unmasked, whatever the environment or the config file say
+    #[arg(long, conflicts_with = "redact")]
+    pub(super) no_redact: bool,
 }
 
 impl RecordRedact {
     /// `None` when off, else the user's rules (checked now, so a bad rule
-    /// stops the run before it starts).
+    /// stops the run before it starts): the flags', else those of the
+    /// environment or the config file.
     pub(super) fn rules(&self) -> anyhow::Result<Option<Vec<String>>> {
-        if self.redact.is_empty() {
+        let config = config::current();
+        let on = match (self.no_redact, self.redact.is_empty()) {
+            (true, _) => false,
+            (false, false) => true,
+            (false, true) => config.record_redact().value,
+        };
+        if !on {
             return Ok(None);
         }
-        let rules: Vec<String> = self.redact.iter().filter(|r| !r.is_empty()).cloned().collect();
+        let flagged: Vec<String> = self.redact.iter().filter(|r| !r.is_empty()).cloned().collect();
+        let rules = config.redact_rules.or_flag((!flagged.is_empty()).then_some(flagged)).value;
         for rule in &rules {
             rule.parse::<Rule>()?;
         }
@@ -260,12 +287,13 @@ pub(super) struct HttpProxyArgs {
 pub(super) struct ServeArgs {
     #[command(flatten)]
     pub(super) store: StoreArg,
-    /// Address to listen on
-    #[arg(long, default_value = "127.0.0.1")]
-    pub(super) bind: std::net::IpAddr,
-    /// Port to listen on (0: any free port)
-    #[arg(long, default_value_t = 7878)]
-    pub(super) port: u16,
+    /// Address to listen on (default: ACP_TEE_SERVE_BIND, else the config file's serve.bind, else 127.0.0.1)
+    #[arg(long, value_name = "ADDR")]
+    pub(super) bind: Option<std::net::IpAddr>,
+    /// Port to listen on, 0: any free port (default: ACP_TEE_SERVE_PORT, else the config file's
+    /// serve.port, else 7878)
+    #[arg(long)]
+    pub(super) port: Option<u16>,
     /// Require this token on every request (generated when --bind is not loopback)
     #[arg(long)]
     pub(super) token: Option<String>,
@@ -368,30 +396,50 @@ pub(super) struct RecorderArgs {
 pub(super) struct OtlpArgs {
     /// Send OpenTelemetry spans over OTLP/HTTP to URL (e.g.
     /// http://localhost:4318; /v1/traces is appended). Without a value:
+    /// ACP_TEE_OTLP_ENDPOINT, else the config file's otlp.endpoint, else
     /// OTEL_EXPORTER_OTLP_ENDPOINT. OTEL_EXPORTER_OTLP_HEADERS and
-    /// OTEL_SERVICE_NAME apply
+    /// OTEL_SERVICE_NAME apply. When recording, ACP_TEE_OTLP_ENDPOINT or the
+    /// config file's otlp.endpoint turn the live export on without this flag
     #[arg(long, value_name = "URL", num_args = 0..=1, require_equals = true, default_missing_value = "")]
     pub(super) otlp_endpoint: Option<String>,
     /// Put content in the spans (prompts, agent messages, tool input and
-    /// output, stderr lines), masked as exports mask it
+    /// output, stderr lines), masked as exports mask it (default:
+    /// ACP_TEE_OTLP_CONTENT, else the config file's otlp.content, else off)
     #[arg(long)]
     pub(super) otlp_content: bool,
-    /// One trace per ACP session, or one per recording
-    #[arg(long, value_enum, default_value = "session", value_name = "SCOPE")]
-    pub(super) otlp_trace_per: crate::otlp::TraceScope,
+    /// One trace per ACP session, or one per recording (default:
+    /// ACP_TEE_OTLP_TRACE_PER, else the config file's otlp.trace_per, else session)
+    #[arg(long, value_enum, value_name = "SCOPE")]
+    pub(super) otlp_trace_per: Option<crate::otlp::TraceScope>,
 }
 
 impl OtlpArgs {
-    /// The mapping's options.
+    /// The mapping's options: the flags', else the environment's or the
+    /// config file's.
     pub(super) fn map_options(&self) -> crate::otlp::MapOptions {
-        crate::otlp::MapOptions { scope: self.otlp_trace_per, content: self.otlp_content }
+        let config = config::current();
+        crate::otlp::MapOptions {
+            scope: config.otlp_trace_per.or_flag(self.otlp_trace_per).value,
+            content: config.otlp_content.or_flag(self.otlp_content.then_some(true)).value,
+        }
     }
 
     /// The endpoint to send to, when asked for (checked now, so a bad one
-    /// stops the run before it starts).
-    pub(super) fn endpoint(&self) -> anyhow::Result<Option<crate::otlp::Endpoint>> {
-        let Some(flag) = &self.otlp_endpoint else { return Ok(None) };
-        Ok(Some(crate::otlp::Endpoint::resolve(flag, |k| std::env::var(k).ok())?))
+    /// stops the run before it starts). Asked for by the flag, or, when
+    /// `recording` (a live export), by ACP_TEE_OTLP_ENDPOINT or the config
+    /// file. A bare flag takes the URL of these, else of the OTEL_ variables.
+    pub(super) fn endpoint(&self, recording: bool) -> anyhow::Result<Option<crate::otlp::Endpoint>> {
+        let configured = config::current().otlp_endpoint.value.clone();
+        let url = match self.otlp_endpoint.as_deref() {
+            Some("") => configured.unwrap_or_default(),
+            Some(url) => url.to_owned(),
+            None if recording => match configured {
+                Some(url) => url,
+                None => return Ok(None),
+            },
+            None => return Ok(None),
+        };
+        Ok(Some(crate::otlp::Endpoint::resolve(&url, |k| std::env::var(k).ok())?))
     }
 }
 

@@ -9,10 +9,12 @@ mod list;
 mod manual;
 mod progress;
 mod replay;
+mod settings;
 mod show;
 
 pub use args::{with_default_subcommand, Cli};
 
+use crate::config;
 use crate::export::{self, ExportOptions, TraceSelection};
 use crate::redact::Redactor;
 use crate::relay::{self, WrapOptions};
@@ -37,6 +39,9 @@ fn maintain_before_reading(path: &std::path::Path) -> anyhow::Result<()> {
 /// Runs the command line; returns the process exit code.
 pub fn main(args: Vec<OsString>) -> i32 {
     let cli = Cli::parse_from(with_default_subcommand(args));
+    if let Err(code) = load_config(&cli.command) {
+        return code;
+    }
     match run(cli) {
         Ok(code) => code,
         // The reader of our output went away (`acp-tee show | head`): what
@@ -51,6 +56,33 @@ pub fn main(args: Vec<OsString>) -> i32 {
             }
         }
     }
+}
+
+/// Reads the settings of the environment and the config file for the
+/// commands to use (`config::current`). What cannot be used is said on
+/// stderr: a recording warns and goes on without it, as a recorder must
+/// never keep an editor's agent from running; the other commands stop
+/// with exit status 2 (bad input), before they start. Commands that use no
+/// setting do not read them.
+fn load_config(command: &Command) -> Result<(), i32> {
+    let recording = match command {
+        Command::Record(_) | Command::Proxy(_) | Command::HttpProxy(_) => true,
+        Command::Recorder(_) | Command::Completions(_) | Command::Man(_) => return Ok(()),
+        _ => false,
+    };
+    let (config, errors) = config::Config::load(&|k| std::env::var(k).ok());
+    for e in &errors {
+        if recording {
+            eprintln!("acp-tee: warning: {e}; {}", e.recording_goes_on());
+        } else {
+            eprintln!("acp-tee: error: {e}");
+        }
+    }
+    if !recording && !errors.is_empty() {
+        return Err(2);
+    }
+    config::set_current(config);
+    Ok(())
 }
 
 /// Whether `e` is a write to a standard output whose reader has gone.
@@ -119,8 +151,8 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             let dist = a.dist;
             let opts = crate::server::ServeOptions {
                 db,
-                bind: a.bind,
-                port: a.port,
+                bind: config::current().serve_bind.or_flag(a.bind).value,
+                port: config::current().serve_port.or_flag(a.port).value,
                 token: a.token,
                 open: a.open,
                 dist,
@@ -146,6 +178,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Doctor(a) => doctor::doctor_command(a),
         Command::Completions(a) => manual::completions_command(a),
         Command::Man(a) => manual::man_command(a),
+        Command::Config(a) => settings::config_command(a),
         Command::Mcp(a) => {
             crate::mcp::run(a.store.open_reader()?, !a.no_redact)?;
             Ok(0)
@@ -161,9 +194,20 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
     }
 }
 
-/// The live export `record` and `proxy` were asked for.
+/// The live export `record` and `proxy` were asked for (by a flag, the
+/// environment or the config file).
+/// An endpoint the environment or the config file gave (no flag) that
+/// cannot be used is warned about and left off: the recording goes on.
 fn live_otlp(a: &OtlpArgs) -> anyhow::Result<Option<crate::otlp::LiveOptions>> {
-    Ok(a.endpoint()?.map(|endpoint| crate::otlp::LiveOptions { endpoint, map: a.map_options() }))
+    let endpoint = match a.endpoint(true) {
+        Ok(endpoint) => endpoint,
+        Err(e) if a.otlp_endpoint.is_none() => {
+            eprintln!("acp-tee: warning: otlp: {}; recording without the live export", error_text(&e));
+            None
+        }
+        Err(e) => return Err(e),
+    };
+    Ok(endpoint.map(|endpoint| crate::otlp::LiveOptions { endpoint, map: a.map_options() }))
 }
 
 /// The live export the recorder was given (a bad one is warned about and
@@ -192,7 +236,7 @@ fn export_command(a: ExportArgs) -> anyhow::Result<i32> {
     let total: i64 = export::selected_traces(&store, a.trace)?.iter().map(|t| t.frame_count).sum();
     let progress = progress::bar(total as u64, "frames");
     let opts = ExportOptions { format, redactor, progress, otlp: a.otlp.map_options() };
-    if let Some(endpoint) = a.otlp.endpoint()? {
+    if let Some(endpoint) = a.otlp.endpoint(false)? {
         let url = endpoint.url.clone();
         let (summary, spans) = export::send_otlp(&store, a.trace, &opts, &crate::otlp::Client::new(endpoint))?;
         opts.progress.finish_and_clear();

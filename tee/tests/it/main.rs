@@ -21,6 +21,7 @@ mod api;
 mod byte_exact;
 mod chain;
 mod check;
+mod config;
 mod corpus;
 mod docs;
 mod doctor;

@@ -11,6 +11,26 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+/// Every acp-tee the tests start inherits this process's environment, so
+/// the user's config file and `ACP_TEE_DB`, `ACP_TEE_REDACT`, ... must not
+/// be in it: this runs before `main` (one thread then, nothing reading the
+/// environment), removes the variables of the settings and points
+/// `ACP_TEE_CONFIG` at an empty file. A test of the settings sets its own
+/// on the command it starts.
+#[used]
+#[link_section = ".init_array"]
+static ISOLATE_FROM_USER_CONFIG: extern "C" fn() = isolate_from_user_config;
+
+extern "C" fn isolate_from_user_config() {
+    // SAFETY: before main, no other thread exists to read the environment.
+    unsafe {
+        for var in acp_tee::CONFIG_ENV_VARS {
+            std::env::remove_var(var);
+        }
+        std::env::set_var("ACP_TEE_CONFIG", "/dev/null");
+    }
+}
+
 /// The binary under test.
 pub fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_acp-tee")
