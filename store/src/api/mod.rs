@@ -20,6 +20,7 @@ mod plan;
 pub use counts::SearchCounts;
 use counts::{CountKey, Counted};
 use filters::*;
+pub use listing::{TraceFilter, TracePage};
 use plan::{Facts, PagePlan, TotalPlan};
 
 /// Columns read into a [`FrameSummary`], in `summary_from_row` order, with
@@ -428,6 +429,7 @@ impl Store {
     }
 }
 
+mod listing;
 mod summaries;
 #[cfg(test)]
 mod tests;

@@ -12,7 +12,7 @@ use rusqlite::{params, OptionalExtension, Row};
 /// A trace's fields, its recorder, where it was imported from and the time
 /// of its last frame (the highest rowid in its range), for [`summary_of_trace`],
 /// of the traces readers are shown (callers add `AND ...`).
-fn summary_select() -> String {
+pub(super) fn summary_select() -> String {
     let bits = crate::SEQ_BITS;
     format!(
         "SELECT {TRACE_COLUMNS}, recorder_pid, imported_from,
@@ -23,7 +23,7 @@ fn summary_select() -> String {
     )
 }
 
-fn summary_of_trace(row: &Row<'_>) -> rusqlite::Result<TraceSummary> {
+pub(super) fn summary_of_trace(row: &Row<'_>) -> rusqlite::Result<TraceSummary> {
     let meta = trace_from_row(row)?;
     let at = crate::queries::TRACE_COLUMN_COUNT;
     let pid: Option<i64> = row.get(at)?;

@@ -1,8 +1,8 @@
 //! The command line's definitions (clap): subcommands, their arguments and
 //! help texts, and the implicit `record`.
 
+use super::trace_ref::TraceRef;
 use crate::config::{self, Setting};
-use crate::export::TraceSelection;
 use crate::redact::Rule;
 use crate::store::{self, Reader};
 use clap::{Args, Parser, Subcommand};
@@ -46,8 +46,9 @@ pub(super) enum Command {
     /// Serve the trace viewer (browser app and JSON API) over HTTP
     #[command(long_about = SERVE_ABOUT)]
     Serve(ServeArgs),
-    /// List the traces in the store
-    List(ListArgs),
+    /// List the traces in the store, newest first, with their sizes and the store's
+    #[command(long_about = super::list::LIST_ABOUT)]
+    List(super::list::ListArgs),
     /// Write traces as acp-tee-trace JSON, the conductor's .jsons, Perfetto JSON, acp-inspector-trace or
     /// OpenTelemetry spans (OTLP/JSON, or sent to a collector)
     #[command(long_about = EXPORT_ABOUT)]
@@ -300,9 +301,14 @@ pub(super) struct ServeArgs {
     /// Open a browser on the viewer
     #[arg(long)]
     pub(super) open: bool,
-    /// Which trace the printed (and opened) URL shows: an id or `latest`
-    #[arg(long, value_name = "ID|latest")]
-    pub(super) trace: Option<TraceSelection>,
+    /// Which trace the printed (and opened) URL shows: an id, `latest`, or a
+    /// name (the newest trace of that name; name:NAME for any name). Default:
+    /// the list of traces
+    #[arg(value_name = "TRACE")]
+    pub(super) trace: Option<TraceRef>,
+    /// The same as TRACE
+    #[arg(long = "trace", value_name = "TRACE", conflicts_with = "trace")]
+    pub(super) trace_flag: Option<TraceRef>,
     /// Serve the viewer app built in DIR (by scripts/build-viewer) instead of
     /// the one built into acp-tee: for working on the viewer
     #[arg(long, value_name = "DIR")]
@@ -312,12 +318,6 @@ pub(super) struct ServeArgs {
     /// secret query parameters of URLs)
     #[arg(long)]
     pub(super) no_redact: bool,
-}
-
-#[derive(Debug, Args)]
-pub(super) struct ListArgs {
-    #[command(flatten)]
-    pub(super) store: StoreArg,
 }
 
 const EXPORT_ABOUT: &str = "\
@@ -339,9 +339,13 @@ every string. --no-redact writes the stored bytes as they are.";
 pub(super) struct ExportArgs {
     #[command(flatten)]
     pub(super) store: StoreArg,
-    /// Which trace: an id from `acp-tee list`, `latest` or `all`
-    #[arg(long, default_value = "latest", value_name = "ID|latest|all")]
-    pub(super) trace: TraceSelection,
+    /// Which trace: an id from `acp-tee list`, `latest` (the default), `all`,
+    /// or a name (the newest trace of that name; name:NAME for any name)
+    #[arg(value_name = "TRACE")]
+    pub(super) trace: Option<TraceRef>,
+    /// The same as TRACE
+    #[arg(long = "trace", value_name = "TRACE", conflicts_with = "trace")]
+    pub(super) trace_flag: Option<TraceRef>,
     /// Output format
     #[arg(long, value_enum, default_value = "json", conflicts_with = "otlp_endpoint")]
     pub(super) format: crate::export::ExportFormat,

@@ -2,26 +2,31 @@
 //! or a trace file, printed for people or as JSON, with an exit status for CI.
 
 use super::args::StoreArg;
+use super::trace_ref::{self, TraceInput, TraceRef};
 use crate::check::{check_trace, CheckOptions, DEFAULT_MAX_LINE_BYTES};
-use crate::export::{self, TraceSelection};
 use crate::import::{ImportFormat, ImportOptions};
 use crate::store::Store;
 use crate::text::printable;
 use acp_tee_shared::check::{Severity, TraceFindings};
 use clap::{Args, ValueEnum};
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::Path;
 
-pub const CHECK_ABOUT: &str = "\
+pub const CHECK_ABOUT: &str = concat!(
+    "\
 Check a trace against the ACP spec: JSON-RPC shape, every message against the
 official ACP schema (agent-client-protocol-schema) for its method and
 direction, requests and their answers, initialize, sessions, turns,
 cancellation, capabilities and permission outcomes. Each finding has a stable
 code (docs/checks.md), a severity and the frames involved.
 
-Checks a stored trace (--trace, default the latest) or FILE, any file
-`acp-tee import` reads (an acp-tee export, the conductor's .jsons, a sacp-tee
-log, ...), read into a temporary store that is removed afterwards.
+Checks a stored trace (TRACE: an id, `latest`, the default, `all`, or a
+name, the newest trace of that name) or FILE, any file `acp-tee import` reads
+(an acp-tee export, the conductor's .jsons, a sacp-tee log, ...; `-` is
+standard input), read into a temporary store that is removed afterwards.
+",
+    trace_ref::input_rule!(),
+    "
 
 A trace whose recorder is still storing frames after acp-tee exited is
 waited for (at most a minute; --no-wait does not wait). A trace that is not
@@ -31,7 +36,8 @@ says so.
 Exit status: 0 when no finding is an error, 1 when one is, 2 when the input
 cannot be read (no such trace, a file that is no trace), 3 when no finding
 is an error but a trace checked is not complete (still being recorded or
-finishing): its verdict is not final.";
+finishing): its verdict is not final."
+);
 
 /// How findings are printed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -67,9 +73,9 @@ impl MinSeverity {
 pub struct CheckArgs {
     #[command(flatten)]
     store: StoreArg,
-    /// Which stored trace: an id from `acp-tee list`, `latest` or `all` (default: latest)
-    #[arg(long, value_name = "ID|latest|all", conflicts_with = "file")]
-    trace: Option<TraceSelection>,
+    /// The same as a stored TRACE: an id, `latest`, `all` or a name (never a file)
+    #[arg(long = "trace", value_name = "TRACE", conflicts_with = "input")]
+    trace: Option<TraceRef>,
     /// Output format
     #[arg(long, value_enum, default_value = "text")]
     format: CheckFormat,
@@ -83,9 +89,11 @@ pub struct CheckArgs {
     /// acp-tee exited (it is judged on the frames stored, exit 3)
     #[arg(long)]
     no_wait: bool,
-    /// Check this trace file instead of a stored trace (any format `acp-tee import` reads)
-    #[arg(value_name = "FILE")]
-    file: Option<PathBuf>,
+    /// What to check: a stored trace (an id, `latest`, the default, `all`, or a
+    /// name: the newest trace of that name), or a trace file (any format
+    /// `acp-tee import` reads; `-` is standard input). The rule is below
+    #[arg(value_name = "TRACE|FILE")]
+    input: Option<TraceInput>,
 }
 
 /// The exit status when no finding is an error but a trace checked is not
@@ -126,21 +134,41 @@ pub fn check_command(a: CheckArgs) -> anyhow::Result<i32> {
     })
 }
 
+/// What `a` asks to check.
+fn input_of(a: &CheckArgs) -> TraceInput {
+    match (&a.input, &a.trace) {
+        (Some(input), _) => input.clone(),
+        (None, Some(r)) => TraceInput::Trace(r.clone()),
+        (None, None) => TraceInput::Trace(TraceRef::Latest),
+    }
+}
+
 /// The findings of each trace asked for.
 fn checked(a: &CheckArgs, opts: CheckOptions) -> anyhow::Result<Vec<TraceFindings>> {
-    let Some(file) = &a.file else {
-        let store = a.store.open_reader()?;
-        let mut reports = Vec::new();
-        for trace in export::selected_traces(&store, a.trace.unwrap_or(TraceSelection::Latest))? {
-            // Never a partial trace judged as if complete: a finishing one
-            // is waited for, and one still live is reported as such.
-            let before = super::settle(&store, trace.id, !a.no_wait, "the check judges")?;
-            let mut report = check_trace(&store, trace.id, opts)?;
-            report.live = before.live;
-            reports.push(report);
+    let file = match input_of(a) {
+        TraceInput::Trace(r) => {
+            let store = a.store.open_reader()?;
+            let mut reports = Vec::new();
+            let traces = trace_ref::resolve_many(&store, std::slice::from_ref(&r));
+            for trace in traces.map_err(|e| trace_ref::nor_a_file(e, &r))? {
+                // Never a partial trace judged as if complete: a finishing one
+                // is waited for, and one still live is reported as such.
+                let before = super::settle(&store, trace.id, !a.no_wait, "the check judges")?;
+                let mut report = check_trace(&store, trace.id, opts)?;
+                report.live = before.live;
+                reports.push(report);
+            }
+            return Ok(reports);
         }
-        return Ok(reports);
+        TraceInput::File(path) => return check_file(&path, &path, opts),
+        TraceInput::Stdin => trace_ref::stdin_to_file()?,
     };
+    check_file(&file.1, Path::new("stdin"), opts)
+}
+
+/// The findings of each trace of the file at `file` (called `path`),
+/// imported into a temporary store.
+fn check_file(file: &Path, path: &Path, opts: CheckOptions) -> anyhow::Result<Vec<TraceFindings>> {
     let dir = tempfile::tempdir()?;
     let mut store = Store::create_or_open(&dir.path().join("check.db"))?;
     store.maintain(0)?;
@@ -150,7 +178,7 @@ fn checked(a: &CheckArgs, opts: CheckOptions) -> anyhow::Result<Vec<TraceFinding
         skip_bad: false,
         progress: indicatif::ProgressBar::hidden(),
     };
-    let summary = crate::import::import(&mut store, file, &import)?;
+    let summary = crate::import::import_as(&mut store, file, path, &import)?;
     let mut reports = Vec::new();
     for id in summary.trace_ids {
         reports.push(check_trace(&store, id, opts)?);
@@ -160,12 +188,13 @@ fn checked(a: &CheckArgs, opts: CheckOptions) -> anyhow::Result<Vec<TraceFinding
 
 /// What each report is called in the text output.
 fn names(a: &CheckArgs, reports: &[TraceFindings]) -> Vec<String> {
+    let input = input_of(a);
     reports
         .iter()
-        .map(|r| match &a.file {
-            Some(f) if reports.len() == 1 => printable(&f.display().to_string()).into_owned(),
-            Some(f) => format!("{} (trace {} of it)", printable(&f.display().to_string()), r.trace_id),
-            None => format!("trace {}", r.trace_id),
+        .map(|r| match &input {
+            TraceInput::Trace(_) => format!("trace {}", r.trace_id),
+            file if reports.len() == 1 => file.label(r.trace_id),
+            file => format!("{} (trace {} of it)", file.label(r.trace_id), r.trace_id),
         })
         .collect()
 }

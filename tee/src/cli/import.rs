@@ -8,7 +8,7 @@ use crate::store::Store;
 use crate::text::printable;
 use clap::Args;
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 pub const IMPORT_ABOUT: &str = "\
 Read a trace file into the store: an acp-tee export (JSON or NDJSON), the
@@ -27,7 +27,8 @@ number and leaves the store as it was, unless --skip-bad leaves bad lines out
 (and says how many). Counts are those of the frames stored; a file holding
 fewer frames than its header says (acp-tee, acp-inspector) is refused as cut
 short, or with --skip-bad imported with the rest counted as missing. Lines
-longer than 256 MiB are refused.";
+longer than 256 MiB are refused. FILE `-` reads standard input (copied to a
+temporary file first), as a file named stdin.";
 
 #[derive(Debug, Args)]
 pub struct ImportArgs {
@@ -42,7 +43,7 @@ pub struct ImportArgs {
     /// Leave out lines that cannot be read (counted) instead of failing; import a file cut short
     #[arg(long)]
     skip_bad: bool,
-    /// The file to import
+    /// The file to import (`-`: standard input, named `stdin` unless --name)
     #[arg(value_name = "FILE")]
     file: PathBuf,
 }
@@ -52,13 +53,20 @@ pub fn import_command(a: ImportArgs) -> anyhow::Result<i32> {
     let mut store = Store::create_or_open(&a.store.path()?)?;
     store.maintain(0)?;
     let format = a.format;
-    let size = std::fs::metadata(&a.file).map(|m| m.len()).unwrap_or(0);
+    // Standard input is copied to a temporary file first: the format is
+    // told from the first line, then the whole is read.
+    let stdin = if a.file.as_os_str() == "-" { Some(super::trace_ref::stdin_to_file()?) } else { None };
+    let (read, shown) = match &stdin {
+        Some((_, copy)) => (copy.as_path(), Path::new("stdin")),
+        None => (a.file.as_path(), a.file.as_path()),
+    };
+    let size = std::fs::metadata(read).map(|m| m.len()).unwrap_or(0);
     let opts = ImportOptions { format, name: a.name, skip_bad: a.skip_bad, progress: progress::bar(size, "bytes") };
-    let result = crate::import::import(&mut store, &a.file, &opts);
+    let result = crate::import::import_as(&mut store, read, shown, &opts);
     opts.progress.finish_and_clear();
     let summary = result?;
     let ids: Vec<String> = summary.trace_ids.iter().map(i64::to_string).collect();
-    let file = printable(&a.file.display().to_string()).into_owned();
+    let file = printable(&shown.display().to_string()).into_owned();
     let mut out = std::io::stdout().lock();
     writeln!(
         out,

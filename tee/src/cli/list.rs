@@ -1,12 +1,186 @@
-//! `acp-tee list`: the traces as a text table. Stored strings are shown
-//! [`printable`] (`crate::text`), as every terminal message quoting a stored
-//! or imported string is.
+//! `acp-tee list`: the traces as a text table or JSON, filtered by name and
+//! start time and limited in number (in SQL: `Store::trace_page`), with the
+//! store's size. Stored strings are shown [`printable`] (`crate::text`), as
+//! every terminal message quoting a stored or imported string is.
 
+use super::args::StoreArg;
 use crate::model::Mode;
+use crate::store::api::TraceFilter;
 use crate::text::printable;
 use acp_tee_shared::api::TraceSummary;
 use acp_tee_shared::TraceMeta;
-use chrono::DateTime;
+use chrono::{DateTime, NaiveDate, NaiveDateTime, Utc};
+use clap::{Args, ValueEnum};
+use std::io::Write;
+use std::path::Path;
+
+pub const LIST_ABOUT: &str = "\
+List the traces in the store, newest first: id, name, start (UTC), duration,
+frames, errors and exit, and the store's size (the database file and its
+write-ahead log) on stderr.
+
+A trace's NAME is its --name (by default the agent program's file name; an
+import's file name), else its command's program: what TRACE names in `show`,
+`check`, `export`, `diff`, `replay` and `serve`. --name lists the traces of
+one name, --since those started since a time, --limit the newest so many (20
+by default; 0 lists all); when more match, stderr says how many.
+
+--format json writes one JSON document (docs/cli.md#list):
+  {\"store\": {\"path\", \"bytes\", \"file_bytes\", \"wal_bytes\"},
+   \"traces\": [each trace as GET /api/traces writes it],
+   \"matching\": traces the filters select, \"more\": matching ones not listed}";
+
+/// How `list` writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ListFormat {
+    /// An aligned table for a person (also `text`)
+    #[value(alias = "text")]
+    Table,
+    /// One JSON document
+    Json,
+}
+
+/// How many traces `list` shows by default: a screenful.
+pub const DEFAULT_LIMIT: u64 = 20;
+
+#[derive(Debug, Args)]
+pub struct ListArgs {
+    #[command(flatten)]
+    store: StoreArg,
+    /// List at most N traces, the newest (0: all)
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_LIMIT)]
+    limit: u64,
+    /// Only the traces of this name (as the NAME column shows it; exact)
+    #[arg(long)]
+    name: Option<String>,
+    /// Only traces started since WHEN: that long ago (30m, 12h, 2d, 1w) or a
+    /// date or time (2026-01-31, 2026-01-31T09:00:00Z; UTC without an offset)
+    #[arg(long, value_name = "WHEN", value_parser = parse_since)]
+    since: Option<DateTime<Utc>>,
+    /// Output format
+    #[arg(long, value_enum, default_value = "table")]
+    format: ListFormat,
+}
+
+/// Runs `acp-tee list`.
+pub fn list_command(a: ListArgs) -> anyhow::Result<i32> {
+    let path = a.store.path()?;
+    let store = a.store.open_reader()?;
+    let filter = TraceFilter {
+        name: a.name.clone(),
+        since: a.since.map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Micros, true)),
+        limit: (a.limit > 0).then_some(a.limit),
+    };
+    let page = store.trace_page(&filter)?;
+    let more = page.matching.saturating_sub(page.traces.len() as u64);
+    let sizes = StoreSizes::of(&path);
+    let mut out = std::io::stdout().lock();
+    match a.format {
+        ListFormat::Json => {
+            let doc = serde_json::json!({
+                "store": {
+                    "path": path.display().to_string(),
+                    "bytes": sizes.file + sizes.wal,
+                    "file_bytes": sizes.file,
+                    "wal_bytes": sizes.wal,
+                },
+                "traces": page.traces,
+                "matching": page.matching,
+                "more": more,
+            });
+            serde_json::to_writer(&mut out, &doc)?;
+            writeln!(out)?;
+        }
+        ListFormat::Table => {
+            out.write_all(render(&page.traces).as_bytes())?;
+            out.flush()?;
+            let mut err = std::io::stderr().lock();
+            if more > 0 {
+                let traces = if more == 1 { "trace" } else { "traces" };
+                writeln!(err, "{more} more {traces}; --limit 0 lists all")?;
+            }
+            writeln!(
+                err,
+                "store {}: {} (file {}, write-ahead log {})",
+                printable(&path.display().to_string()),
+                human_bytes(sizes.file + sizes.wal),
+                human_bytes(sizes.file),
+                human_bytes(sizes.wal)
+            )?;
+        }
+    }
+    Ok(0)
+}
+
+/// The bytes of a store's database file and of its write-ahead log.
+struct StoreSizes {
+    file: u64,
+    wal: u64,
+}
+
+impl StoreSizes {
+    fn of(path: &Path) -> StoreSizes {
+        let size = |p: &Path| std::fs::metadata(p).map_or(0, |m| m.len());
+        let mut wal = path.as_os_str().to_owned();
+        wal.push("-wal");
+        StoreSizes { file: size(path), wal: size(Path::new(&wal)) }
+    }
+}
+
+/// Bytes as `812 B`, `1.2 KiB`, `34.5 MiB` or `2.0 GiB`.
+pub(super) fn human_bytes(n: u64) -> String {
+    const UNITS: [&str; 4] = ["KiB", "MiB", "GiB", "TiB"];
+    if n < 1024 {
+        return format!("{n} B");
+    }
+    let mut value = n as f64 / 1024.0;
+    let mut unit = 0;
+    while value >= 1024.0 && unit + 1 < UNITS.len() {
+        value /= 1024.0;
+        unit += 1;
+    }
+    format!("{value:.1} {}", UNITS[unit])
+}
+
+/// `--since`: a time ago (`30m`, `12h`, `2d`, `1w`, `45s`), an RFC 3339
+/// time, a date (midnight UTC) or a date and time without an offset (UTC).
+fn parse_since(s: &str) -> Result<DateTime<Utc>, String> {
+    since_at(s, Utc::now())
+}
+
+fn since_at(s: &str, now: DateTime<Utc>) -> Result<DateTime<Utc>, String> {
+    let bad = || {
+        format!("`{s}` is neither a time ago (30m, 12h, 2d, 1w) nor a date or time (2026-01-31, 2026-01-31T09:00:00Z)")
+    };
+    if let Some(unit) = s.chars().last().filter(|c| c.is_ascii_alphabetic()) {
+        let number = &s[..s.len() - 1];
+        if !number.is_empty() && number.bytes().all(|b| b.is_ascii_digit()) {
+            let n: i64 = number.parse().map_err(|_| bad())?;
+            let seconds = match unit {
+                's' => Some(n),
+                'm' => n.checked_mul(60),
+                'h' => n.checked_mul(3600),
+                'd' => n.checked_mul(86_400),
+                'w' => n.checked_mul(7 * 86_400),
+                _ => None,
+            };
+            let ago = seconds.and_then(chrono::TimeDelta::try_seconds).ok_or_else(bad)?;
+            return now.checked_sub_signed(ago).ok_or_else(bad);
+        }
+    }
+    if let Ok(t) = DateTime::parse_from_rfc3339(s) {
+        return Ok(t.with_timezone(&Utc));
+    }
+    if let Ok(d) = NaiveDate::parse_from_str(s, "%Y-%m-%d") {
+        return Ok(d.and_hms_opt(0, 0, 0).ok_or_else(bad)?.and_utc());
+    }
+    for format in ["%Y-%m-%dT%H:%M:%S%.f", "%Y-%m-%d %H:%M:%S%.f", "%Y-%m-%dT%H:%M", "%Y-%m-%d %H:%M"] {
+        if let Ok(t) = NaiveDateTime::parse_from_str(s, format) {
+            return Ok(t.and_utc());
+        }
+    }
+    Err(bad())
+}
 
 /// Renders `traces` as an aligned table with a header row; stored strings
 /// are shown [`printable`].
@@ -119,5 +293,32 @@ ID  NAME    STARTED (UTC)        DURATION  FRAMES           ERRORS  EXIT
 1   agent1  2026-11-30 16:00:00  1.250s    12               1       killed
 ";
         assert_eq!(out, expect);
+    }
+
+    #[test]
+    fn since_takes_a_time_ago_or_a_date_or_time() {
+        let now = DateTime::parse_from_rfc3339("2026-03-10T12:00:00Z").unwrap().with_timezone(&Utc);
+        let at = |s: &str| since_at(s, now).map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true));
+        assert_eq!(at("2d").unwrap(), "2026-03-08T12:00:00Z");
+        assert_eq!(at("12h").unwrap(), "2026-03-10T00:00:00Z");
+        assert_eq!(at("30m").unwrap(), "2026-03-10T11:30:00Z");
+        assert_eq!(at("45s").unwrap(), "2026-03-10T11:59:15Z");
+        assert_eq!(at("1w").unwrap(), "2026-03-03T12:00:00Z");
+        assert_eq!(at("2026-01-31").unwrap(), "2026-01-31T00:00:00Z");
+        assert_eq!(at("2026-01-31T09:30:00+02:00").unwrap(), "2026-01-31T07:30:00Z");
+        assert_eq!(at("2026-01-31T09:30:00").unwrap(), "2026-01-31T09:30:00Z", "UTC without an offset");
+        assert_eq!(at("2026-01-31 09:30").unwrap(), "2026-01-31T09:30:00Z");
+        for bad in ["", "yesterday", "2x", "d", "-2d", "99999999999999999999d", "2026-13-01"] {
+            assert!(at(bad).unwrap_err().contains("neither a time ago"), "{bad}");
+        }
+    }
+
+    #[test]
+    fn sizes_in_human_units() {
+        assert_eq!(human_bytes(0), "0 B");
+        assert_eq!(human_bytes(1023), "1023 B");
+        assert_eq!(human_bytes(1024), "1.0 KiB");
+        assert_eq!(human_bytes(1_300_000), "1.2 MiB");
+        assert_eq!(human_bytes(5 << 30), "5.0 GiB");
     }
 }

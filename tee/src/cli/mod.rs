@@ -11,6 +11,7 @@ mod progress;
 mod replay;
 mod settings;
 mod show;
+mod trace_ref;
 
 pub use args::{with_default_subcommand, Cli};
 
@@ -25,7 +26,6 @@ use args::OtlpArgs;
 use args::{Command, ExportArgs};
 use clap::Parser;
 use std::ffi::OsString;
-use std::io::Write;
 
 /// The maintenance step the read commands (and `serve`) run before they
 /// open readers: migrations and traces whose recorder is gone, no search
@@ -137,15 +137,11 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Serve(a) => {
             let db = a.store.path()?;
             maintain_before_reading(&db)?;
-            let open_path = match a.trace {
+            let open_path = match trace_ref::pick(a.trace, a.trace_flag) {
                 None => "/".to_owned(),
-                Some(sel) => {
+                Some(r) => {
                     let store = Reader::open(&db)?;
-                    let id = match sel {
-                        TraceSelection::Id(id) => store.trace(id)?.id,
-                        TraceSelection::Latest | TraceSelection::All => store.latest_trace_id()?,
-                    };
-                    format!("/traces/{id}")
+                    format!("/traces/{}", trace_ref::resolve(&store, &r)?.id)
                 }
             };
             let dist = a.dist;
@@ -162,13 +158,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             crate::server::run(opts)?;
             Ok(0)
         }
-        Command::List(a) => {
-            let store = a.store.open_reader()?;
-            let traces = store.trace_summaries()?;
-            let mut out = std::io::stdout().lock();
-            out.write_all(list::render(&traces).as_bytes())?;
-            Ok(0)
-        }
+        Command::List(a) => list::list_command(a),
         Command::Export(a) => export_command(a),
         Command::Import(a) => import::import_command(a),
         Command::Show(a) => show::show_command(a),
@@ -230,15 +220,19 @@ fn export_command(a: ExportArgs) -> anyhow::Result<i32> {
     let store = a.store.open_reader()?;
     let format = a.format;
     let redactor = crate::read::mask::policy(!a.no_redact, a.redact);
-    for trace in export::selected_traces(&store, a.trace)? {
+    let selection = match trace_ref::pick(a.trace, a.trace_flag).unwrap_or(trace_ref::TraceRef::Latest) {
+        trace_ref::TraceRef::All => TraceSelection::All,
+        one => TraceSelection::Id(trace_ref::resolve(&store, &one)?.id),
+    };
+    for trace in export::selected_traces(&store, selection)? {
         settle(&store, trace.id, !a.no_wait, "the export holds")?;
     }
-    let total: i64 = export::selected_traces(&store, a.trace)?.iter().map(|t| t.frame_count).sum();
+    let total: i64 = export::selected_traces(&store, selection)?.iter().map(|t| t.frame_count).sum();
     let progress = progress::bar(total as u64, "frames");
     let opts = ExportOptions { format, redactor, progress, otlp: a.otlp.map_options() };
     if let Some(endpoint) = a.otlp.endpoint(false)? {
         let url = endpoint.url.clone();
-        let (summary, spans) = export::send_otlp(&store, a.trace, &opts, &crate::otlp::Client::new(endpoint))?;
+        let (summary, spans) = export::send_otlp(&store, selection, &opts, &crate::otlp::Client::new(endpoint))?;
         opts.progress.finish_and_clear();
         eprintln!("acp-tee: sent {spans} spans of {} frames to {url}", summary.frames);
         return Ok(0);
@@ -247,9 +241,9 @@ fn export_command(a: ExportArgs) -> anyhow::Result<i32> {
     let summary = match a.output.as_ref().filter(|path| path.as_os_str() != "-") {
         Some(path) => {
             let file = std::fs::File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
-            export::export(&store, a.trace, &opts, &mut std::io::BufWriter::new(file))?
+            export::export(&store, selection, &opts, &mut std::io::BufWriter::new(file))?
         }
-        None => export::export(&store, a.trace, &opts, &mut std::io::BufWriter::new(std::io::stdout().lock()))?,
+        None => export::export(&store, selection, &opts, &mut std::io::BufWriter::new(std::io::stdout().lock()))?,
     };
     opts.progress.finish_and_clear();
     if summary.left_out > 0 {

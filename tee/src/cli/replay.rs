@@ -2,6 +2,7 @@
 //! `crate::replay`.
 
 use super::args::{parse_duration, StoreArg};
+use super::trace_ref::{self, TraceInput, TraceRef};
 use crate::redact::JsonPath;
 use crate::replay::diff::{self, DiffOptions};
 use crate::replay::engine::{Outcome, Timing};
@@ -10,10 +11,15 @@ use clap::{Args, ValueEnum};
 use std::io::Write;
 use std::time::Duration;
 
-pub const DIFF_ABOUT: &str = "\
-Compare two traces message by message: A and B are trace ids in the store or
-files `acp-tee import` reads (imported into a temporary store; the store is
-not changed).
+pub const DIFF_ABOUT: &str = concat!(
+    "\
+Compare two traces message by message: A and B are stored traces (an id,
+`latest` or a name, the newest trace of that name) or files `acp-tee import`
+reads (imported into a temporary store; the store is not changed; `-` is
+standard input, for one of them).
+",
+    trace_ref::input_rule!(),
+    "
 
 Messages are aligned per session (sessions matched by their order of
 creation; messages of no session among themselves), then by direction, kind,
@@ -31,7 +37,8 @@ A trace whose recorder is still storing frames after acp-tee exited is
 waited for (at most a minute); one still being recorded is not compared.
 
 Exit status: 0 when the traces are equivalent, 1 when they differ, 2 when A
-or B cannot be read or is not complete (still being recorded).";
+or B cannot be read or is not complete (still being recorded)."
+);
 
 /// Output formats of `diff`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -52,12 +59,12 @@ pub struct DiffArgs {
     /// Leave the values at this JSONPath out of the comparison (repeatable)
     #[arg(long, value_name = "PATH")]
     ignore: Vec<String>,
-    /// The first trace: an id, or a file
+    /// The first trace: an id, `latest`, a name, or a file (`-`: standard input)
     #[arg(value_name = "A")]
-    a: String,
-    /// The second trace: an id, or a file
+    a: TraceInput,
+    /// The second trace: an id, `latest`, a name, or a file (`-`: standard input)
     #[arg(value_name = "B")]
-    b: String,
+    b: TraceInput,
 }
 
 /// Runs `acp-tee diff`: 0 equivalent, 1 different, 2 bad input.
@@ -77,9 +84,11 @@ fn diff_inner(a: &DiffArgs) -> anyhow::Result<i32> {
         .iter()
         .map(|p| JsonPath::parse(p).map_err(|e| anyhow::anyhow!("--ignore {p:?} is not a JSONPath: {e}")))
         .collect::<anyhow::Result<Vec<_>>>()?;
-    let db = a.store.path()?;
-    let side_a = source::open(&a.a, &db)?;
-    let side_b = source::open(&a.b, &db)?;
+    if a.a == TraceInput::Stdin && a.b == TraceInput::Stdin {
+        anyhow::bail!("A and B are both `-`: standard input can be read once; give one of them as a file or a trace");
+    }
+    let side_a = open_side(&a.a, &a.store)?;
+    let side_b = open_side(&a.b, &a.store)?;
     for side in [&side_a, &side_b] {
         // A partial trace is never compared as if complete.
         let s = side.store().wait_while_finishing(side.trace_id, super::FINISH_WAIT)?;
@@ -104,10 +113,26 @@ fn diff_inner(a: &DiffArgs) -> anyhow::Result<i32> {
     Ok(if d.equivalent { 0 } else { 1 })
 }
 
+/// One side of a diff: a stored trace, a file, or standard input.
+fn open_side(input: &TraceInput, store: &StoreArg) -> anyhow::Result<source::Opened> {
+    match input {
+        TraceInput::Trace(r) => {
+            let reader = store.open_reader()?;
+            let id = trace_ref::resolve(&reader, r).map_err(|e| trace_ref::nor_a_file(e, r))?.id;
+            Ok(source::stored(reader, id))
+        }
+        TraceInput::File(path) => Ok(source::import_file(path, path)?),
+        TraceInput::Stdin => {
+            let (_dir, file) = trace_ref::stdin_to_file()?;
+            Ok(source::import_file(&file, std::path::Path::new("stdin"))?)
+        }
+    }
+}
+
 pub const REPLAY_ABOUT: &str = "\
 Replay a recorded trace against a live peer, without a model or an editor.
 
-`acp-tee replay --trace ID -- AGENT [ARGS]` plays the client: it starts AGENT
+`acp-tee replay TRACE -- AGENT [ARGS]` plays the client: it starts AGENT
 under `acp-tee record` (the run is stored as a new trace, linked to trace
 ID), sends the recorded client messages, each once the agent has sent what it
 had sent before it in the recording (or, with --timing recorded, at its
@@ -116,13 +141,16 @@ fs/*, terminal/*) with the recorded answers, matched by method and params.
 The values the agent mints (sessionId, toolCallId) are mapped to the live
 ones. Compare the runs with `acp-tee diff ID NEW`.
 
-`acp-tee replay --as-agent --trace ID` plays the agent on stdio: usable as an
+`acp-tee replay --as-agent TRACE` plays the agent on stdio: usable as an
 agent command in an editor, acpx or yopo. It answers the client's requests
 as the recorded agent did and sends what it sent, in the same order.
 
 Exit status: 0 when the replay completed, 1 when the agent diverged so far
 that the script could not go on (the message says where), 2 when the trace
-cannot be read or the agent not started.";
+cannot be read or the agent not started.
+
+TRACE is an id from `acp-tee list`, `latest`, or a name (the newest trace
+of that name; name:NAME for any name); --trace TRACE is the same.";
 
 /// When the replayed client's messages go.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -137,9 +165,12 @@ pub enum TimingArg {
 pub struct ReplayArgs {
     #[command(flatten)]
     store: StoreArg,
-    /// The trace to replay
-    #[arg(long, value_name = "ID")]
-    trace: i64,
+    /// The trace to replay: an id, `latest`, or a name (the newest trace of that name)
+    #[arg(value_name = "TRACE", required_unless_present = "trace_flag")]
+    trace: Option<TraceRef>,
+    /// The same as TRACE
+    #[arg(long = "trace", value_name = "TRACE", conflicts_with = "trace")]
+    trace_flag: Option<TraceRef>,
     /// Play the recorded agent on stdio instead of driving AGENT
     #[arg(long, conflicts_with_all = ["agent", "name"])]
     as_agent: bool,
@@ -162,21 +193,28 @@ pub struct ReplayArgs {
 
 /// Runs `acp-tee replay`.
 pub fn replay_command(a: ReplayArgs) -> anyhow::Result<i32> {
-    if a.as_agent {
-        return as_agent(&a);
-    }
-    if a.agent.is_empty() {
+    // clap asks for one of the two.
+    let Some(trace) = trace_ref::pick(a.trace.clone(), a.trace_flag.clone()) else {
+        anyhow::bail!("replay needs a TRACE");
+    };
+    if !a.as_agent && a.agent.is_empty() {
         eprintln!("acp-tee: error: replay needs the agent's command line after `--`, or --as-agent");
         return Ok(2);
     }
-    let db = a.store.path()?;
-    if let Err(e) = super::maintain_before_reading(&db) {
-        eprintln!("acp-tee: error: {}", super::error_text(&e));
-        return Ok(2);
+    // The trace's id, found once the store is maintained.
+    let id = match a.store.open_reader().and_then(|r| trace_ref::resolve(&r, &trace)) {
+        Ok(t) => t.id,
+        Err(e) => {
+            eprintln!("acp-tee: error: {}", super::error_text(&e));
+            return Ok(2);
+        }
+    };
+    if a.as_agent {
+        return as_agent(&a, id);
     }
     let opts = ClientReplay {
-        db,
-        trace_id: a.trace,
+        db: a.store.path()?,
+        trace_id: id,
         name: a.name.clone(),
         agent: a.agent.clone(),
         timing: match a.timing {
@@ -198,11 +236,11 @@ pub fn replay_command(a: ReplayArgs) -> anyhow::Result<i32> {
     let mut out = std::io::stdout().lock();
     let code = match &report.outcome {
         Outcome::Completed => {
-            writeln!(out, "replayed trace {} as {new}: completed", a.trace)?;
+            writeln!(out, "replayed trace {id} as {new}: completed")?;
             0
         }
         Outcome::Diverged(why) => {
-            writeln!(out, "replayed trace {} as {new}: diverged: {}", a.trace, crate::text::printable(why))?;
+            writeln!(out, "replayed trace {id} as {new}: diverged: {}", crate::text::printable(why))?;
             1
         }
     };
@@ -222,11 +260,10 @@ pub fn replay_command(a: ReplayArgs) -> anyhow::Result<i32> {
 }
 
 /// `--as-agent`: the recorded agent on our stdio; a summary on stderr.
-fn as_agent(a: &ReplayArgs) -> anyhow::Result<i32> {
+fn as_agent(a: &ReplayArgs, id: i64) -> anyhow::Result<i32> {
     let script = (|| -> anyhow::Result<_> {
         let reader = a.store.open_reader()?;
-        reader.trace(a.trace)?;
-        Ok(replay::script::load(&reader, a.trace)?)
+        Ok(replay::script::load(&reader, id)?)
     })();
     let script = match script {
         Ok(s) => s,

@@ -11,7 +11,7 @@
 //! the JSON.
 
 use super::args::StoreArg;
-use crate::export::TraceSelection;
+use super::trace_ref::{self, TraceRef};
 use crate::redact::Redactor;
 use crate::session::{now_t_ns, Built, Model, Step, HELD_MAX_BYTES};
 use crate::store::Store;
@@ -53,9 +53,13 @@ document (its shape is in docs/sessions.md).";
 pub struct ShowArgs {
     #[command(flatten)]
     store: StoreArg,
-    /// Which trace: an id from `acp-tee list` or `latest`
-    #[arg(long, default_value = "latest", value_name = "ID|latest")]
-    trace: TraceSelection,
+    /// Which trace: an id from `acp-tee list`, `latest` (the default), or a
+    /// name (the newest trace of that name; name:NAME for any name)
+    #[arg(value_name = "TRACE")]
+    trace: Option<TraceRef>,
+    /// The same as TRACE
+    #[arg(long = "trace", value_name = "TRACE", conflicts_with = "trace")]
+    trace_flag: Option<TraceRef>,
     /// Only this session (a sessionId)
     #[arg(long, value_name = "SESSION_ID")]
     session: Option<String>,
@@ -74,11 +78,7 @@ pub struct ShowArgs {
 /// Runs `acp-tee show`.
 pub fn show_command(a: ShowArgs) -> anyhow::Result<i32> {
     let store = a.store.open_reader()?;
-    let id = match a.trace {
-        TraceSelection::Id(id) => id,
-        TraceSelection::Latest => store.latest_trace_id()?,
-        TraceSelection::All => anyhow::bail!("show takes one trace: an id from `acp-tee list` or `latest`"),
-    };
+    let id = trace_ref::resolve(&store, &trace_ref::pick(a.trace, a.trace_flag).unwrap_or(TraceRef::Latest))?.id;
     super::settle(&store, id, !a.no_wait, "show tells of")?;
     let trace = store.trace_summary(id)?;
     let redactor = crate::read::mask::redactor(!a.no_redact);
@@ -91,10 +91,7 @@ pub fn show_command(a: ShowArgs) -> anyhow::Result<i32> {
     if let Some(sid) = &a.session {
         overview.sessions.retain(|s| &s.session_id == sid);
         let Some(session) = overview.sessions.first() else {
-            anyhow::bail!(
-                "trace {id} has no session {}; `acp-tee show --trace {id}` lists its sessions",
-                printable(sid)
-            )
+            anyhow::bail!("trace {id} has no session {}; `acp-tee show {id}` lists its sessions", printable(sid))
         };
         // Its own open requests, listed and counted (those not followed
         // belong to no session the model knows of).

@@ -214,13 +214,27 @@ pub enum ImportError {
 }
 
 /// Imports `path` into `store`: all of it, or (on error) nothing readers see.
+#[cfg(test)]
 pub fn import(store: &mut Store, path: &Path, opts: &ImportOptions) -> Result<ImportSummary, ImportError> {
+    import_as(store, path, path, opts)
+}
+
+/// Imports the file at `file` into `store` as if it were `path` (all of
+/// it, or on error nothing readers see): errors, the default
+/// name and `imported_from` say `path` (a copy of standard input is
+/// imported as `stdin`).
+pub fn import_as(
+    store: &mut Store,
+    file: &Path,
+    path: &Path,
+    opts: &ImportOptions,
+) -> Result<ImportSummary, ImportError> {
     let format = match opts.format {
-        ImportFormat::Auto => detect(path)?,
+        ImportFormat::Auto => detect_as(file, path)?,
         f => f,
     };
     let read_err = |cause| ImportError::Read { path: path.to_owned(), cause };
-    let file = File::open(path).map_err(read_err)?;
+    let file = File::open(file).map_err(read_err)?;
     let mtime = file.metadata().and_then(|m| m.modified()).ok();
     let input = BufReader::with_capacity(256 * 1024, Counted { inner: file, progress: opts.progress.clone() });
     let mut ctx = Context {
@@ -248,9 +262,10 @@ pub fn import(store: &mut Store, path: &Path, opts: &ImportOptions) -> Result<Im
     Ok(ctx.summary)
 }
 
-/// Tells a file's format from its first non-empty line.
-pub fn detect(path: &Path) -> Result<ImportFormat, ImportError> {
-    let file = File::open(path).map_err(|cause| ImportError::Read { path: path.to_owned(), cause })?;
+/// Tells the format of the file at `file` from its first non-empty line;
+/// errors name it `path`.
+fn detect_as(file: &Path, path: &Path) -> Result<ImportFormat, ImportError> {
+    let file = File::open(file).map_err(|cause| ImportError::Read { path: path.to_owned(), cause })?;
     let mut first = Vec::new();
     let mut reader = BufReader::new(file);
     while first.iter().all(u8::is_ascii_whitespace) {

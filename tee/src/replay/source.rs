@@ -1,6 +1,7 @@
-//! Where a compared or replayed trace comes from: a trace id in the store,
-//! or a file in a format `acp-tee import` reads, imported into a temporary
-//! store of its own (the user's store is not changed).
+//! Where a compared or replayed trace comes from: a trace in the store
+//! (found by the command line, `cli/trace_ref.rs`), or a file in a format
+//! `acp-tee import` reads, imported into a temporary store of its own (the
+//! user's store is not changed).
 
 use crate::import::{ImportFormat, ImportOptions};
 use crate::store::{self, Reader, Store};
@@ -42,9 +43,6 @@ impl Opened {
 /// Why a trace cannot be opened.
 #[derive(Debug, thiserror::Error)]
 pub enum SourceError {
-    /// Neither a trace id nor a readable file.
-    #[error("{0:?} is neither a trace id nor a file: give an id from `acp-tee list` or the path of an export")]
-    Unknown(String),
     /// The store failed.
     #[error(transparent)]
     Store(#[from] store::StoreError),
@@ -56,23 +54,15 @@ pub enum SourceError {
     Temp { path: PathBuf, cause: std::io::Error },
 }
 
-/// Opens `arg`: a file when one exists at that path, else a trace id in the
-/// store at `db` (maintained first, then read only).
-pub fn open(arg: &str, db: &Path) -> Result<Opened, SourceError> {
-    let path = Path::new(arg);
-    if path.is_file() {
-        return import_file(path);
-    }
-    let id: i64 = arg.trim().parse().map_err(|_| SourceError::Unknown(arg.to_owned()))?;
-    store::maintain_existing(db, 0)?;
-    let reader = Reader::open(db)?;
-    reader.trace(id)?;
-    Ok(Opened { held: Held::Store(reader), trace_id: id, label: format!("trace {id}") })
+/// Trace `trace_id` of the store `reader` reads (found by the caller).
+pub fn stored(reader: Reader, trace_id: i64) -> Opened {
+    Opened { held: Held::Store(reader), trace_id, label: format!("trace {trace_id}") }
 }
 
-/// Imports `path` into a store of its own in a temporary directory; the
-/// file's first trace is the one read.
-fn import_file(path: &Path) -> Result<Opened, SourceError> {
+/// Imports the file at `file` (called `path` in messages and the label)
+/// into a store of its own in a temporary directory; the file's first
+/// trace is the one read.
+pub fn import_file(file: &Path, path: &Path) -> Result<Opened, SourceError> {
     let temp = tempfile::tempdir().map_err(|cause| SourceError::Temp { path: path.to_owned(), cause })?;
     let mut store = Store::create_or_open(&temp.path().join("traces.db"))?;
     store.maintain(0)?;
@@ -82,7 +72,7 @@ fn import_file(path: &Path) -> Result<Opened, SourceError> {
         skip_bad: false,
         progress: indicatif::ProgressBar::hidden(),
     };
-    let summary = crate::import::import(&mut store, path, &opts)?;
+    let summary = crate::import::import_as(&mut store, file, path, &opts)?;
     let trace_id = summary.trace_ids[0];
     Ok(Opened { held: Held::Owned(store, Some(temp)), trace_id, label: path.display().to_string() })
 }
