@@ -71,9 +71,11 @@ impl Store {
         );
         let mut matching = 0u64;
         let mut stmt = self.conn.prepare(&sql)?;
+        // The count is the last column.
+        let count_at = stmt.column_count() - 1;
         let traces = stmt
             .query_map(params_from_iter(values), |row| {
-                matching = row.get::<_, i64>(19)?.try_into().unwrap_or(0);
+                matching = row.get::<_, i64>(count_at)?.try_into().unwrap_or(0);
                 summary_of_trace(row)
             })?
             .collect::<Result<Vec<_>, _>>()?;

@@ -16,7 +16,8 @@ use std::path::Path;
 
 pub const LIST_ABOUT: &str = "\
 List the traces in the store, newest first: id, name, start (UTC), duration,
-frames, errors and exit, and the store's size (the database file and its
+frames, size (the bytes of its frames as stored), errors and exit, and the
+store's size (the database file and its
 write-ahead log) on stderr.
 
 A trace's NAME is its --name (by default the agent program's file name; an
@@ -84,7 +85,7 @@ pub fn list_command(a: ListArgs) -> anyhow::Result<i32> {
                     "file_bytes": sizes.file,
                     "wal_bytes": sizes.wal,
                 },
-                "traces": page.traces,
+                "traces": page.traces.iter().map(listed).collect::<Vec<_>>(),
                 "matching": page.matching,
                 "more": more,
             });
@@ -110,6 +111,17 @@ pub fn list_command(a: ListArgs) -> anyhow::Result<i32> {
         }
     }
     Ok(0)
+}
+
+/// A trace as `list --format json` writes it: as `GET /api/traces` does,
+/// with `bytes` and `pinned` always present.
+fn listed(t: &TraceSummary) -> serde_json::Value {
+    let mut v = serde_json::to_value(t).unwrap_or_default();
+    if let Some(o) = v.as_object_mut() {
+        o.insert("bytes".into(), t.meta.bytes.into());
+        o.insert("pinned".into(), t.meta.pinned.into());
+    }
+    v
 }
 
 /// The bytes of a store's database file and of its write-ahead log.
@@ -185,7 +197,8 @@ fn since_at(s: &str, now: DateTime<Utc>) -> Result<DateTime<Utc>, String> {
 /// Renders `traces` as an aligned table with a header row; stored strings
 /// are shown [`printable`].
 pub fn render(traces: &[TraceSummary]) -> String {
-    let mut rows = vec![["ID", "NAME", "STARTED (UTC)", "DURATION", "FRAMES", "ERRORS", "EXIT"].map(String::from)];
+    let mut rows =
+        vec![["ID", "NAME", "STARTED (UTC)", "DURATION", "FRAMES", "SIZE", "ERRORS", "EXIT"].map(String::from)];
     for TraceSummary { meta: t, live, finishing, .. } in traces {
         rows.push([
             t.id.to_string(),
@@ -193,11 +206,12 @@ pub fn render(traces: &[TraceSummary]) -> String {
             printable(t.started_at.get(..19).unwrap_or(&t.started_at)).replace('T', " "),
             duration(t, *live, *finishing),
             frames(t),
+            human_bytes(t.bytes.max(0) as u64),
             t.error_count.to_string(),
             exit(t),
         ]);
     }
-    let widths: Vec<usize> = (0..7).map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0)).collect();
+    let widths: Vec<usize> = (0..8).map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0)).collect();
     let mut out = String::new();
     for row in &rows {
         let cells: Vec<String> = row.iter().zip(&widths).map(|(cell, w)| format!("{cell:<w$}")).collect();
@@ -272,7 +286,7 @@ mod tests {
             missing_frames: missing,
             missing_unknown: false,
             pinned: false,
-            bytes: 0,
+            bytes: id * 700,
         };
         TraceSummary { live: id == 3, finishing: false, meta, last_t_ns: 0, imported_from: None, findings: None }
     }
@@ -286,11 +300,11 @@ mod tests {
             trace(1, Some("2026-11-30T16:00:01.250000Z"), None, 0),
         ]);
         let expect = "\
-ID  NAME    STARTED (UTC)        DURATION  FRAMES           ERRORS  EXIT
-4   agent4  2026-11-30 16:00:00  cut off   12               1
-3   agent3  2026-11-30 16:00:00  live      12               1
-2   agent2  2026-11-30 16:00:00  2m03s     12 (+2 missing)  1       0
-1   agent1  2026-11-30 16:00:00  1.250s    12               1       killed
+ID  NAME    STARTED (UTC)        DURATION  FRAMES           SIZE     ERRORS  EXIT
+4   agent4  2026-11-30 16:00:00  cut off   12               2.7 KiB  1
+3   agent3  2026-11-30 16:00:00  live      12               2.1 KiB  1
+2   agent2  2026-11-30 16:00:00  2m03s     12 (+2 missing)  1.4 KiB  1       0
+1   agent1  2026-11-30 16:00:00  1.250s    12               700 B    1       killed
 ";
         assert_eq!(out, expect);
     }

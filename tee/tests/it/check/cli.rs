@@ -75,7 +75,7 @@ fn a_stored_trace_is_checked_by_id_and_as_latest() {
 fn help_names_the_exit_statuses_and_choices() {
     let out = Command::new(bin()).args(["check", "--help"]).output().unwrap();
     let help = String::from_utf8(out.stdout).unwrap();
-    for needle in ["Exit status: 0", "- json: One JSON document", "--min-severity", "ID|latest|all", "[FILE]"] {
+    for needle in ["Exit status: 0", "- json: One JSON document", "--min-severity", "[TRACE|FILE]", "--trace <TRACE>"] {
         assert!(help.contains(needle), "{needle} missing from:\n{help}");
     }
 }
