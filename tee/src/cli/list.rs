@@ -26,7 +26,7 @@ import's file name), else its command's program: what TRACE names in `show`,
 one name, --since those started since a time, --limit the newest so many (20
 by default; 0 lists all); when more match, stderr says how many.
 
---format json writes one JSON document (docs/cli.md#list):
+--format json writes one JSON document (docs/export.md):
   {\"store\": {\"path\", \"bytes\", \"file_bytes\", \"wal_bytes\"},
    \"traces\": [each trace as GET /api/traces writes it],
    \"matching\": traces the filters select, \"more\": matching ones not listed}";
