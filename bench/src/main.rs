@@ -11,7 +11,9 @@
 //!   [`webdriver`], [`viewer`], [`export`] and [`check`] measure on them;
 //!   [`trace_section`] reports sections 4–7; [`show`] records traces of
 //!   concurrent sessions and is section 8; [`http_memory`] is section 9,
-//!   `acp-tee http-proxy`'s memory under large messages both ways.
+//!   `acp-tee http-proxy`'s memory under large messages both ways; [`prune`]
+//!   is section 10, `acp-tee prune` of a store of thousands of traces while
+//!   a recording goes on.
 //! - [`procs`]: `wait4`, `VmHWM` sampling; [`stats`]: medians, percentiles;
 //!   [`report`]: tables and the machine description.
 
@@ -19,6 +21,7 @@ mod check;
 mod export;
 mod http_memory;
 mod procs;
+mod prune;
 mod relay;
 mod relays_section;
 mod report;
@@ -36,7 +39,8 @@ use report::Report;
 use std::path::PathBuf;
 
 /// The sections, in the order they run.
-const SECTIONS: [&str; 9] = ["throughput", "rtt", "ingest", "server", "viewer", "export", "check", "show", "http"];
+const SECTIONS: [&str; 10] =
+    ["throughput", "rtt", "ingest", "server", "viewer", "export", "check", "show", "http", "prune"];
 
 /// What to run, and where.
 #[derive(Debug, Clone)]
@@ -76,7 +80,7 @@ in one run and writes a Markdown report. A lost message or frame fails the run (
   --strict         also exit 1 when a target does not hold";
 
 fn usage() -> &'static str {
-    "usage: acp-tee-bench [--quick] [--only throughput,rtt,ingest,server,viewer,export,check,show,http] [--reps N] \
+    "usage: acp-tee-bench [--quick] [--only throughput,rtt,ingest,server,viewer,export,check,show,http,prune] [--reps N] \
      [--out FILE] [--acp-tee PATH] [--dist DIR] [--work DIR] [--strict]"
 }
 
@@ -214,6 +218,10 @@ fn run_sections(cfg: &Config, report: &mut Report) -> Result<()> {
     if on("http") {
         let r = http_memory::section(cfg, report);
         attempt(report, "http", r);
+    }
+    if on("prune") {
+        let r = prune::section(cfg, report);
+        attempt(report, "prune", r);
     }
     if !errors.is_empty() {
         bail!("sections failed: {}", errors.join(", "));

@@ -80,6 +80,18 @@ pub(super) enum Command {
     /// Print the manual page, or write one per subcommand into a directory
     #[command(long_about = super::manual::MAN_ABOUT)]
     Man(super::manual::ManArgs),
+    /// Remove traces from the store
+    #[command(long_about = super::edit::RM_ABOUT)]
+    Rm(super::edit::RmArgs),
+    /// Give a trace a new name
+    Rename(super::edit::RenameArgs),
+    /// Pin traces: every prune leaves them alone
+    Pin(super::edit::PinArgs),
+    /// Unpin traces
+    Unpin(super::edit::PinArgs),
+    /// Remove traces by age, count or the store's size (a retention policy)
+    #[command(long_about = super::prune::PRUNE_ABOUT)]
+    Prune(super::prune::PruneArgs),
     /// Print the effective settings (config file, environment, defaults) and where each came from
     #[command(long_about = super::settings::CONFIG_ABOUT)]
     Config(super::settings::ConfigArgs),

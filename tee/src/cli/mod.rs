@@ -4,10 +4,12 @@
 mod args;
 mod check;
 mod doctor;
+mod edit;
 mod import;
 mod list;
 mod manual;
 mod progress;
+mod prune;
 mod replay;
 mod settings;
 mod show;
@@ -67,7 +69,13 @@ pub fn main(args: Vec<OsString>) -> i32 {
 fn load_config(command: &Command) -> Result<(), i32> {
     let recording = match command {
         Command::Record(_) | Command::Proxy(_) | Command::HttpProxy(_) => true,
-        Command::Recorder(_) | Command::Completions(_) | Command::Man(_) => return Ok(()),
+        Command::Completions(_) | Command::Man(_) => return Ok(()),
+        Command::Recorder(_) => {
+            // The relay that started it has warned about what it cannot
+            // use; the recorder needs the retention policy only.
+            config::set_current(config::Config::load(&|k| std::env::var(k).ok()).0);
+            return Ok(());
+        }
         _ => false,
     };
     let (config, errors) = config::Config::load(&|k| std::env::var(k).ok());
@@ -80,6 +88,10 @@ fn load_config(command: &Command) -> Result<(), i32> {
     }
     if !recording && !errors.is_empty() {
         return Err(2);
+    }
+    if recording {
+        // Recorders apply the retention policy in their idle steps.
+        crate::recorder::retain(config.retention().into());
     }
     config::set_current(config);
     Ok(())
@@ -169,12 +181,18 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Completions(a) => manual::completions_command(a),
         Command::Man(a) => manual::man_command(a),
         Command::Config(a) => settings::config_command(a),
+        Command::Rm(a) => edit::rm_command(a),
+        Command::Rename(a) => edit::rename_command(a),
+        Command::Pin(a) => edit::pin_command(a, true),
+        Command::Unpin(a) => edit::pin_command(a, false),
+        Command::Prune(a) => prune::prune_command(a),
         Command::Mcp(a) => {
             crate::mcp::run(a.store.open_reader()?, !a.no_redact)?;
             Ok(0)
         }
         Command::Recorder(a) => {
             ignore_terminal_signals();
+            crate::recorder::retain(config::current().retention().into());
             let otlp = recorder_otlp(&a);
             let redactor = a.redact.then(|| Redactor::new(a.redact_rule));
             let data = crate::recorder::data_pipes_from(&a.data_fds);

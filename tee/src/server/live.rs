@@ -58,9 +58,12 @@ pub fn maintain_behind_recorders(path: &Path, alive: std::sync::Weak<()>) {
             tracing::debug!("{} is read-only here: not indexing it for search", path.display());
             return;
         }
+        // The retention policy of the environment or the config file, in
+        // bounded steps (the store's `retention.rs`).
+        store.retain(crate::config::current().retention().into());
         while alive.upgrade().is_some() {
             let indexed = match store.maintain(INDEX_STEP) {
-                Ok(report) => report.indexed,
+                Ok(report) => report.indexed + usize::from(report.removal_left),
                 Err(e) => {
                     tracing::debug!("maintenance of {}: {e}", path.display());
                     0

@@ -41,6 +41,7 @@ mod naming;
 mod peers;
 mod redaction;
 mod replay;
+mod retention;
 mod sessions;
 mod slow;
 mod store_failures;
