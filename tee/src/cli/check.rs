@@ -24,6 +24,7 @@ Checks a stored trace (TRACE: an id, `latest`, the default, `all`, or a
 name, the newest trace of that name) or FILE, any file `acp-tee import` reads
 (an acp-tee export, the conductor's .jsons, a sacp-tee log, ...; `-` is
 standard input), read into a temporary store that is removed afterwards.
+
 ",
     trace_ref::input_rule!(),
     "

@@ -17,6 +17,7 @@ Compare two traces message by message: A and B are stored traces (an id,
 `latest` or a name, the newest trace of that name) or files `acp-tee import`
 reads (imported into a temporary store; the store is not changed; `-` is
 standard input, for one of them).
+
 ",
     trace_ref::input_rule!(),
     "
