@@ -21,8 +21,8 @@ store's size (the database file and its
 write-ahead log) on stderr.
 
 A trace's NAME is its --name (by default the agent program's file name; an
-import's file name), else its command's program: what TRACE names in `show`,
-`check`, `export`, `diff`, `replay` and `serve`. --name lists the traces of
+import's file name), else its command's program: what a TRACE names (`show`,
+`check`, `export`, `diff`, `replay`, `serve`, `rm`, `rename`, `pin`). --name lists the traces of
 one name, --since those started since a time, --limit the newest so many (20
 by default; 0 lists all); when more match, stderr says how many.
 

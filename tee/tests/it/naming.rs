@@ -71,9 +71,9 @@ struct Subcommand {
     name: &'static str,
     /// Whether it takes `--trace` too (diff takes two traces, no option).
     takes_trace_option: bool,
-    /// Whether it adds a trace to the store (each case then gets a store
-    /// of its own).
-    records: bool,
+    /// Whether it changes which trace a TRACE means (adds, removes or
+    /// renames one): each case then gets a store of its own.
+    changes_store: bool,
     run: fn(db: &str, trace: &[&str]) -> Outcome,
 }
 
@@ -82,13 +82,21 @@ fn outcome(out: &Output, acted_on: impl Fn(&Output) -> Option<i64>) -> Outcome {
     Outcome { code, acted_on: if code == 0 { acted_on(out) } else { None }, stderr: text(&out.stderr) }
 }
 
-/// Every subcommand taking a TRACE. `rm`, `pin`, `unpin` and `rename` join
-/// this list when they exist.
+/// The id after the first `trace ` of the first line of stdout, which the
+/// editing commands print (`removed trace 3 "alpha" (...)`, `pinned trace
+/// 3 "alpha"`).
+fn said_trace(out: &Output) -> Option<i64> {
+    let said = text(&out.stdout);
+    let (_, rest) = said.lines().next()?.split_once("trace ")?;
+    rest.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok()
+}
+
+/// Every subcommand taking a TRACE: a new one joins this list.
 const SUBCOMMANDS: &[Subcommand] = &[
     Subcommand {
         name: "show",
         takes_trace_option: true,
-        records: false,
+        changes_store: false,
         run: |db, trace| {
             let out = run(&[&["show", "--db", db, "--format", "json"], trace].concat(), b"");
             outcome(&out, |o| json(o)["trace"]["id"].as_i64())
@@ -97,7 +105,7 @@ const SUBCOMMANDS: &[Subcommand] = &[
     Subcommand {
         name: "check",
         takes_trace_option: true,
-        records: false,
+        changes_store: false,
         run: |db, trace| {
             let out = run(&[&["check", "--db", db, "--format", "json"], trace].concat(), b"");
             outcome(&out, |o| json(o)["traces"][0]["trace_id"].as_i64())
@@ -106,7 +114,7 @@ const SUBCOMMANDS: &[Subcommand] = &[
     Subcommand {
         name: "export",
         takes_trace_option: true,
-        records: false,
+        changes_store: false,
         run: |db, trace| {
             let out = run(&[&["export", "--db", db, "-o", "-"], trace].concat(), b"");
             outcome(&out, |o| json(o)["traces"][0]["id"].as_i64())
@@ -115,7 +123,7 @@ const SUBCOMMANDS: &[Subcommand] = &[
     Subcommand {
         name: "diff",
         takes_trace_option: false,
-        records: false,
+        changes_store: false,
         run: |db, trace| {
             // Against trace 1: the same file imported, so equivalent (exit 0).
             let out = run(&[&["diff", "--db", db, "--format", "json"], trace, &["1"]].concat(), b"");
@@ -125,7 +133,7 @@ const SUBCOMMANDS: &[Subcommand] = &[
     Subcommand {
         name: "replay",
         takes_trace_option: true,
-        records: true,
+        changes_store: true,
         run: |db, trace| {
             // `true` as the agent ends at once: the replay diverges (exit 1)
             // and says which trace it replayed.
@@ -143,7 +151,7 @@ const SUBCOMMANDS: &[Subcommand] = &[
     Subcommand {
         name: "serve",
         takes_trace_option: true,
-        records: false,
+        changes_store: false,
         run: |db, trace| {
             let mut child = Command::new(bin())
                 .args([&["serve", "--db", db, "--port", "0"], trace].concat())
@@ -166,6 +174,30 @@ const SUBCOMMANDS: &[Subcommand] = &[
             }
         },
     },
+    Subcommand {
+        name: "rm",
+        takes_trace_option: false,
+        changes_store: true,
+        run: |db, trace| outcome(&run(&[&["rm", "--db", db], trace].concat(), b""), said_trace),
+    },
+    Subcommand {
+        name: "pin",
+        takes_trace_option: false,
+        changes_store: false,
+        run: |db, trace| outcome(&run(&[&["pin", "--db", db], trace].concat(), b""), said_trace),
+    },
+    Subcommand {
+        name: "unpin",
+        takes_trace_option: false,
+        changes_store: false,
+        run: |db, trace| outcome(&run(&[&["unpin", "--db", db], trace].concat(), b""), said_trace),
+    },
+    Subcommand {
+        name: "rename",
+        takes_trace_option: false,
+        changes_store: true,
+        run: |db, trace| outcome(&run(&[&["rename", "--db", db], trace, &["renamed"]].concat(), b""), said_trace),
+    },
 ];
 
 #[test]
@@ -185,7 +217,7 @@ fn every_subcommand_takes_a_trace_the_same_way() {
             if trace[0] == "--trace" && !sub.takes_trace_option {
                 continue;
             }
-            let own = sub.records.then(store);
+            let own = sub.changes_store.then(store);
             let got = (sub.run)(own.as_ref().unwrap_or(&shared).db.to_str().unwrap(), trace);
             assert_eq!((got.code, got.acted_on), (0, Some(*meant)), "{} {trace:?}: {}", sub.name, got.stderr);
         }
