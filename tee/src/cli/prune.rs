@@ -201,7 +201,7 @@ fn file_size(path: &std::path::Path) -> u64 {
 fn age_text(d: Duration) -> String {
     let secs = d.as_secs();
     for (unit, size) in [("w", 7 * 86_400), ("d", 86_400), ("h", 3_600), ("m", 60)] {
-        if secs >= size && secs % size == 0 {
+        if secs >= size && secs.is_multiple_of(size) {
             return format!("{}{unit}", secs / size);
         }
     }
