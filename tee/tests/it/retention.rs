@@ -266,3 +266,47 @@ fn prune_without_a_rule_says_how_to_give_one() {
     let out = acp_tee(&store.db, &["prune", "--older-than", "soon"]);
     assert_eq!(out.status.code(), Some(2), "{out:?}");
 }
+
+/// Waits until the store at `db` holds exactly the traces named `names`.
+fn wait_for_names(db: &Path, names: &[&str], by: &str) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let now = by_name(db);
+        let mut have: Vec<&str> = now.keys().map(String::as_str).collect();
+        have.sort();
+        if have == names {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{by} did not leave {names:?} within 60 s: {have:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn a_recorder_and_serve_apply_the_configured_policy_by_themselves() {
+    let store = TempStore::new();
+    for name in ["a", "b", "c"] {
+        record(&store, name, 3);
+    }
+    ok(&store.db, &["pin", "a"]);
+    // A recording with a policy in its environment: its recorder, when idle,
+    // removes all but the 2 latest (itself and c), never the pinned one.
+    let mut live = tee_command(&store.db, &["--name", "live"], &["cat"]);
+    live.env("ACP_TEE_RETENTION_KEEP", "2");
+    let mut live = live.spawn().unwrap();
+    let mut live_in = live.stdin.take().unwrap();
+    live_in.write_all(line(0).as_bytes()).unwrap();
+    wait_for_names(&store.db, &["a", "c", "live"], "the recorder");
+    drop(live_in);
+    assert!(live.wait().unwrap().success());
+
+    // serve with a policy in the config file: all but the latest.
+    let config = store.dir.path().join("config.toml");
+    std::fs::write(&config, "[retention]\nkeep = 1\n").unwrap();
+    let mut serve = Command::new(bin());
+    serve.args(["serve", "--port", "0", "--db"]).arg(&store.db).env("ACP_TEE_CONFIG", &config);
+    let mut served = serve.stdout(Stdio::piped()).stderr(Stdio::inherit()).spawn().unwrap();
+    wait_for_names(&store.db, &["a", "live"], "serve");
+    served.kill().unwrap();
+    served.wait().unwrap();
+}
