@@ -459,7 +459,7 @@ fn row(t: TraceSummary, open: Opener, actions: Actions, editable: bool) -> impl 
                 rename_field(id, name.clone(), actions).into_any()
             } else {
                 let mark = pinned
-                    .then(|| view! { <span class="pin-mark" title="pinned: every prune leaves it alone">"📌"</span> });
+                    .then(|| view! { <span class="pin-mark" title="pinned: every prune leaves it alone">"⚑"</span> });
                 let (name, href) = (name.clone(), href.clone());
                 view! { {mark}<A href=href>{name}</A> }.into_any()
             }
@@ -540,10 +540,10 @@ fn row_actions(t: &TraceSummary, actions: Actions) -> impl IntoView {
             <button class="rename-trace" title="rename" aria-label=format!("rename trace {id}") disabled=busy
                 on:click=move |_| { actions.error.set(None); actions.renaming.set(Some(id)) }>"✎"</button>
             <button class="pin-trace" class:on=pinned title=pin_title aria-label=pin_label aria-pressed=pinned.to_string()
-                disabled=busy on:click=move |_| actions.set_pinned(id, !pinned)>"📌"</button>
+                disabled=busy on:click=move |_| actions.set_pinned(id, !pinned)>"⚑"</button>
             <button class="delete-trace" title=kept.unwrap_or("delete") aria-label=format!("delete trace {id}")
                 disabled=move || kept.is_some() || busy()
-                on:click=move |_| { actions.error.set(None); actions.confirming.set(Some(trace.clone())) }>"🗑"</button>
+                on:click=move |_| { actions.error.set(None); actions.confirming.set(Some(trace.clone())) }>"✕"</button>
         </td>
     }
 }
