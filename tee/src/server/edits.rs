@@ -167,7 +167,8 @@ fn store_error(e: StoreError) -> AppError {
 }
 
 /// `PATCH /api/traces/{id}` with a JSON [`TraceChange`]: renames and/or pins
-/// or unpins the trace; answers it as `GET /api/traces/{id}` does.
+/// or unpins the trace (the name first: when the pin then fails, the new
+/// name stays); answers the trace as `GET /api/traces` lists it.
 pub async fn change_trace(
     State(st): State<AppState>,
     id: Result<Path<i64>, PathRejection>,
@@ -215,8 +216,11 @@ pub async fn change_trace(
     .await
     .map_err(|e| AppError::Internal(format!("the change stopped: {e}")))?
     .map_err(store_error)?;
-    let r = st.redactor();
-    Ok(Json(mask::trace(&r, st.db.run(move |s| s.trace_summary(id)).await?)))
+    // As the list shows it (with its findings counts), so the row can be replaced by it.
+    let mut changed = [st.db.run(move |s| s.trace_summary(id)).await?];
+    st.checks.fill_counts(&mut changed);
+    let [changed] = changed;
+    Ok(Json(mask::trace(&st.redactor(), changed)))
 }
 
 /// `DELETE /api/traces/{id}`: removes the trace (204), unless it is recorded
