@@ -24,6 +24,15 @@
 //!   [`crate::session::TraceSessions`] after new frames of a session
 //! - `/api/traces/{id}/export?format=json|ndjson|jsons|perfetto&redact=false`
 //!   -> the export in that format (secrets masked unless `redact=false`)
+//! - `/api/capabilities` -> [`Capabilities`]: whether this client may change traces
+//!
+//! The write routes (the trace list's rename, pin and delete), refused with
+//! 403 when the server does not allow changes (see [`Capabilities`]):
+//! - `PATCH /api/traces/{id}` with a JSON [`TraceChange`] -> the changed
+//!   [`TraceSummary`]; 400 for a body that is not one, or a name
+//!   [`name_problem`] refuses
+//! - `DELETE /api/traces/{id}` -> 204; 409 while the trace is recorded or
+//!   while it is pinned
 
 use crate::{Direction, FrameKind, TraceMeta};
 use serde::{Deserialize, Serialize};
@@ -247,4 +256,64 @@ pub struct TraceStats {
 pub struct ApiError {
     /// What was wrong, for a person.
     pub error: String,
+}
+
+/// What this server lets the client that asked do (`GET /api/capabilities`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Capabilities {
+    /// True when this client may rename, pin and remove traces (`PATCH` and
+    /// `DELETE /api/traces/{id}`).
+    pub edit: bool,
+    /// Why it may not, for a person (`serve --read-only`, a store this
+    /// server cannot write, a request from beyond loopback without the token).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub edit_off: Option<String>,
+}
+
+/// The body of `PATCH /api/traces/{id}`: what to change; at least one field.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TraceChange {
+    /// The trace's new name (see [`name_problem`]); surrounding whitespace is dropped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Pin (every prune leaves the trace alone) or unpin it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pinned: Option<bool>,
+}
+
+/// The most characters a trace's name given through the API may have.
+pub const MAX_NAME_CHARS: usize = 200;
+
+/// Why `name` (with surrounding whitespace dropped) cannot be a trace's
+/// name, or `None` when it can: it must not be empty, must have at most
+/// [`MAX_NAME_CHARS`] characters, and no control characters (newlines, tabs,
+/// terminal escapes).
+pub fn name_problem(name: &str) -> Option<String> {
+    let name = name.trim();
+    let chars = name.chars().count();
+    if chars == 0 {
+        Some("a trace's name must not be empty".to_owned())
+    } else if chars > MAX_NAME_CHARS {
+        Some(format!("a trace's name may have at most {MAX_NAME_CHARS} characters (this one has {chars})"))
+    } else if name.chars().any(char::is_control) {
+        Some("a trace's name must not contain control characters (newlines, tabs, escapes)".to_owned())
+    } else {
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_bounded_and_printable() {
+        assert_eq!(name_problem("  eliza run 2  "), None);
+        assert_eq!(name_problem(&"é".repeat(MAX_NAME_CHARS)), None);
+        for bad in ["", "   ", "a\nb", "tab\there", "\u{1b}[31mred", "nul\0"] {
+            assert!(name_problem(bad).is_some(), "{bad:?}");
+        }
+        assert!(name_problem(&"x".repeat(MAX_NAME_CHARS + 1)).unwrap().contains("201"));
+    }
 }

@@ -51,7 +51,7 @@ pub use redact::REDACT_MAX_DEPTH;
 pub use server::{app, AppState};
 pub use store::migrations::SCHEMA_VERSION;
 pub use store::search::MAX_SEARCH_TERMS;
-pub use store::{MaintenanceReport, Reader, Recording, Store, StoreError, StoredFrame};
+pub use store::{Editor, MaintenanceReport, Reader, Recording, Store, StoreError, StoredFrame};
 
 /// The recorder's parts, for `examples/recorder_cost.rs`, which measures
 /// what recording costs per frame without the processes around it.

@@ -2,7 +2,9 @@
 //!
 //! Nothing here draws; the live stream hands decoded payloads to the closures it is given.
 
-use acp_tee_shared::api::{ApiError, FrameDetail, FramePage, FrameQuery, FrameSummary, TraceStats, TraceSummary};
+use acp_tee_shared::api::{
+    ApiError, Capabilities, FrameDetail, FramePage, FrameQuery, FrameSummary, TraceChange, TraceStats, TraceSummary,
+};
 use acp_tee_shared::check::TraceFindings;
 use acp_tee_shared::session::{SessionDetail, TraceSessions, TurnQuery};
 use gloo_net::http::Request;
@@ -43,19 +45,60 @@ impl fmt::Display for ApiFailure {
 
 async fn get<T: DeserializeOwned>(url: &str) -> Result<T, ApiFailure> {
     let resp = Request::get(url).send().await.map_err(ApiFailure::unreachable)?;
+    read(url, resp).await
+}
+
+/// The status of a failed answer and the server's `{"error"}` message (or the start of its body).
+async fn refusal(resp: gloo_net::http::Response) -> (u16, String) {
+    let status = resp.status();
+    let body = resp.text().await.unwrap_or_default();
+    let why = match serde_json::from_str::<ApiError>(&body) {
+        Ok(e) => e.error,
+        Err(_) => body.trim().chars().take(200).collect(),
+    };
+    (status, why)
+}
+
+async fn read<T: DeserializeOwned>(url: &str, resp: gloo_net::http::Response) -> Result<T, ApiFailure> {
     if !resp.ok() {
-        let status = resp.status();
-        let body = resp.text().await.unwrap_or_default();
-        let why = match serde_json::from_str::<ApiError>(&body) {
-            Ok(e) => e.error,
-            Err(_) => body.trim().chars().take(200).collect(),
-        };
+        let (status, why) = refusal(resp).await;
         return Err(ApiFailure { status: Some(status), message: format!("{url} answered {status}: {why}") });
     }
     resp.json::<T>().await.map_err(|e| ApiFailure {
         status: Some(resp.status()),
         message: format!("{url} answered something unexpected: {e}"),
     })
+}
+
+/// What this server lets this page do (whether it may change traces).
+pub async fn capabilities() -> Result<Capabilities, ApiFailure> {
+    get("/api/capabilities").await
+}
+
+/// Renames, pins or unpins a trace; returns it as changed. A failure's message is the server's words.
+pub async fn change_trace(id: i64, change: &TraceChange) -> Result<TraceSummary, ApiFailure> {
+    let url = format!("/api/traces/{id}");
+    let resp = Request::patch(&url)
+        .json(change)
+        .map_err(|e| ApiFailure { status: None, message: format!("cannot send the change: {e}") })?
+        .send()
+        .await
+        .map_err(ApiFailure::unreachable)?;
+    if !resp.ok() {
+        let (status, why) = refusal(resp).await;
+        return Err(ApiFailure { status: Some(status), message: why });
+    }
+    read(&url, resp).await
+}
+
+/// Deletes a trace for good. A failure's message is the server's words.
+pub async fn delete_trace(id: i64) -> Result<(), ApiFailure> {
+    let resp = Request::delete(&format!("/api/traces/{id}")).send().await.map_err(ApiFailure::unreachable)?;
+    if !resp.ok() {
+        let (status, why) = refusal(resp).await;
+        return Err(ApiFailure { status: Some(status), message: why });
+    }
+    Ok(())
 }
 
 /// Every trace in the store, newest first.

@@ -78,6 +78,23 @@ pub fn count(n: i64) -> String {
     out
 }
 
+/// A size in bytes in binary units, three digits at most: `512 B`, `1.5 KiB`, `12.3 MiB`, `2.04 GiB`.
+pub fn bytes(n: i64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = n.max(0) as f64;
+    let mut unit = 0;
+    while v >= 1024.0 && unit + 1 < UNITS.len() {
+        v /= 1024.0;
+        unit += 1;
+    }
+    match unit {
+        0 => format!("{v:.0} B"),
+        _ if v < 10.0 => format!("{v:.2} {}", UNITS[unit]),
+        _ if v < 100.0 => format!("{v:.1} {}", UNITS[unit]),
+        _ => format!("{v:.0} {}", UNITS[unit]),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -92,5 +109,11 @@ mod tests {
         assert_eq!(count(1234567), "1,234,567");
         assert_eq!(wall_clock("2026-11-30T16:43:56.649211Z"), "2026-11-30 16:43:56 UTC");
         assert_eq!(exact_offset_ns(2_426_012), "0.002426012 s");
+        assert_eq!(bytes(0), "0 B");
+        assert_eq!(bytes(1023), "1023 B");
+        assert_eq!(bytes(1536), "1.50 KiB");
+        assert_eq!(bytes(12_900_000), "12.3 MiB");
+        assert_eq!(bytes(300 << 20), "300 MiB");
+        assert_eq!(bytes(2_190_000_000), "2.04 GiB");
     }
 }

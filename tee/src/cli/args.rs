@@ -270,10 +270,13 @@ const SERVE_ABOUT: &str = "\
 Serve the trace viewer (browser app and JSON API) over HTTP.
 
 The viewer lists the store's traces and draws each as a sequence diagram with
-timings, updating live while acp-tee records. The API under /api is read-only.
-Listening beyond loopback (--bind 0.0.0.0) requires a token: pass --token or
-one is generated; the printed URL carries it. Frames are served with secrets
-masked as exports mask them; --no-redact serves them as stored.";
+timings, updating live while acp-tee records. The API under /api reads the
+store; its one write path is the trace list's rename, pin and delete, taken
+on loopback, beyond loopback only with the token, and refused with
+--read-only. Listening beyond loopback (--bind 0.0.0.0) requires a token:
+pass --token or one is generated; the printed URL carries it. Frames are
+served with secrets masked as exports mask them; --no-redact serves them as
+stored.";
 
 #[derive(Debug, Args)]
 pub(super) struct HttpProxyArgs {
@@ -330,6 +333,10 @@ pub(super) struct ServeArgs {
     /// secret query parameters of URLs)
     #[arg(long)]
     pub(super) no_redact: bool,
+    /// Refuse every change to the store: the viewer's list offers no rename,
+    /// pin or delete, and the API answers them 403
+    #[arg(long)]
+    pub(super) read_only: bool,
 }
 
 const EXPORT_ABOUT: &str = "\

@@ -54,9 +54,6 @@ pub struct PinArgs {
     traces: Vec<TraceRef>,
 }
 
-/// The longest name `rename` gives, in characters.
-pub const NAME_MAX_CHARS: usize = 200;
-
 /// Opens the store to edit it, after the maintenance step every command
 /// that opens a store runs.
 fn editor(store: &StoreArg) -> anyhow::Result<Editor> {
@@ -95,14 +92,8 @@ pub fn rm_command(a: RmArgs) -> anyhow::Result<i32> {
 /// Runs `acp-tee rename`.
 pub fn rename_command(a: RenameArgs) -> anyhow::Result<i32> {
     let name = a.name.trim();
-    if name.is_empty() {
-        anyhow::bail!("a trace's name cannot be empty");
-    }
-    if name.chars().count() > NAME_MAX_CHARS {
-        anyhow::bail!("a trace's name is at most {NAME_MAX_CHARS} characters; this one has {}", name.chars().count());
-    }
-    if name.chars().any(char::is_control) {
-        anyhow::bail!("a trace's name cannot hold control characters (tabs, newlines, escapes)");
+    if let Some(problem) = acp_tee_shared::api::name_problem(name) {
+        anyhow::bail!("{problem}");
     }
     let editor = editor(&a.store)?;
     let trace = resolve(&editor, &a.trace)?;

@@ -166,6 +166,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
                 dist,
                 open_path,
                 redact: !a.no_redact,
+                read_only: a.read_only,
             };
             crate::server::run(opts)?;
             Ok(0)

@@ -59,7 +59,8 @@ pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
-fn presented(req: &Request) -> Vec<String> {
+/// The tokens `req` presents (query, bearer header, cookie).
+pub(super) fn presented(req: &Request) -> Vec<String> {
     let mut found = Vec::new();
     if let Some(q) = req.uri().query() {
         // Decoded as forms are (`%XX`, `+` for a space): the printed URL

@@ -15,6 +15,14 @@ pub enum AppError {
     NotFound(String),
     /// 401: the token is missing or wrong.
     Unauthorized,
+    /// 403: this server, or this client, may not change traces.
+    Forbidden(String),
+    /// 409: the trace cannot be changed so now (recorded now, pinned).
+    Conflict(String),
+    /// 413: the request's body is larger than the route takes.
+    TooLarge(String),
+    /// 415: the request's body is not JSON.
+    NotJson(String),
     /// 503: the server will not do it now (too many exports, a query out of time).
     Unavailable(String),
     /// 500: the store failed.
@@ -45,6 +53,10 @@ impl IntoResponse for AppError {
             AppError::Unauthorized => {
                 (StatusCode::UNAUTHORIZED, "a token is required: open the URL acp-tee serve printed".to_owned())
             }
+            AppError::Forbidden(m) => (StatusCode::FORBIDDEN, m),
+            AppError::Conflict(m) => (StatusCode::CONFLICT, m),
+            AppError::TooLarge(m) => (StatusCode::PAYLOAD_TOO_LARGE, m),
+            AppError::NotJson(m) => (StatusCode::UNSUPPORTED_MEDIA_TYPE, m),
             AppError::Unavailable(m) => (StatusCode::SERVICE_UNAVAILABLE, m),
             AppError::Internal(m) => (StatusCode::INTERNAL_SERVER_ERROR, m),
         };

@@ -1,7 +1,9 @@
 //! `acp-tee serve`: the viewer's HTTP server (axum).
 //!
-//! `/api/...` is a read-only JSON API over the store's typed queries (routes
-//! listed in `shared/src/api.rs`), plus a Server-Sent Events stream per trace.
+//! `/api/...` is a JSON API over the store's typed queries (routes listed in
+//! `shared/src/api.rs`), plus a Server-Sent Events stream per trace, and one
+//! write path: renaming, pinning and deleting a trace ([`edits`]), unless
+//! `serve --read-only`.
 //! Everything else is the viewer app built into the binary ([`assets`]), or
 //! from `--dist DIR` during development (an `index.html` fallback for its
 //! client-side routes), or a page saying how to get it.
@@ -11,11 +13,14 @@
 //! [`acp_tee_shared::api::DETAIL_MAX_BYTES`] of its bytes unless asked for
 //! more, and `.../frames/{seq}/raw` downloads them whole.
 //!
-//! Architecture Invariant: handlers only read; every value from a request is a
-//! bound SQL parameter; errors are JSON `{"error"}` with 400/401/404.
+//! Architecture Invariant: handlers only read, through `query_only`
+//! connections, except the write routes of [`edits`], which change traces
+//! through the one `Editor` behind [`edits::require_edit`]; every value from a
+//! request is a bound SQL parameter; errors are JSON `{"error"}`.
 
 mod assets;
 mod auth;
+mod edits;
 mod error;
 mod findings;
 mod live;
@@ -32,9 +37,10 @@ pub use error::AppError;
 
 use crate::read::{mask, Db};
 use anyhow::Context;
+use axum::extract::DefaultBodyLimit;
 use axum::http::StatusCode;
 use axum::response::{Html, IntoResponse};
-use axum::routing::{any, get};
+use axum::routing::{any, get, patch};
 use axum::Router;
 use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
@@ -56,6 +62,8 @@ pub struct AppState {
     search_counts: crate::store::api::SearchCounts,
     /// Protocol checkers and finding counts kept between requests.
     checks: findings::Checks,
+    /// Whether traces may be renamed, pinned and deleted, and through what.
+    edits: edits::Edits,
     /// Background threads of this state run while this lives.
     _alive: std::sync::Arc<()>,
 }
@@ -63,7 +71,8 @@ pub struct AppState {
 impl AppState {
     /// State over the store `db`; `token` is required on every request when
     /// set; `dist` is a built viewer to serve instead of the one built into
-    /// the binary (its `index.html` must exist to be served).
+    /// the binary (its `index.html` must exist to be served). It changes no
+    /// trace until given an editor ([`AppState::with_editor`]).
     pub fn new(db: Db, db_path: &Path, token: Option<String>, dist: Option<PathBuf>) -> Self {
         let changes = live::watch_store(db_path);
         let alive = std::sync::Arc::new(());
@@ -80,8 +89,27 @@ impl AppState {
             sessions: crate::read::Models::default(),
             search_counts: Default::default(),
             checks,
+            edits: edits::Edits::off("this server takes no changes: traces cannot be renamed, pinned or deleted here"),
             _alive: alive,
         }
+    }
+
+    /// The same state renaming, pinning and deleting traces through `editor`
+    /// when a request may ([`edits::require_edit`]).
+    pub fn with_editor(mut self, editor: crate::store::Editor) -> Self {
+        self.edits = edits::Edits::on(editor);
+        self
+    }
+
+    /// The same state refusing every change (`serve --read-only`).
+    pub fn read_only(self) -> Self {
+        self.refusing_changes(edits::READ_ONLY)
+    }
+
+    /// The same state refusing every change, saying `why`.
+    fn refusing_changes(mut self, why: impl Into<String>) -> Self {
+        self.edits = edits::Edits::off(why);
+        self
     }
 
     /// The same state serving frames as they were stored, unmasked
@@ -109,7 +137,16 @@ the viewer: trunk or the wasm32 target were missing when it was compiled. Instal
 pub fn app(state: AppState) -> Router {
     let api = Router::new()
         .route("/traces", get(routes::list_traces))
-        .route("/traces/{id}", get(routes::one_trace))
+        .route(
+            "/traces/{id}",
+            get(routes::one_trace).merge(
+                patch(edits::change_trace)
+                    .delete(edits::remove_trace)
+                    .route_layer(axum::middleware::from_fn_with_state(state.clone(), edits::require_edit))
+                    .route_layer(DefaultBodyLimit::max(edits::EDIT_BODY_BYTES)),
+            ),
+        )
+        .route("/capabilities", get(edits::capabilities))
         .route("/traces/{id}/frames", get(routes::frames))
         .route("/traces/{id}/frames/{seq}", get(routes::frame))
         .route("/traces/{id}/frames/{seq}/raw", get(routes::frame_raw))
@@ -160,6 +197,8 @@ pub struct ServeOptions {
     pub open_path: String,
     /// Serve frames masked as exports are (false: `--no-redact`).
     pub redact: bool,
+    /// Refuse every change to the store (`--read-only`).
+    pub read_only: bool,
 }
 
 /// Serves until Ctrl-C.
@@ -193,6 +232,17 @@ async fn serve(opts: ServeOptions) -> anyhow::Result<()> {
     if !opts.redact {
         state = state.without_redaction();
     }
+    state = match opts.read_only {
+        true => state.read_only(),
+        false => match crate::store::Editor::open(&opts.db) {
+            Ok(editor) => state.with_editor(editor),
+            Err(e) => {
+                // The viewer still reads; its list says why it cannot change traces.
+                tracing::warn!("serving read-only: {e}");
+                state.refusing_changes(format!("traces cannot be renamed, pinned or deleted here: {e}"))
+            }
+        },
+    };
     let addr = SocketAddr::new(opts.bind, opts.port);
     let listener =
         tokio::net::TcpListener::bind(addr).await.with_context(|| format!("cannot listen on {addr}; pass --port"))?;

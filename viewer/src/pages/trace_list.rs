@@ -2,13 +2,19 @@
 //! Rows are links: a click, or Enter on a focused row, opens the trace; the arrows move between rows.
 //! The sort and the text filter are in the URL (`?sort=frames&order=asc&find=eliza`). Ticking two rows
 //! offers a link to compare them (`/compare/{a}/{b}`, the older first).
+//!
+//! When the server takes changes from this page (`/api/capabilities`; not under `serve --read-only`), each
+//! row offers rename (in place: Enter saves, Esc cancels), pin/unpin (a pinned row carries a pin mark) and
+//! delete (after a confirmation naming the trace, its frames and size; not while it is recorded, nor
+//! while pinned). What the server refuses shows above the list in its words.
 
 use crate::api::{self, ApiFailure};
 use crate::components::summary::{duration_ns, exit_text, status_badge, trace_duration, trace_name};
 use crate::components::title::use_title;
 use crate::format;
-use acp_tee_shared::api::TraceSummary;
+use acp_tee_shared::api::{name_problem, TraceChange, TraceSummary, MAX_NAME_CHARS};
 use leptos::prelude::*;
+use leptos::task::spawn_local;
 use leptos_router::components::A;
 use leptos_router::hooks::{use_navigate, use_query_map};
 use leptos_router::location::Url;
@@ -23,7 +29,7 @@ use wasm_bindgen::JsCast;
 const REFRESH: Duration = Duration::from_secs(3);
 
 /// A sortable column: its query value, heading, and whether it starts descending.
-const COLUMNS: [(&str, &str, bool); 11] = [
+const COLUMNS: [(&str, &str, bool); 12] = [
     ("id", "id", true),
     ("started", "started (UTC)", true),
     ("name", "name", false),
@@ -31,6 +37,7 @@ const COLUMNS: [(&str, &str, bool); 11] = [
     ("mode", "mode", false),
     ("duration", "duration", true),
     ("frames", "frames", true),
+    ("size", "size", true),
     ("errors", "errors", true),
     ("findings", "findings", true),
     ("status", "status", false),
@@ -78,6 +85,7 @@ fn compare(a: &TraceSummary, b: &TraceSummary, column: &str) -> Ordering {
         "mode" => ma.mode.cmp(&mb.mode),
         "duration" => duration_ns(a).cmp(&duration_ns(b)),
         "frames" => ma.frame_count.cmp(&mb.frame_count),
+        "size" => ma.bytes.cmp(&mb.bytes),
         "errors" => ma.error_count.cmp(&mb.error_count),
         "findings" => finding_key(a).cmp(&finding_key(b)),
         "status" => (a.live, a.finishing).cmp(&(b.live, b.finishing)),
@@ -106,25 +114,131 @@ fn shown(list: &[TraceSummary], view: &ListView) -> Vec<TraceSummary> {
     rows
 }
 
+/// What the row actions share: whether this page may change traces, the rows with a change on the way,
+/// the rename and the delete confirmation open, the last refusal, and the list they patch.
+#[derive(Clone, Copy)]
+struct Actions {
+    renaming: RwSignal<Option<i64>>,
+    confirming: RwSignal<Option<TraceSummary>>,
+    busy: RwSignal<Vec<i64>>,
+    error: RwSignal<Option<String>>,
+    list: RwSignal<Option<Vec<TraceSummary>>>,
+    picked: RwSignal<Vec<i64>>,
+    /// Bumped by every change done: a list fetched before it is stale and dropped.
+    generation: RwSignal<u64>,
+    traces: LocalResource<(u64, Result<Vec<TraceSummary>, ApiFailure>)>,
+}
+
+impl Actions {
+    fn is_busy(self, id: i64) -> bool {
+        self.busy.with(|b| b.contains(&id))
+    }
+
+    /// Runs `change` for trace `id` (one at a time per trace); its refusal shows above the list as
+    /// `what` and the server's words. On success the list is patched at once (`patch`) and fetched again.
+    fn run<T: 'static>(
+        self,
+        id: i64,
+        what: String,
+        change: impl std::future::Future<Output = Result<T, ApiFailure>> + 'static,
+        patch: impl FnOnce(T, &mut Vec<TraceSummary>) + 'static,
+    ) {
+        if self.is_busy(id) {
+            return;
+        }
+        self.error.set(None);
+        self.busy.update(|b| b.push(id));
+        spawn_local(async move {
+            let result = change.await;
+            self.busy.update(|b| b.retain(|x| *x != id));
+            match result {
+                Ok(done) => {
+                    self.generation.update(|g| *g += 1);
+                    self.list.update(|l| {
+                        if let Some(l) = l {
+                            patch(done, l)
+                        }
+                    });
+                    self.traces.refetch();
+                }
+                Err(e) => self.error.set(Some(format!("{what}: {}", e.message))),
+            }
+        });
+    }
+
+    /// Replaces the trace in the list by the server's answer.
+    fn replace(t: TraceSummary, list: &mut [TraceSummary]) {
+        if let Some(row) = list.iter_mut().find(|r| r.meta.id == t.meta.id) {
+            *row = t;
+        }
+    }
+
+    fn set_pinned(self, id: i64, pinned: bool) {
+        let what = format!("Could not {} trace {id}", if pinned { "pin" } else { "unpin" });
+        let change = TraceChange { pinned: Some(pinned), ..Default::default() };
+        self.run(id, what, async move { api::change_trace(id, &change).await }, |t, l| Actions::replace(t, l));
+    }
+
+    fn rename(self, id: i64, name: String) {
+        if let Some(problem) = name_problem(&name) {
+            self.error.set(Some(format!("Could not rename trace {id}: {problem}")));
+            return;
+        }
+        let change = TraceChange { name: Some(name.trim().to_owned()), ..Default::default() };
+        let renaming = self.renaming;
+        self.run(
+            id,
+            format!("Could not rename trace {id}"),
+            async move { api::change_trace(id, &change).await },
+            move |t, l| {
+                renaming.set(None);
+                Actions::replace(t, l)
+            },
+        );
+    }
+
+    fn delete(self, id: i64) {
+        self.confirming.set(None);
+        let picked = self.picked;
+        self.run(id, format!("Could not delete trace {id}"), api::delete_trace(id), move |(), l| {
+            l.retain(|r| r.meta.id != id);
+            picked.update(|p| p.retain(|x| *x != id));
+        });
+    }
+}
+
 /// The trace list.
 #[component]
 pub fn TraceList() -> impl IntoView {
     use_title("traces".to_owned());
-    let traces = LocalResource::new(api::traces);
+    let generation = RwSignal::new(0u64);
+    let traces = LocalResource::new(move || {
+        let asked_at = generation.get_untracked();
+        async move { (asked_at, api::traces().await) }
+    });
     if let Ok(handle) = set_interval_with_handle(move || traces.refetch(), REFRESH) {
         on_cleanup(move || handle.clear());
     }
+    let capabilities = LocalResource::new(api::capabilities);
+    // Whether this page may change traces, and why not.
+    let editable = Memo::new(move |_| matches!(capabilities.get(), Some(Ok(c)) if c.edit));
+    let edits_off = move || match capabilities.get() {
+        Some(Ok(c)) if !c.edit => Some(c.edit_off.unwrap_or_default()),
+        _ => None,
+    };
     // The last list that arrived stays on screen when a refresh fails; the failure shows above it.
     let last_good = RwSignal::new(None::<Vec<TraceSummary>>);
     let failure = RwSignal::new(None::<ApiFailure>);
     Effect::new(move |_| match traces.get() {
-        Some(Ok(list)) => {
+        // Asked for before a change was done: it may still show what the change undid.
+        Some((asked_at, _)) if asked_at < generation.get_untracked() => {}
+        Some((_, Ok(list))) => {
             failure.set(None);
             if last_good.with_untracked(|l| l.as_ref() != Some(&list)) {
                 last_good.set(Some(list));
             }
         }
-        Some(Err(e)) => failure.set(Some(e)),
+        Some((_, Err(e))) => failure.set(Some(e)),
         None => {}
     });
     let query = use_query_map();
@@ -137,6 +251,16 @@ pub fn TraceList() -> impl IntoView {
         navigate.with_value(|nav| nav(&url, NavigateOptions { replace: true, scroll: false, ..Default::default() }));
     };
     let picked = RwSignal::new(Vec::<i64>::new());
+    let actions = Actions {
+        renaming: RwSignal::new(None),
+        confirming: RwSignal::new(None),
+        busy: RwSignal::new(Vec::new()),
+        error: RwSignal::new(None),
+        list: last_good,
+        picked,
+        generation,
+        traces,
+    };
     let compare = move || {
         let p = picked.get();
         match p.as_slice() {
@@ -150,31 +274,42 @@ pub fn TraceList() -> impl IntoView {
         }
     };
     let shape = Memo::new(move |_| last_good.with(|l| l.as_ref().map(Vec::is_empty)));
-    let body = move || match shape.get() {
-        None if failure.with(Option::is_some) => ().into_any(),
-        None => view! { <div class="notice big">"Loading traces…"</div> }.into_any(),
-        Some(true) => view! {
+    let body = move || match (shape.get(), editable.get()) {
+        (None, _) if failure.with(Option::is_some) => ().into_any(),
+        (None, _) => view! { <div class="notice big">"Loading traces…"</div> }.into_any(),
+        (Some(true), _) => view! {
             <div class="notice big">
                 "No traces in this store yet. Record one: " <code>"acp-tee -- my-agent acp"</code>
             </div>
         }
         .into_any(),
-        Some(false) => {
+        (Some(false), editable) => {
             let rows = Signal::derive(move || {
                 let v = view_state.get();
                 last_good.with(|l| shown(l.as_deref().unwrap_or_default(), &v))
             });
-            table(rows, view_state, set_view, picked).into_any()
+            table(rows, view_state, set_view, actions, editable).into_any()
         }
     };
     let failed = move || {
         failure.get().map(|e| view! { <div id="list-error" class="banner error" role="alert">{e.message}</div> })
+    };
+    let refused = move || {
+        actions.error.get().map(|message| {
+            view! {
+                <div id="edit-error" class="banner error" role="alert">
+                    {message}
+                    <button class="link" title="dismiss" on:click=move |_| actions.error.set(None)>"×"</button>
+                </div>
+            }
+        })
     };
     view! {
         <div class="list-page">
             <header class="list-head">
                 <h1>"acp-tee"</h1>
                 <span class="sub">"recorded Agent Client Protocol traces"</span>
+                {move || edits_off().map(|why| view! { <span id="edits-off" class="sub" title=why>"read-only"</span> })}
                 <span class="grow"></span>
                 {compare}
                 <input id="find-trace" type="search" placeholder="find a trace…"
@@ -185,14 +320,64 @@ pub fn TraceList() -> impl IntoView {
                     } />
             </header>
             {failed}
+            {refused}
             {body}
+            {move || actions.confirming.get().map(|t| confirm_delete(t, actions))}
+        </div>
+    }
+}
+
+/// The question before a delete: which trace, how much goes, and that it cannot be undone.
+fn confirm_delete(t: TraceSummary, actions: Actions) -> impl IntoView {
+    let id = t.meta.id;
+    let question = format!(
+        "Delete trace {id} ({}, {}, {})? This cannot be undone.",
+        trace_name(&t),
+        crate::components::summary::plural(t.meta.frame_count, "frame"),
+        format::bytes(t.meta.bytes)
+    );
+    let cancel = NodeRef::<leptos::html::Button>::new();
+    // The safe answer has the focus: Enter right away cancels.
+    Effect::new(move |_| {
+        if let Some(el) = cancel.get() {
+            let _ = el.focus();
+        }
+    });
+    let on_key = move |ev: leptos::ev::KeyboardEvent| {
+        if ev.key() == "Escape" {
+            actions.confirming.set(None);
+        }
+    };
+    view! {
+        <div class="confirm-backdrop" on:keydown=on_key>
+            <div id="confirm-delete" class="confirm" role="alertdialog" aria-modal="true" aria-labelledby="confirm-delete-question">
+                <p id="confirm-delete-question">{question}</p>
+                <div class="confirm-buttons">
+                    <button id="confirm-delete-no" node_ref=cancel on:click=move |_| actions.confirming.set(None)>"Cancel"</button>
+                    <button id="confirm-delete-yes" class="danger" on:click=move |_| actions.delete(id)>"Delete"</button>
+                </div>
+            </div>
         </div>
     }
 }
 
 /// Rows are keyed by what they show, so a refresh only redraws traces that changed.
-fn row_key(t: &TraceSummary) -> (i64, i64, i64, bool, bool, Option<String>, i64) {
-    (t.meta.id, t.meta.frame_count, t.meta.error_count, t.live, t.finishing, t.meta.ended_at.clone(), t.last_t_ns)
+type RowKey = (i64, i64, i64, bool, bool, Option<String>, i64, Option<String>, bool, i64);
+
+fn row_key(t: &TraceSummary) -> RowKey {
+    let m = &t.meta;
+    (
+        m.id,
+        m.frame_count,
+        m.error_count,
+        t.live,
+        t.finishing,
+        m.ended_at.clone(),
+        t.last_t_ns,
+        m.name.clone(),
+        m.pinned,
+        m.bytes,
+    )
 }
 
 /// Moves the focus to the row before or after `from`.
@@ -220,7 +405,8 @@ fn toggle(picked: RwSignal<Vec<i64>>, id: i64) {
     });
 }
 
-fn row(t: TraceSummary, open: Opener, picked: RwSignal<Vec<i64>>) -> impl IntoView {
+fn row(t: TraceSummary, open: Opener, actions: Actions, editable: bool) -> impl IntoView {
+    let picked = actions.picked;
     let id = t.meta.id;
     let href = format!("/traces/{id}");
     let (exit, reason) = exit_text(&t);
@@ -230,7 +416,6 @@ fn row(t: TraceSummary, open: Opener, picked: RwSignal<Vec<i64>>) -> impl IntoVi
         (false, _) => exit,
     };
     let name = trace_name(&t);
-    let name_title = name.clone();
     let command = t.meta.command.join(" ");
     let command_title = command.clone();
     let (on_click, on_key) = {
@@ -238,13 +423,13 @@ fn row(t: TraceSummary, open: Opener, picked: RwSignal<Vec<i64>>) -> impl IntoVi
         let href2 = href.clone();
         (
             move |ev: leptos::ev::MouseEvent| {
-                // Clicks on the name's link and the compare box are theirs; elsewhere on the row they open
-                // the trace.
-                let on_link = ev
+                // Clicks on the name's link, the compare box and the actions are theirs; elsewhere on the row
+                // they open the trace.
+                let on_control = ev
                     .target()
                     .and_then(|t| t.dyn_into::<web_sys::Element>().ok())
-                    .is_some_and(|el| el.closest("a, input").ok().flatten().is_some());
-                if !on_link {
+                    .is_some_and(|el| el.closest("a, input, button").ok().flatten().is_some());
+                if !on_control {
                     open.with_value(|o| o(&href));
                 }
             },
@@ -252,6 +437,10 @@ fn row(t: TraceSummary, open: Opener, picked: RwSignal<Vec<i64>>) -> impl IntoVi
                 let Some(el) = ev.current_target().and_then(|t| t.dyn_into::<web_sys::HtmlElement>().ok()) else {
                     return;
                 };
+                // Keys typed into the rename field or on a button are theirs.
+                if ev.target().and_then(|t| t.dyn_into::<web_sys::HtmlElement>().ok()).as_ref() != Some(&el) {
+                    return;
+                }
                 match ev.key().as_str() {
                     "Enter" => open.with_value(|o| o(&href2)),
                     "ArrowDown" | "j" => focus_sibling(&el, true),
@@ -262,24 +451,100 @@ fn row(t: TraceSummary, open: Opener, picked: RwSignal<Vec<i64>>) -> impl IntoVi
             },
         )
     };
+    let name_cell = {
+        let (name, href) = (name.clone(), href.clone());
+        let pinned = t.meta.pinned;
+        move || {
+            if actions.renaming.get() == Some(id) {
+                rename_field(id, name.clone(), actions).into_any()
+            } else {
+                let mark = pinned
+                    .then(|| view! { <span class="pin-mark" title="pinned: every prune leaves it alone">"⚑"</span> });
+                let (name, href) = (name.clone(), href.clone());
+                view! { {mark}<A href=href>{name}</A> }.into_any()
+            }
+        }
+    };
+    let actions_cell = editable.then(|| row_actions(&t, actions));
     view! {
-        <tr class="trace-row" data-trace-id=id tabindex="0" on:click=on_click on:keydown=on_key>
+        <tr class="trace-row" class:pinned=t.meta.pinned data-trace-id=id tabindex="0" on:click=on_click on:keydown=on_key>
             <td class="num">
                 <input type="checkbox" class="pick" title="compare" prop:checked=move || picked.with(|p| p.contains(&id))
                     on:change=move |_| toggle(picked, id) />
                 {id}
             </td>
             <td class="when">{format::wall_clock(&t.meta.started_at).trim_end_matches(" UTC").to_owned()}</td>
-            <td class="name" title=name_title><A href=href>{name}</A></td>
+            <td class="name" title=name>{name_cell}</td>
             <td class="cmd" title=command_title><code>{command}</code></td>
             <td class="mode">{t.meta.mode.clone()}</td>
             <td class="num">{trace_duration(&t)}</td>
             <td class="num">{format::count(t.meta.frame_count)}</td>
+            <td class="num size" title=format!("{} bytes of frames", format::count(t.meta.bytes))>{format::bytes(t.meta.bytes)}</td>
             <td class="num" class:err=t.meta.error_count != 0>{format::count(t.meta.error_count)}</td>
             {findings_cell(&t)}
             <td title=reason.clone()>{status_badge(&t)}</td>
             <td class="exit" title=reason>{exit}</td>
+            {actions_cell}
         </tr>
+    }
+}
+
+/// The name's field while a trace is renamed: Enter saves, Esc (or leaving it) cancels.
+fn rename_field(id: i64, name: String, actions: Actions) -> impl IntoView {
+    let input = NodeRef::<leptos::html::Input>::new();
+    Effect::new(move |_| {
+        if let Some(el) = input.get() {
+            let _ = el.focus();
+            el.select();
+        }
+    });
+    let on_key = move |ev: leptos::ev::KeyboardEvent| match ev.key().as_str() {
+        "Enter" => {
+            ev.prevent_default();
+            actions.rename(id, event_target_value(&ev));
+        }
+        "Escape" => {
+            ev.prevent_default();
+            actions.renaming.set(None);
+        }
+        _ => {}
+    };
+    view! {
+        <input class="rename" type="text" aria-label=format!("new name of trace {id}") maxlength=MAX_NAME_CHARS.to_string()
+            value=name node_ref=input on:keydown=on_key
+            on:blur=move |_| if !actions.is_busy(id) { actions.renaming.set(None) } />
+    }
+}
+
+/// A row's rename, pin and delete buttons. Delete is off while the trace has no end (it is recorded, or
+/// its recorder is still storing it) and while it is pinned; the server refuses those too.
+fn row_actions(t: &TraceSummary, actions: Actions) -> impl IntoView {
+    let id = t.meta.id;
+    let pinned = t.meta.pinned;
+    let busy = move || actions.is_busy(id);
+    let (pin_title, pin_label) = if pinned {
+        ("unpin: prunes may remove it again", format!("unpin trace {id}"))
+    } else {
+        ("pin: every prune leaves it alone", format!("pin trace {id}"))
+    };
+    let kept = if t.meta.ended_at.is_none() {
+        Some("recorded now: it can be deleted once it ends")
+    } else if pinned {
+        Some("pinned: unpin it to delete it")
+    } else {
+        None
+    };
+    let trace = t.clone();
+    view! {
+        <td class="actions">
+            <button class="rename-trace" title="rename" aria-label=format!("rename trace {id}") disabled=busy
+                on:click=move |_| { actions.error.set(None); actions.renaming.set(Some(id)) }>"✎"</button>
+            <button class="pin-trace" class:on=pinned title=pin_title aria-label=pin_label aria-pressed=pinned.to_string()
+                disabled=busy on:click=move |_| actions.set_pinned(id, !pinned)>"⚑"</button>
+            <button class="delete-trace" title=kept.unwrap_or("delete") aria-label=format!("delete trace {id}")
+                disabled=move || kept.is_some() || busy()
+                on:click=move |_| { actions.error.set(None); actions.confirming.set(Some(trace.clone())) }>"✕"</button>
+        </td>
     }
 }
 
@@ -305,7 +570,8 @@ fn table(
     list: Signal<Vec<TraceSummary>>,
     view_state: Memo<ListView>,
     set_view: impl Fn(&dyn Fn(&mut ListView)) + Copy + 'static,
-    picked: RwSignal<Vec<i64>>,
+    actions: Actions,
+    editable: bool,
 ) -> impl IntoView {
     let navigate = use_navigate();
     let open: Opener = StoredValue::new_local(Rc::new(move |href: &str| navigate(href, NavigateOptions::default())));
@@ -340,16 +606,19 @@ fn table(
             }
         })
         .collect_view();
+    let actions_col = editable.then(|| view! { <col class="col-actions" /> });
+    let actions_head = editable.then(|| view! { <th class="col-actions"></th> });
     view! {
         <table id="traces">
             <colgroup>
                 <col class="col-id" /><col class="col-started" /><col class="col-name" /><col class="col-command" />
-                <col class="col-mode" /><col class="col-duration" /><col class="col-frames" /><col class="col-errors" /><col class="col-findings" />
-                <col class="col-status" /><col class="col-exit" />
+                <col class="col-mode" /><col class="col-duration" /><col class="col-frames" /><col class="col-size" />
+                <col class="col-errors" /><col class="col-findings" /><col class="col-status" /><col class="col-exit" />
+                {actions_col}
             </colgroup>
-            <thead><tr>{heads}</tr></thead>
+            <thead><tr>{heads}{actions_head}</tr></thead>
             <tbody>
-                <For each=move || list.get() key=row_key children=move |t| row(t, open, picked) />
+                <For each=move || list.get() key=row_key children=move |t| row(t, open, actions, editable) />
             </tbody>
         </table>
     }

@@ -2,6 +2,7 @@
 //! real server on 127.0.0.1:0 for the live stream while a real acp-tee
 //! process records into the same store.
 
+mod edits;
 mod search;
 
 use crate::common::*;

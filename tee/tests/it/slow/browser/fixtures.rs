@@ -25,8 +25,14 @@ pub struct Server {
 impl Server {
     /// Serves the store at `db` and the built app.
     pub fn start(db: &std::path::Path) -> Server {
+        Server::start_with(db, &[])
+    }
+
+    /// [`Server::start`] with more options of `acp-tee serve` (`--read-only`).
+    pub fn start_with(db: &std::path::Path, extra: &[&str]) -> Server {
         let mut child = Command::new(bin())
             .args(["serve", "--port", "0", "--db", db.to_str().unwrap(), "--dist", dist().to_str().unwrap()])
+            .args(extra)
             .stdout(Stdio::piped())
             .spawn()
             .unwrap();

@@ -11,6 +11,7 @@ mod filters;
 mod findings;
 mod fixtures;
 mod layout;
+mod manage;
 mod session;
 
 use crate::common::webdriver::Browser;
