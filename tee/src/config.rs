@@ -51,9 +51,11 @@ pub(crate) const OTLP_TRACE_PER: Key =
     Key { toml: "otlp.trace_per", env: "ACP_TEE_OTLP_TRACE_PER", flags: "--otlp-trace-per (record, proxy, export)" };
 pub(crate) const SERVE_BIND: Key = Key { toml: "serve.bind", env: "ACP_TEE_SERVE_BIND", flags: "--bind (serve)" };
 pub(crate) const SERVE_PORT: Key = Key { toml: "serve.port", env: "ACP_TEE_SERVE_PORT", flags: "--port (serve)" };
-pub(crate) const OLDER_THAN: Key = Key { toml: "retention.older_than", env: "ACP_TEE_RETENTION_OLDER_THAN", flags: "" };
-pub(crate) const KEEP: Key = Key { toml: "retention.keep", env: "ACP_TEE_RETENTION_KEEP", flags: "" };
-pub(crate) const MAX_SIZE: Key = Key { toml: "retention.max_size", env: "ACP_TEE_RETENTION_MAX_SIZE", flags: "" };
+pub(crate) const OLDER_THAN: Key =
+    Key { toml: "retention.older_than", env: "ACP_TEE_RETENTION_OLDER_THAN", flags: "--older-than (prune)" };
+pub(crate) const KEEP: Key = Key { toml: "retention.keep", env: "ACP_TEE_RETENTION_KEEP", flags: "--keep (prune)" };
+pub(crate) const MAX_SIZE: Key =
+    Key { toml: "retention.max_size", env: "ACP_TEE_RETENTION_MAX_SIZE", flags: "--max-size (prune)" };
 
 /// Every setting, in the order `acp-tee config` shows them.
 pub(crate) const KEYS: [Key; 11] = [
