@@ -209,6 +209,25 @@ pub struct TraceMeta {
     pub bytes: i64,
 }
 
+/// A size in bytes in binary units, three digits at most: `512 B`,
+/// `1.50 KiB`, `12.3 MiB`, `2.04 GiB` (the viewer's and the command line's
+/// one way of writing sizes).
+pub fn format_bytes(n: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = n as f64;
+    let mut unit = 0;
+    while v >= 1024.0 && unit + 1 < UNITS.len() {
+        v /= 1024.0;
+        unit += 1;
+    }
+    match unit {
+        0 => format!("{v:.0} B"),
+        _ if v < 10.0 => format!("{v:.2} {}", UNITS[unit]),
+        _ if v < 100.0 => format!("{v:.1} {}", UNITS[unit]),
+        _ => format!("{v:.0} {}", UNITS[unit]),
+    }
+}
+
 fn is_zero(n: &i64) -> bool {
     *n == 0
 }

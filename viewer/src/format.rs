@@ -78,21 +78,9 @@ pub fn count(n: i64) -> String {
     out
 }
 
-/// A size in bytes in binary units, three digits at most: `512 B`, `1.5 KiB`, `12.3 MiB`, `2.04 GiB`.
+/// A size in bytes as the command line writes it ([`acp_tee_shared::format_bytes`]).
 pub fn bytes(n: i64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut v = n.max(0) as f64;
-    let mut unit = 0;
-    while v >= 1024.0 && unit + 1 < UNITS.len() {
-        v /= 1024.0;
-        unit += 1;
-    }
-    match unit {
-        0 => format!("{v:.0} B"),
-        _ if v < 10.0 => format!("{v:.2} {}", UNITS[unit]),
-        _ if v < 100.0 => format!("{v:.1} {}", UNITS[unit]),
-        _ => format!("{v:.0} {}", UNITS[unit]),
-    }
+    acp_tee_shared::format_bytes(n.max(0) as u64)
 }
 
 #[cfg(test)]

@@ -139,19 +139,10 @@ impl StoreSizes {
     }
 }
 
-/// Bytes as `812 B`, `1.2 KiB`, `34.5 MiB` or `2.0 GiB`.
+/// Bytes as `812 B`, `1.50 KiB`, `34.5 MiB` or `2.04 GiB`, as the viewer
+/// writes them.
 pub(super) fn human_bytes(n: u64) -> String {
-    const UNITS: [&str; 4] = ["KiB", "MiB", "GiB", "TiB"];
-    if n < 1024 {
-        return format!("{n} B");
-    }
-    let mut value = n as f64 / 1024.0;
-    let mut unit = 0;
-    while value >= 1024.0 && unit + 1 < UNITS.len() {
-        value /= 1024.0;
-        unit += 1;
-    }
-    format!("{value:.1} {}", UNITS[unit])
+    acp_tee_shared::format_bytes(n)
 }
 
 /// `--since`: a time ago (`30m`, `12h`, `2d`, `1w`, `45s`), an RFC 3339
@@ -300,11 +291,11 @@ mod tests {
             trace(1, Some("2026-11-30T16:00:01.250000Z"), None, 0),
         ]);
         let expect = "\
-ID  NAME    STARTED (UTC)        DURATION  FRAMES           SIZE     ERRORS  EXIT
-4   agent4  2026-11-30 16:00:00  cut off   12               2.7 KiB  1
-3   agent3  2026-11-30 16:00:00  live      12               2.1 KiB  1
-2   agent2  2026-11-30 16:00:00  2m03s     12 (+2 missing)  1.4 KiB  1       0
-1   agent1  2026-11-30 16:00:00  1.250s    12               700 B    1       killed
+ID  NAME    STARTED (UTC)        DURATION  FRAMES           SIZE      ERRORS  EXIT
+4   agent4  2026-11-30 16:00:00  cut off   12               2.73 KiB  1
+3   agent3  2026-11-30 16:00:00  live      12               2.05 KiB  1
+2   agent2  2026-11-30 16:00:00  2m03s     12 (+2 missing)  1.37 KiB  1       0
+1   agent1  2026-11-30 16:00:00  1.250s    12               700 B     1       killed
 ";
         assert_eq!(out, expect);
     }
@@ -331,8 +322,10 @@ ID  NAME    STARTED (UTC)        DURATION  FRAMES           SIZE     ERRORS  EXI
     fn sizes_in_human_units() {
         assert_eq!(human_bytes(0), "0 B");
         assert_eq!(human_bytes(1023), "1023 B");
-        assert_eq!(human_bytes(1024), "1.0 KiB");
-        assert_eq!(human_bytes(1_300_000), "1.2 MiB");
-        assert_eq!(human_bytes(5 << 30), "5.0 GiB");
+        assert_eq!(human_bytes(1024), "1.00 KiB");
+        assert_eq!(human_bytes(1_300_000), "1.24 MiB");
+        assert_eq!(human_bytes(12_900_000), "12.3 MiB");
+        assert_eq!(human_bytes(300 << 20), "300 MiB");
+        assert_eq!(human_bytes(5 << 30), "5.00 GiB");
     }
 }
