@@ -41,6 +41,13 @@ use std::sync::Arc;
 /// its answers; more than the cores would only add threads.
 const MCP_CONCURRENT_QUERIES: usize = 2;
 
+/// Threads the MCP server's runtime may start for blocking work at most:
+/// its queries ([`MCP_CONCURRENT_QUERIES`]), reading stdin and writing
+/// stdout, with room to spare. Without a bound, a burst of calls on a busy
+/// machine starts a thread for each query whose predecessor had not yet
+/// gone idle (tokio's default allows 512).
+const MCP_BLOCKING_THREADS: usize = 8;
+
 /// Traces per `list_traces` page: default and most.
 pub const TRACES_PAGE: (i64, i64) = (20, 100);
 /// Sessions per `describe_trace` page: default and most.
@@ -502,7 +509,10 @@ fn frame(cx: &Cx<'_>, a: GetFrame) -> Result<Value, ToolError> {
 
 /// Serves `reader` over MCP on stdin/stdout until the client closes stdin.
 pub fn run(reader: Reader, redact: bool) -> anyhow::Result<()> {
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .max_blocking_threads(MCP_BLOCKING_THREADS)
+        .enable_all()
+        .build()?;
     runtime.block_on(async {
         let stdin = input::Bounded::new(tokio::io::stdin(), MAX_REQUEST_BYTES);
         let refused = stdin.refused();

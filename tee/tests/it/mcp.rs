@@ -390,9 +390,9 @@ fn many_calls_at_once_all_answer_and_share_the_few_query_threads() {
             _ => assert_eq!((&v["frame"]["seq"], &v["raw"]), (&json!(1), &first["raw"])),
         }
     }
-    // The runtime's thread, the pool's query threads (at most
-    // `MCP_CONCURRENT_QUERIES`, 2) and a few of tokio's; not one thread per
-    // waiting call.
+    // The runtime's thread and its blocking threads (at most
+    // `MCP_BLOCKING_THREADS`, 8: the queries, stdin, stdout); not one
+    // thread per waiting call, nor per query on a busy machine.
     assert!(most > 0 && most < 16, "acp-tee mcp ran {most} threads at once");
 }
 
