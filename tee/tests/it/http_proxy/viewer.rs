@@ -13,8 +13,17 @@ fn the_viewer_draws_an_open_http_connection_live_with_its_transport_facts() {
     let proxy = Proxy::start(&store.db, &agent.url);
     let mut held = held_client(&proxy.url, 1);
     let served = Served::start(&store.db, &[]);
-    let traces: Vec<Value> = served.get("/api/traces");
-    let id = traces[0]["id"].as_i64().unwrap();
+    // The connection's recorder creates its trace after the client has its
+    // first answers: wait for it.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let id = loop {
+        let traces: Vec<Value> = served.get("/api/traces");
+        if let Some(id) = traces.first().and_then(|t| t["id"].as_i64()) {
+            break id;
+        }
+        assert!(Instant::now() < deadline, "serve lists no trace of the open connection within 20 s");
+        std::thread::sleep(Duration::from_millis(20));
+    };
     let b = Browser::start();
     b.goto(&format!("{}/traces/{id}", served.url));
     b.wait_for("the conversation in the diagram", |b| {
