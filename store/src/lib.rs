@@ -62,6 +62,7 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
 #[cfg(any(test, feature = "testing"))]
 pub fn test_start() -> crate::model::TraceStart {
     crate::model::TraceStart {
+        protocol: None,
         name: None,
         command: vec!["a".into()],
         cwd: None,
@@ -409,6 +410,10 @@ fn insert_rows(conn: &Connection, inserts: &mut Inserts, trace_id: i64, frames: 
          WHERE id = ?3",
     )?
     .execute(params![frames.len() as i64, errors, trace_id, bytes as i64])?;
+    if let Some(protocol) = frames.iter().find_map(|f| f.protocol_known) {
+        conn.prepare_cached("UPDATE traces SET protocol = ?1 WHERE id = ?2 AND protocol IS NULL")?
+            .execute(params![protocol.as_str(), trace_id])?;
+    }
     Ok(())
 }
 

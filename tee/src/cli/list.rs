@@ -271,6 +271,7 @@ mod tests {
 
     fn trace(id: i64, ended: Option<&str>, exit_code: Option<i32>, missing: i64) -> TraceSummary {
         let meta = TraceMeta {
+            protocol: None,
             id,
             name: Some(format!("agent{id}")),
             command: vec!["agent".into()],
