@@ -13,6 +13,7 @@ mod prune;
 mod replay;
 mod settings;
 mod show;
+mod show_mcp;
 mod trace_ref;
 
 pub use args::{with_default_subcommand, Cli};
