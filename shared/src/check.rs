@@ -117,6 +117,10 @@ pub struct TraceFindings {
     /// The protocol version the trace negotiated, if it did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub protocol_version: Option<i64>,
+    /// The protocol whose rules judged the trace: `mcp` for an MCP trace
+    /// (JSON-RPC and lifecycle rules only), else `acp`.
+    #[serde(default)]
+    pub protocol: crate::Protocol,
     /// Findings by severity, all of them (listed or not).
     pub counts: FindingCounts,
     /// Findings per code, for the codes that gave any.

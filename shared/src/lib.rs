@@ -111,6 +111,44 @@ impl FrameKind {
     }
 }
 
+/// The protocol a trace speaks, known from its first `initialize` (or
+/// given with `record --protocol`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Protocol {
+    /// The Agent Client Protocol (integer `protocolVersion`).
+    #[default]
+    Acp,
+    /// The Model Context Protocol (string `protocolVersion`).
+    Mcp,
+}
+
+impl Protocol {
+    /// The name used in the store and the export (`acp`, `mcp`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Protocol::Acp => "acp",
+            Protocol::Mcp => "mcp",
+        }
+    }
+}
+
+impl fmt::Display for Protocol {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Protocol {
+    type Err = UnknownName;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        [Protocol::Acp, Protocol::Mcp]
+            .into_iter()
+            .find(|p| p.as_str() == s)
+            .ok_or_else(|| UnknownName { what: "protocol", name: s.to_owned() })
+    }
+}
+
 /// A name that is not one of the known values of an enum.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UnknownName {
@@ -207,6 +245,11 @@ pub struct TraceMeta {
     /// their envelopes), without the store's indexes.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub bytes: i64,
+    /// The protocol the trace speaks (`acp`, `mcp`); absent while not known
+    /// (no `initialize` seen yet) and for traces recorded before acp-tee
+    /// stored it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protocol: Option<Protocol>,
 }
 
 /// A size in bytes in binary units, three digits at most: `512 B`,

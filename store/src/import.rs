@@ -123,14 +123,15 @@ impl Import<'_> {
 
     /// Sets the fields of trace `trace_id` to what `meta` says, but for its
     /// id and its counts of frames and errors, which are always those of the
-    /// frames stored.
+    /// frames stored, and its protocol when `meta` has none (then what its
+    /// frames' `initialize` told stays).
     pub fn set_meta(&mut self, trace_id: i64, meta: &TraceMeta) -> Result<(), StoreError> {
         let command = serde_json::to_string(&meta.command).expect("strings always serialise");
         self.store.write(|conn| {
             conn.execute(
                 "UPDATE traces SET name = ?1, command = ?2, cwd = ?3, mode = ?4, started_at = ?5, ended_at = ?6,
                                    exit_code = ?7, exit_signal = ?8, end_reason = ?9, missing_frames = ?10,
-                                   missing_unknown = ?12
+                                   missing_unknown = ?12, protocol = coalesce(?13, protocol)
                  WHERE id = ?11",
                 params![
                     meta.name,
@@ -144,7 +145,8 @@ impl Import<'_> {
                     meta.end_reason,
                     meta.missing_frames,
                     trace_id,
-                    meta.missing_unknown
+                    meta.missing_unknown,
+                    meta.protocol.map(|p| p.as_str())
                 ],
             )?;
             Ok(())

@@ -62,6 +62,7 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
 #[cfg(any(test, feature = "testing"))]
 pub fn test_start() -> crate::model::TraceStart {
     crate::model::TraceStart {
+        protocol: None,
         name: None,
         command: vec!["a".into()],
         cwd: None,
@@ -409,6 +410,17 @@ fn insert_rows(conn: &Connection, inserts: &mut Inserts, trace_id: i64, frames: 
          WHERE id = ?3",
     )?
     .execute(params![frames.len() as i64, errors, trace_id, bytes as i64])?;
+    if let Some((seq, protocol)) = frames.iter().find_map(|f| Some((f.seq, f.protocol_known?))) {
+        conn.prepare_cached("UPDATE traces SET protocol = ?1 WHERE id = ?2 AND protocol IS NULL")?
+            .execute(params![protocol.as_str(), trace_id])?;
+        if protocol == acp_tee_shared::Protocol::Mcp {
+            // The few frames before the first initialize (stderr lines,
+            // mostly) were not known to be MCP when they were framed.
+            let (lo, _) = frame_id_bounds(trace_id);
+            conn.prepare_cached("UPDATE frames SET protocol = 'mcp' WHERE id > ?1 AND id < ?2 AND protocol = 'acp'")?
+                .execute(params![lo, frame_id(trace_id, seq)])?;
+        }
+    }
     Ok(())
 }
 

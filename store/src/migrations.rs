@@ -17,6 +17,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/0010_frames_raw_last.sql"),
     include_str!("../../migrations/0011_missing_unknown.sql"),
     include_str!("../../migrations/0012_retention.sql"),
+    include_str!("../../migrations/0013_trace_protocol.sql"),
 ];
 
 /// The schema version this build writes.

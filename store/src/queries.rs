@@ -131,10 +131,10 @@ pub(super) fn frame_ref<'a>(row: &'a Row<'_>) -> rusqlite::Result<FrameRef<'a>> 
 }
 
 pub(super) const TRACE_COLUMNS: &str = "id, name, command, cwd, mode, started_at, ended_at, exit_code, exit_signal,
-     end_reason, frame_count, error_count, missing_frames, missing_unknown, pinned, bytes";
+     end_reason, frame_count, error_count, missing_frames, missing_unknown, pinned, bytes, protocol";
 
 /// How many columns [`TRACE_COLUMNS`] names (those after them start here).
-pub(super) const TRACE_COLUMN_COUNT: usize = 16;
+pub(super) const TRACE_COLUMN_COUNT: usize = 17;
 
 pub(super) fn trace_from_row(row: &Row<'_>) -> rusqlite::Result<TraceMeta> {
     let command: String = row.get(2)?;
@@ -157,6 +157,7 @@ pub(super) fn trace_from_row(row: &Row<'_>) -> rusqlite::Result<TraceMeta> {
         missing_unknown: row.get(13)?,
         pinned: row.get(14)?,
         bytes: row.get(15)?,
+        protocol: row.get::<_, Option<String>>(16)?.map(|p| parse_name(16, p)).transpose()?,
     })
 }
 

@@ -21,6 +21,8 @@ pub struct Resumed {
     pub last_seq: i64,
     /// Bytes of its stored frames, per direction, in [`Direction::ALL`] order.
     pub stored_bytes: [u64; 3],
+    /// Its protocol, when known.
+    pub protocol: Option<acp_tee_shared::Protocol>,
 }
 
 /// A store opened to record: see the module's documentation. It derefs to
@@ -78,15 +80,16 @@ impl Recording {
     /// frames end. `None` when that recorder had not added the trace.
     pub fn resume_trace(&self, start: &TraceStart, dead_pid: u32, own_pid: u32) -> Result<Option<Resumed>, StoreError> {
         self.0.write(|conn| {
-            let id: Option<i64> = conn
+            let id: Option<(i64, Option<String>)> = conn
                 .query_row(
-                    "SELECT id FROM traces WHERE recorder_pid = ?1 AND started_at = ?2 AND mode = ?3
+                    "SELECT id, protocol FROM traces WHERE recorder_pid = ?1 AND started_at = ?2 AND mode = ?3
                      ORDER BY id DESC LIMIT 1",
                     params![dead_pid, start.started_at, start.mode],
-                    |r| r.get(0),
+                    |r| Ok((r.get(0)?, r.get(1)?)),
                 )
                 .optional()?;
-            let Some(trace_id) = id else { return Ok(None) };
+            let Some((trace_id, protocol)) = id else { return Ok(None) };
+            let protocol = protocol.and_then(|p| p.parse().ok());
             conn.execute(
                 "UPDATE traces SET recorder_pid = ?1, ended_at = NULL, end_reason = NULL, exit_code = NULL,
                                    exit_signal = NULL
@@ -94,7 +97,7 @@ impl Recording {
                 params![own_pid, trace_id],
             )?;
             let (stored_bytes, last_seq) = stored_bytes(conn, trace_id)?;
-            Ok(Some(Resumed { trace_id, last_seq, stored_bytes }))
+            Ok(Some(Resumed { trace_id, last_seq, stored_bytes, protocol }))
         })
     }
 
@@ -175,9 +178,19 @@ fn add_trace(
     let command = serde_json::to_string(&start.command).expect("strings always serialise");
     store.write(|conn| {
         conn.execute(
-            "INSERT INTO traces (name, command, cwd, mode, started_at, recorder_pid, relay_pid, client_pid)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-            params![start.name, command, start.cwd, start.mode, start.started_at, recorder_pid, relay_pid, client_pid],
+            "INSERT INTO traces (name, command, cwd, mode, started_at, recorder_pid, relay_pid, client_pid, protocol)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+            params![
+                start.name,
+                command,
+                start.cwd,
+                start.mode,
+                start.started_at,
+                recorder_pid,
+                relay_pid,
+                client_pid,
+                start.protocol.map(|p| p.as_str())
+            ],
         )?;
         Ok(conn.last_insert_rowid())
     })

@@ -64,6 +64,7 @@ mod tests {
 
     fn frame(seq: i64, method: Option<&str>) -> NewFrame {
         NewFrame {
+            protocol_known: None,
             seq,
             t_ns: seq,
             dir: acp_tee_shared::Direction::AgentToClient,

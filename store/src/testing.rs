@@ -25,6 +25,7 @@ pub fn store_from(chunks: &[(Direction, u64, &[u8])]) -> Store {
 /// A new trace of a wrap-mode run of `agent`.
 pub fn create_trace(store: &mut Store) -> i64 {
     let start = TraceStart {
+        protocol: None,
         name: None,
         command: vec!["agent".into()],
         cwd: None,

@@ -21,6 +21,7 @@ fn many_processes_creating_and_opening_one_store_at_once_all_succeed() {
                         let mut store = Store::create_or_open(&path)?;
                         store.maintain(0)?;
                         let start = TraceStart {
+                            protocol: None,
                             name: Some(format!("t{i}")),
                             command: vec!["a".into()],
                             cwd: None,
@@ -50,6 +51,7 @@ fn many_processes_creating_and_opening_one_store_at_once_all_succeed() {
 fn varied_frame(i: i64) -> NewFrame {
     let some = |on: bool, text: String| on.then_some(text);
     NewFrame {
+        protocol_known: None,
         seq: i,
         t_ns: i * 1000 + 7,
         dir: [Direction::ClientToAgent, Direction::AgentToClient, Direction::AgentStderr][i as usize % 3],

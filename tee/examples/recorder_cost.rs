@@ -55,6 +55,7 @@ fn main() {
 
     let dir = tempfile::tempdir().expect("a temporary directory");
     let start = TraceStart {
+        protocol: None,
         name: None,
         command: vec!["cat".into()],
         cwd: None,

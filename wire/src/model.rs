@@ -3,7 +3,7 @@
 //! relay, the recorder, the store and the imports all depend on it and on
 //! none of each other's process code.
 
-use acp_tee_shared::{Direction, FrameKind};
+use acp_tee_shared::{Direction, FrameKind, Protocol};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
@@ -90,6 +90,10 @@ pub struct TraceStart {
     pub mode: String,
     /// Wall-clock start, UTC, RFC 3339.
     pub started_at: String,
+    /// `record --protocol acp|mcp`: the protocol the trace speaks, stored
+    /// at its start; `None` (`auto`): known from its first `initialize`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protocol: Option<Protocol>,
 }
 
 /// How a run ended, as the relay saw it.
@@ -144,6 +148,10 @@ pub struct NewFrame {
     /// For a batch: each of its messages, in order (their methods and
     /// latencies go into the per-method stats); empty for other frames.
     pub batch: Vec<BatchMessage>,
+    /// Set on the frame that made the trace's protocol known (its first
+    /// `initialize`, or the answer to it): the trace's `protocol` is stored
+    /// with it, in the same transaction.
+    pub protocol_known: Option<Protocol>,
 }
 
 /// One message of a batch frame, as the per-method stats count it.

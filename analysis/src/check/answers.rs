@@ -59,6 +59,10 @@ impl Checker {
             self.limit(seq, &format!("more than {ANSWERED_HASHED} requests were answered"));
         }
         self.answered.insert(key, (request.seq, seq));
+        if self.mcp() {
+            // ACP's schema and the rules of what was answered do not apply.
+            return;
+        }
         let both = result.is_some() && error.is_some();
         if let Some(e) = error {
             if !both {

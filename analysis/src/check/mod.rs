@@ -59,7 +59,7 @@ use crate::fold::Conversation;
 use crate::frame::id_key;
 use crate::store::{FrameRef, Store, StoreError};
 use acp_tee_shared::check::{CodeCount, Finding, FindingCounts, TraceFindings};
-use acp_tee_shared::{Direction, FrameKind};
+use acp_tee_shared::{Direction, FrameKind, Protocol};
 use acp_tee_wire::acp::{self as wire, Envelope};
 use hashlink::LruCache;
 use serde::de::IgnoredAny;
@@ -113,6 +113,9 @@ impl Default for CheckOptions {
 /// Checks trace `trace_id` of `store`, every frame stored.
 pub fn check_trace(store: &Store, trace_id: i64, opts: CheckOptions) -> Result<TraceFindings, StoreError> {
     let mut checker = Checker::new(opts);
+    if let Some(protocol) = store.trace(trace_id)?.protocol {
+        checker.set_protocol(protocol);
+    }
     checker.catch_up(store, trace_id)?;
     Ok(checker.report(trace_id))
 }
@@ -180,6 +183,9 @@ pub struct Checker {
     opening: u32,
     unknown_sessions_told: HashSet<Box<str>>,
     limits_told: bool,
+    /// The protocol judged by: given ([`Checker::set_protocol`]), else
+    /// from the first `initialize`; `None` (not known) is judged as ACP.
+    protocol: Option<Protocol>,
 }
 
 impl Checker {
@@ -210,7 +216,20 @@ impl Checker {
             opening: 0,
             unknown_sessions_told: HashSet::new(),
             limits_told: false,
+            protocol: None,
         }
+    }
+
+    /// Judges the trace as one of `protocol` (the trace's stored protocol),
+    /// whatever its `initialize` says.
+    pub fn set_protocol(&mut self, protocol: Protocol) {
+        self.protocol = Some(protocol);
+    }
+
+    /// An MCP trace: judged by the JSON-RPC and lifecycle rules alone,
+    /// none of ACP's (schema, sessions, capabilities, permissions).
+    fn mcp(&self) -> bool {
+        self.protocol == Some(Protocol::Mcp)
     }
 
     /// Checks trace `trace_id`'s frames after the last one fed.
@@ -254,7 +273,9 @@ impl Checker {
             }
         }
         self.message(f.seq, from_client, text);
-        self.fold(f);
+        if !self.mcp() {
+            self.fold(f);
+        }
     }
 
     /// Checks one message (a frame, or an element of a batch).
@@ -355,6 +376,12 @@ impl Checker {
         params: Option<&RawValue>,
     ) {
         let is_initialize = matches!(method, "initialize" | "proxy/initialize" | "_proxy/initialize");
+        if is_initialize && self.protocol.is_none() {
+            self.protocol = acp_tee_wire::frame::protocol_of_initialize_members(params);
+        }
+        if self.mcp() {
+            return self.mcp_request(seq, from_client, method, id, id_bad, is_initialize);
+        }
         if is_initialize {
             if let Some(first) = self.initialize {
                 let message = format!("{} sent a second initialize (the first was frame {first})", who(from_client));
@@ -382,6 +409,29 @@ impl Checker {
             "session/request_permission" => What::Permission(offered(params)),
             _ => What::Other,
         };
+        self.follow(seq, from_client, method, id, id_bad, what);
+    }
+
+    /// A request of an MCP trace: the JSON-RPC rules, and the lifecycle's
+    /// (one `initialize`, first; a `ping` may come before it).
+    fn mcp_request(&mut self, seq: i64, from_client: bool, method: &str, id: &RawValue, id_bad: bool, init: bool) {
+        if init {
+            if let Some(first) = self.initialize {
+                let message = format!("{} sent a second initialize (the first was frame {first})", who(from_client));
+                self.find(Rule::SecondInitialize, vec![first, seq], message);
+            } else {
+                self.initialize = Some(seq);
+            }
+        } else if self.initialize.is_none() && !self.before_initialize_told && method != "ping" {
+            self.before_initialize_told = true;
+            let message = format!("{} sent {} before initialize", who(from_client), quote(method));
+            self.find(Rule::BeforeInitialize, vec![seq], message);
+        }
+        self.follow(seq, from_client, method, id, id_bad, What::Other);
+    }
+
+    /// Follows a request until its answer.
+    fn follow(&mut self, seq: i64, from_client: bool, method: &str, id: &RawValue, id_bad: bool, what: What) {
         let key = (from_client, id_key(id.get()).into_owned().into_boxed_str());
         if let Some(earlier) = self.in_flight.get(&key) {
             let message = format!(
@@ -418,6 +468,9 @@ impl Checker {
     }
 
     fn notification(&mut self, seq: i64, from_client: bool, method: &str, params: Option<&RawValue>) {
+        if self.mcp() {
+            return;
+        }
         self.schema_notification(seq, from_client, method, params);
         self.session_of(seq, from_client, method, params);
         if method == "$/cancel_request" {

@@ -50,6 +50,7 @@ impl Checker {
             trace_id,
             frames: self.frames,
             protocol_version: self.protocol_version,
+            protocol: self.protocol.unwrap_or(acp_tee_shared::Protocol::Acp),
             counts,
             by_code,
             findings,

@@ -84,3 +84,49 @@ fn a_prompt_turns_updates_are_no_replay_of_a_load() {
     let codes: Vec<(&str, Vec<i64>)> = report.findings.iter().map(|f| (f.code.as_str(), f.seqs.clone())).collect();
     assert_eq!(codes, [("session.load-without-replay", vec![6, 8])]);
 }
+
+#[test]
+fn an_mcp_trace_is_judged_by_the_json_rpc_rules_alone() {
+    let lines = [
+        r#">{"jsonrpc":"2.0","id":0,"method":"ping"}"#,
+        r#"<{"jsonrpc":"2.0","id":0,"result":{}}"#,
+        r#">{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}"#,
+        r#"<{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"s","version":"1"}}}"#,
+        r#">{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+        r#">{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"t","arguments":{}}}"#,
+        r#"<{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":1,"total":2}}"#,
+        r#"<{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"ok"}],"isError":false}}"#,
+        r#"<{"jsonrpc":"2.0","id":"s1","method":"roots/list"}"#,
+        r#">{"jsonrpc":"2.0","id":"s1","result":{"roots":[]}}"#,
+    ];
+    // Known from the initialize (the ping before it is then judged as ACP's
+    // would be), or given as the trace's stored protocol.
+    let report = check(&lines[2..]);
+    assert_eq!(report.protocol, Protocol::Mcp);
+    assert_eq!(report.findings, Vec::new());
+    assert_eq!(report.protocol_version, None);
+    let report = judged_as(Protocol::Mcp, &lines);
+    assert_eq!(report.protocol, Protocol::Mcp);
+    assert_eq!(report.findings, Vec::new());
+    // JSON-RPC's rules still hold: an answer to nothing, a request never answered.
+    let mut more = lines.to_vec();
+    more.push(r#"<{"jsonrpc":"2.0","id":9,"result":{}}"#);
+    more.push(r#">{"jsonrpc":"2.0","id":3,"method":"resources/read","params":{"uri":"file:///x"}}"#);
+    let codes: Vec<String> = judged_as(Protocol::Mcp, &more).findings.iter().map(|f| f.code.clone()).collect();
+    assert_eq!(codes, ["rpc.unknown-response", "rpc.unanswered"]);
+    // The same messages judged as ACP break its rules.
+    let report = judged_as(Protocol::Acp, &lines);
+    assert_eq!(report.protocol, Protocol::Acp);
+    assert!(report.counts.errors > 0, "{report:?}");
+}
+
+/// Checks `lines` as a trace of `protocol`.
+fn judged_as(protocol: Protocol, lines: &[&str]) -> TraceFindings {
+    let frames = crate::testing::framed(lines);
+    let mut checker = Checker::new(CheckOptions::default());
+    checker.set_protocol(protocol);
+    for f in &frames {
+        checker.feed(&FrameRef::from(f));
+    }
+    checker.report(1)
+}

@@ -54,6 +54,7 @@ pub fn run(opts: &ProxyOptions) -> i32 {
     let recorder = Recorder::start(&opts.db, t0, opts.redact.as_deref(), None, opts.otlp.as_ref());
     let handoff = recorder.handoff.clone();
     handoff.start(&TraceStart {
+        protocol: None,
         name: opts.name.clone(),
         command: std::env::args().collect(),
         cwd: std::env::current_dir().ok().map(|p| p.display().to_string()),

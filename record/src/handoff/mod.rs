@@ -149,6 +149,7 @@ mod tests {
         let (r, w) = std::io::pipe().unwrap();
         let writer = HandoffWriter::new(w, Instant::now());
         let start = TraceStart {
+            protocol: None,
             name: Some("n".into()),
             command: vec!["cat".into()],
             cwd: None,
@@ -238,6 +239,7 @@ mod tests {
             }),
         );
         let start = TraceStart {
+            protocol: None,
             name: None,
             command: vec!["cat".into()],
             cwd: None,

@@ -153,6 +153,7 @@ impl Connection {
             share: Arc::default(),
         });
         let start = TraceStart {
+            protocol: None,
             name: Some(to.name.clone()),
             command: vec![to.upstream.clone()],
             cwd: std::env::current_dir().ok().map(|p| p.display().to_string()),

@@ -202,13 +202,13 @@ fn record(
         // The command line may carry a token as well as a message may.
         r.mask_values(start.name.iter_mut().chain(start.cwd.iter_mut()).chain(start.command.iter_mut()));
     }
-    let (mut writer, last_seq) = match resume.then(|| reader.read_message()) {
+    let (mut writer, last_seq, protocol) = match resume.then(|| reader.read_message()) {
         Some(Ok(Some(Message::Resume(resume)))) => StoreWriter::resume(db, &start, &resume),
         Some(other) => {
             tracing::error!("recorder: a replacement recorder was not told what it continues: {other:?}");
             return None;
         }
-        None => (StoreWriter::open(db, &start), 0),
+        None => (StoreWriter::open(db, &start), 0, start.protocol),
     };
     say_recording();
     let mut live =
@@ -240,6 +240,9 @@ fn record(
         queue.push(f)
     };
     framer.continue_after(last_seq);
+    if let Some(protocol) = protocol.or(start.protocol) {
+        framer.set_protocol(protocol);
+    }
     let mut last_t = 0;
     let mut end = None;
     let mut ended_at = None;

@@ -108,8 +108,13 @@ impl StoreWriter {
     /// Like [`StoreWriter::open`], for a recorder that replaces one that
     /// died mid-run: takes over the trace that one was writing (adds it, if
     /// it had not yet), and counts what it had been handed but not stored as
-    /// missing. Returns the writer and the last seq stored before.
-    pub fn resume(path: &Path, start: &TraceStart, resume: &Resume) -> (StoreWriter, i64) {
+    /// missing. Returns the writer, the last seq stored before and the
+    /// trace's protocol when it is known.
+    pub fn resume(
+        path: &Path,
+        start: &TraceStart,
+        resume: &Resume,
+    ) -> (StoreWriter, i64, Option<acp_tee_shared::Protocol>) {
         let mut w = StoreWriter::new(path);
         let relay = relay_pid();
         let client = relay.and_then(parent_of);
@@ -121,12 +126,13 @@ impl StoreWriter {
                 Some(resumed) => resumed,
                 None => {
                     let trace_id = store.create_relayed_trace(start, own, relay, client)?;
-                    Resumed { trace_id, last_seq: 0, stored_bytes: [0; 3] }
+                    Resumed { trace_id, last_seq: 0, stored_bytes: [0; 3], protocol: start.protocol }
                 }
             };
             Ok((store, resumed))
         });
         let last_seq = opened.as_ref().map_or(0, |(_, r)| r.last_seq);
+        let protocol = opened.as_ref().ok().and_then(|(_, r)| r.protocol);
         let lost: Vec<u64> = match &opened {
             Ok((_, r)) => resume.handed.iter().zip(r.stored_bytes).map(|(h, s)| h.saturating_sub(s)).collect(),
             Err(_) => resume.handed.to_vec(),
@@ -146,7 +152,7 @@ impl StoreWriter {
             ));
         }
         w.attach(path, opened.map(|(store, r)| (store, r.trace_id)));
-        (w, last_seq)
+        (w, last_seq, protocol)
     }
 
     fn new(path: &Path) -> StoreWriter {

@@ -48,6 +48,8 @@ pub struct WrapOptions {
     pub redact: Option<Vec<String>>,
     /// Send spans live from the recorder (docs/otlp.md).
     pub otlp: Option<crate::otlp::LiveOptions>,
+    /// `--protocol acp|mcp`: stored at the start (`None`: from `initialize`).
+    pub protocol: Option<acp_tee_shared::Protocol>,
 }
 
 /// Runs the agent under the tee until it ends; returns the exit code to exit with.
@@ -71,6 +73,7 @@ pub fn run(opts: &WrapOptions) -> Result<i32, SpawnError> {
         cwd: std::env::current_dir().ok().map(|p| p.display().to_string()),
         mode: "wrap".into(),
         started_at: started_at.clone(),
+        protocol: opts.protocol,
     });
     recorder.wait_until_recording();
     let (tx, rx) = mpsc::channel();

@@ -115,6 +115,7 @@ mod tests {
 
     fn start(name: Option<&str>, program: &str, started_at: &str) -> TraceStart {
         TraceStart {
+            protocol: None,
             name: name.map(String::from),
             command: vec![program.into(), "acp".into()],
             cwd: None,

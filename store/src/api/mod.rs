@@ -54,8 +54,13 @@ fn summary_from_row(row: &Row<'_>) -> rusqlite::Result<FrameSummary> {
     let id: Option<String> = row.get(4)?;
     let kind = parse_name(3, row.get(3)?)?;
     let method: Option<String> = row.get(5)?;
+    let mcp = row.get_ref(11)?.as_str().is_ok_and(|p| p == "mcp");
+    let mcp_method: Option<String> = row.get(12)?;
+    // A message of an MCP trace is its own MCP message (not one carried in
+    // ACP's `mcp/message`): its method is its MCP method.
+    let own_mcp = mcp && method.is_some() && method == mcp_method;
     let (preview, update) = match row.get_ref(14)? {
-        ValueRef::Blob(raw) | ValueRef::Text(raw) => crate::frame::summary_texts(kind, method.as_deref(), raw),
+        ValueRef::Blob(raw) | ValueRef::Text(raw) => crate::frame::summary_texts(kind, method.as_deref(), raw, own_mcp),
         _ => (row.get(10)?, None),
     };
     Ok(FrameSummary {
@@ -70,8 +75,8 @@ fn summary_from_row(row: &Row<'_>) -> rusqlite::Result<FrameSummary> {
         latency_ns: row.get(8)?,
         size: row.get(9)?,
         preview,
-        mcp: row.get::<_, String>(11)? == "mcp",
-        mcp_method: row.get(12)?,
+        mcp,
+        mcp_method,
         reply_seq: row.get(13)?,
         update,
     })

@@ -30,6 +30,7 @@ fn rows_of(store: &Store, id: i64) -> Vec<(String, i64)> {
 /// about `size` bytes), ended at `ended_at` (`None`: still recorded).
 fn trace(store: &mut Store, name: &str, n: usize, size: usize, ended_at: Option<&str>) -> i64 {
     let start = TraceStart {
+        protocol: None,
         name: Some(name.into()),
         command: vec!["agent".into()],
         cwd: None,

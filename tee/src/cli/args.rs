@@ -189,9 +189,33 @@ pub(super) struct RecordArgs {
     pub(super) redact: RecordRedact,
     #[command(flatten)]
     pub(super) otlp: OtlpArgs,
+    /// The protocol the peer speaks: acp (an ACP agent), mcp (an MCP stdio
+    /// server), or auto: known from the first initialize (MCP's
+    /// protocolVersion is a string, ACP's an integer)
+    #[arg(long, value_enum, default_value_t = ProtocolArg::Auto)]
+    pub(super) protocol: ProtocolArg,
     /// The agent's command line, after `--`
     #[arg(last = true, required = true, value_name = "AGENT")]
     pub(super) agent: Vec<String>,
+}
+
+/// `record --protocol`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(super) enum ProtocolArg {
+    Auto,
+    Acp,
+    Mcp,
+}
+
+impl ProtocolArg {
+    /// The protocol stored at the trace's start (`None`: from `initialize`).
+    pub(super) fn given(self) -> Option<acp_tee_shared::Protocol> {
+        match self {
+            ProtocolArg::Auto => None,
+            ProtocolArg::Acp => Some(acp_tee_shared::Protocol::Acp),
+            ProtocolArg::Mcp => Some(acp_tee_shared::Protocol::Mcp),
+        }
+    }
 }
 
 #[derive(Debug, Args)]

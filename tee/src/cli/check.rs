@@ -219,11 +219,15 @@ fn render(name: &str, r: &TraceFindings) -> String {
     }
     let plural = |n: u64, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
     text.push_str(&format!(
-        "{name}: {}, {}, {} in {} frames{}\n",
+        "{name}: {}, {}, {} in {} frames{}{}\n",
         plural(r.counts.errors, "error", "errors"),
         plural(r.counts.warnings, "warning", "warnings"),
         plural(r.counts.infos, "info", "infos"),
         r.frames,
+        match r.protocol {
+            acp_tee_shared::Protocol::Mcp => " (an MCP trace: judged by the JSON-RPC and lifecycle rules)",
+            acp_tee_shared::Protocol::Acp => "",
+        },
         if r.live { " (not complete: the trace is still being recorded; this verdict is not final)" } else { "" }
     ));
     if r.left_out > 0 {

@@ -193,7 +193,7 @@ pub fn render(traces: &[TraceSummary]) -> String {
     for TraceSummary { meta: t, live, finishing, .. } in traces {
         rows.push([
             t.id.to_string(),
-            printable(t.name.as_deref().or(t.command.first().map(String::as_str)).unwrap_or_default()).into_owned(),
+            name(t),
             printable(t.started_at.get(..19).unwrap_or(&t.started_at)).replace('T', " "),
             duration(t, *live, *finishing),
             frames(t),
@@ -210,6 +210,15 @@ pub fn render(traces: &[TraceSummary]) -> String {
         out.push('\n');
     }
     out
+}
+
+/// The trace's name, `[mcp]` after it for an MCP trace.
+fn name(t: &TraceMeta) -> String {
+    let name = printable(t.name.as_deref().or(t.command.first().map(String::as_str)).unwrap_or_default());
+    match t.protocol {
+        Some(acp_tee_shared::Protocol::Mcp) => format!("{name} [mcp]"),
+        _ => name.into_owned(),
+    }
 }
 
 fn duration(t: &TraceMeta, live: bool, finishing: bool) -> String {
@@ -262,6 +271,7 @@ mod tests {
 
     fn trace(id: i64, ended: Option<&str>, exit_code: Option<i32>, missing: i64) -> TraceSummary {
         let meta = TraceMeta {
+            protocol: None,
             id,
             name: Some(format!("agent{id}")),
             command: vec!["agent".into()],

@@ -13,6 +13,7 @@ mod prune;
 mod replay;
 mod settings;
 mod show;
+mod show_mcp;
 mod trace_ref;
 
 pub use args::{with_default_subcommand, Cli};
@@ -126,7 +127,9 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
                 .or_else(|| std::path::Path::new(&a.agent[0]).file_name().map(|n| n.to_string_lossy().into_owned()));
             let redact = a.redact.rules()?;
             let otlp = live_otlp(&a.otlp)?;
-            let opts = WrapOptions { command: a.agent, name, db: a.store.path()?, grace: a.grace, redact, otlp };
+            let protocol = a.protocol.given();
+            let opts =
+                WrapOptions { command: a.agent, name, db: a.store.path()?, grace: a.grace, redact, otlp, protocol };
             Ok(relay::run(&opts)?)
         }
         Command::Proxy(a) => {

@@ -83,6 +83,9 @@ pub fn show_command(a: ShowArgs) -> anyhow::Result<i32> {
     let trace = store.trace_summary(id)?;
     let redactor = crate::read::mask::redactor(!a.no_redact);
     let redact = (!redactor.is_noop()).then_some(&redactor);
+    if trace.meta.protocol == Some(acp_tee_shared::Protocol::Mcp) {
+        return show_mcp(a.session.as_deref(), a.format, &store, &trace, redact);
+    }
     // The session asked for is kept however many come before it.
     let mut model = a.session.as_deref().map(Model::keeping).unwrap_or_default();
     let built = model.catch_up_building(&store, id, redact, a.session.as_deref(), HELD_MAX_BYTES)?;
@@ -106,6 +109,43 @@ pub fn show_command(a: ShowArgs) -> anyhow::Result<i32> {
     }
     .and_then(|()| out.flush().context("cannot write to stdout"))?;
     Ok(0)
+}
+
+/// `show` on an MCP trace: its calls, as it has no ACP session.
+fn show_mcp(
+    session: Option<&str>,
+    format: ShowFormat,
+    store: &Store,
+    trace: &TraceSummary,
+    redact: Option<&Redactor>,
+) -> anyhow::Result<i32> {
+    if let Some(sid) = session {
+        anyhow::bail!("trace {} is an MCP trace: it has no ACP session {}", trace.meta.id, printable(sid));
+    }
+    let calls = super::show_mcp::calls(store, trace.meta.id, redact)?;
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    match format {
+        ShowFormat::Json => {
+            writeln!(out, "{{\"trace\":{},\"mcp\":{}}}", json(trace), json(&calls))?;
+        }
+        ShowFormat::Text => {
+            writeln!(out, "{}", trace_line(trace))?;
+            super::show_mcp::calls_text(&calls, &mut out)?;
+        }
+    }
+    out.flush().context("cannot write to stdout")?;
+    Ok(0)
+}
+
+/// `trace ID "NAME" (STATE), N frames`.
+fn trace_line(trace: &TraceSummary) -> String {
+    let name = trace.meta.name.as_deref().map(|n| format!(" \"{}\"", printable(n))).unwrap_or_default();
+    let state = if trace.live {
+        "live".to_owned()
+    } else {
+        format!("ended: {}", printable(trace.meta.end_reason.as_deref().unwrap_or("unknown")))
+    };
+    format!("trace {}{name} ({state}), {} frames", trace.meta.id, trace.meta.frame_count)
 }
 
 struct Shown<'a> {
@@ -196,13 +236,7 @@ impl Shown<'_> {
         built: Built,
         out: &mut impl Write,
     ) -> anyhow::Result<()> {
-        let name = trace.meta.name.as_deref().map(|n| format!(" \"{}\"", printable(n))).unwrap_or_default();
-        let state = if trace.live {
-            "live".to_owned()
-        } else {
-            format!("ended: {}", printable(trace.meta.end_reason.as_deref().unwrap_or("unknown")))
-        };
-        writeln!(out, "trace {}{name} ({state}), {} frames", trace.meta.id, trace.meta.frame_count)?;
+        writeln!(out, "{}", trace_line(trace))?;
         let peers: Vec<String> = [("agent", &overview.agent), ("client", &overview.client)]
             .into_iter()
             .filter_map(|(who, v)| v.as_deref().map(|v| format!("{who} {}", printable(v))))

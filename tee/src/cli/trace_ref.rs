@@ -275,6 +275,7 @@ mod tests {
         let err = resolve(&store, &TraceRef::Name("x".into())).unwrap_err().to_string();
         assert_eq!(err, "no trace named `x` (the store has no traces yet)");
         let named = |name: Option<&str>| crate::model::TraceStart {
+            protocol: None,
             name: name.map(String::from),
             command: vec!["agent".into()],
             cwd: None,

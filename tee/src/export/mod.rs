@@ -443,6 +443,7 @@ pub(super) mod tests {
     pub(super) fn store_with_trace() -> Store {
         let mut store = Store::in_memory().unwrap();
         let start = TraceStart {
+            protocol: None,
             name: Some("demo".into()),
             command: vec!["agent".into(), "acp".into()],
             cwd: Some("/w".into()),

@@ -45,7 +45,12 @@ fn read_ndjson(ctx: &mut Context, input: impl BufRead) -> Result<(), ImportError
             if let Some((sink, meta, claim)) = current.take() {
                 sink.finish(ctx, meta, Some(claim))?;
             }
-            current = Some((TraceSink::start(ctx, &header.trace.mode)?, header.trace, claim));
+            let mut sink = TraceSink::start(ctx, &header.trace.mode)?;
+            if let Some(protocol) = header.trace.protocol {
+                // Frames the file leaves bare are read as its protocol's.
+                sink.framer.set_protocol(protocol);
+            }
+            current = Some((sink, header.trace, claim));
             return Ok(());
         }
         let (sink, _, _) = current.as_mut().expect("a header came first");

@@ -541,6 +541,7 @@ fn imported_meta(ctx: &Context, format: ImportFormat, started_at: String, last_t
         .map(crate::clock::rfc3339)
         .unwrap_or_else(|| started_at.clone());
     TraceMeta {
+        protocol: None,
         id: 0,
         name: Some(ctx.trace_name()),
         command: vec!["import".into(), format.as_str().into(), ctx.path.display().to_string()],

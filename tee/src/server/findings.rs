@@ -53,7 +53,13 @@ impl Checks {
     /// Trace `id`'s findings, its checker brought up to date first.
     fn findings(&self, store: &Store, id: i64) -> Result<TraceFindings, StoreError> {
         let trace = store.trace_summary(id)?;
-        let checker = self.checkers.of(id, || Checker::new(CheckOptions::default()));
+        let checker = self.checkers.of(id, || {
+            let mut checker = Checker::new(CheckOptions::default());
+            if let Some(protocol) = trace.meta.protocol {
+                checker.set_protocol(protocol);
+            }
+            checker
+        });
         // One request at a time brings a trace's checker up to date.
         let mut checker = checker.lock().unwrap_or_else(|e| e.into_inner());
         checker.catch_up(store, id)?;

@@ -279,6 +279,7 @@ fn generate_trace(db: &Path, n: usize) {
     store.maintain(0).unwrap();
     let mut store = acp_tee::Recording::new(store).unwrap();
     let start = acp_tee::TraceStart {
+        protocol: None,
         name: Some(format!("big-{n}")),
         command: vec!["gen".into()],
         cwd: None,

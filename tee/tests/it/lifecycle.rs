@@ -377,6 +377,7 @@ fn list_ends_a_trace_whose_recorder_is_gone_and_opening_alone_does_not() {
     s.maintain(0).unwrap();
     let s = acp_tee::Recording::new(s).unwrap();
     let start = acp_tee::TraceStart {
+        protocol: None,
         name: Some("abandoned".into()),
         command: vec!["agent".into()],
         cwd: None,

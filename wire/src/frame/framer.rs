@@ -3,7 +3,7 @@
 use crate::frame::{classify_with, text_preview, Classified, FrameSplitter, Pairer};
 use crate::model::{BatchMessage, NewFrame, PREVIEW_STORED_FROM};
 use crate::redact::Redactor;
-use acp_tee_shared::{Direction, FrameKind};
+use acp_tee_shared::{Direction, FrameKind, Protocol};
 use std::borrow::Cow;
 use std::collections::HashMap;
 
@@ -23,6 +23,9 @@ struct Annotator {
     mcp_sessions: HashMap<String, String>,
     /// Record-time redaction (`record --redact`): what is stored is masked.
     redactor: Option<Redactor>,
+    /// The trace's protocol, once known (given, or from its first
+    /// `initialize`); `None` reads as ACP.
+    protocol: Option<Protocol>,
 }
 
 fn slot(dir: Direction) -> usize {
@@ -99,6 +102,17 @@ impl Framer {
         self.splitters.iter().map(FrameSplitter::pending_len).sum()
     }
 
+    /// The trace speaks `protocol` (`record --protocol`, or a trace being
+    /// continued whose protocol is known): no `initialize` changes it.
+    pub fn set_protocol(&mut self, protocol: Protocol) {
+        self.meta.protocol = Some(protocol);
+    }
+
+    /// The trace's protocol, once known.
+    pub fn protocol(&self) -> Option<Protocol> {
+        self.meta.protocol
+    }
+
     /// The seq given to the newest frame (0 before the first).
     pub fn last_seq(&self) -> i64 {
         self.meta.last_seq
@@ -129,9 +143,12 @@ impl Annotator {
             sender: None,
             receiver: None,
             batch: Vec::new(),
+            protocol_known: None,
         };
         // Short frames are stored without a preview; readers make it.
         let preview = frame.raw.len() >= PREVIEW_STORED_FROM;
+        let mcp_trace = self.protocol == Some(Protocol::Mcp);
+        frame.mcp = mcp_trace;
         if dir == Direction::AgentStderr {
             if let Some(r) = &self.redactor {
                 if let Cow::Owned(raw) = r.redact(&frame.raw) {
@@ -153,8 +170,23 @@ impl Annotator {
         let pairing = self.pairer.observe(seq, t_ns, dir, &mut c);
         self.tie_mcp_session(&mut c);
         frame.kind = c.frame_kind();
+        if self.protocol.is_none()
+            && matches!(frame.kind, FrameKind::Request | FrameKind::Response)
+            && c.method.as_deref() == Some("initialize")
+        {
+            self.protocol = crate::frame::protocol_of_initialize(&frame.raw);
+            frame.protocol_known = self.protocol;
+        }
+        let mcp_trace = self.protocol == Some(Protocol::Mcp);
+        if mcp_trace {
+            // An MCP trace: every message is MCP, its method the MCP method.
+            c.mcp_method = c.method.clone();
+            if preview && matches!(frame.kind, FrameKind::Request | FrameKind::Notification) {
+                c.preview = c.method.as_deref().and_then(|m| crate::frame::mcp_preview(m, &frame.raw));
+            }
+        }
         frame.errors = c.error_count() as i64;
-        frame.mcp = c.is_mcp();
+        frame.mcp = mcp_trace || c.is_mcp();
         frame.rpc_id = masked_id.unwrap_or(c.id);
         frame.method = c.method;
         frame.session_id = c.session_id;
@@ -229,6 +261,58 @@ fn mask(r: &Redactor, frame: &mut NewFrame, c: &mut Classified, preview: bool) -
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_mcp_trace_is_known_from_its_initialize_and_every_frame_is_mcp() {
+        let mut f = Framer::new();
+        let mut out = Vec::new();
+        let c2a = [
+            r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}"#,
+            r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"git_status","arguments":{}}}"#,
+        ];
+        f.chunk(Direction::AgentStderr, 1, b"starting\n", |x| out.push(x));
+        f.chunk(Direction::ClientToAgent, 2, format!("{}\n", c2a[0]).as_bytes(), |x| out.push(x));
+        f.chunk(
+            Direction::AgentToClient,
+            3,
+            br#"{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-06-18"}}"#,
+            |x| out.push(x),
+        );
+        f.chunk(Direction::AgentToClient, 3, b"\n", |x| out.push(x));
+        for (i, m) in c2a[1..].iter().enumerate() {
+            f.chunk(Direction::ClientToAgent, 4 + i as u64, format!("{m}\n").as_bytes(), |x| out.push(x));
+        }
+        f.chunk(Direction::AgentToClient, 9, b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"content\":[]}}\n", |x| {
+            out.push(x)
+        });
+        assert_eq!(f.protocol(), Some(Protocol::Mcp));
+        // The stderr line before the initialize was not known to be MCP yet.
+        assert!(!out[0].mcp);
+        assert_eq!(out[1].protocol_known, Some(Protocol::Mcp));
+        assert!(out[2..].iter().all(|x| x.protocol_known.is_none()));
+        assert!(out[1..].iter().all(|x| x.mcp));
+        let methods: Vec<_> = out[1..].iter().map(|x| x.mcp_method.as_deref()).collect();
+        assert_eq!(
+            methods,
+            [
+                Some("initialize"),
+                Some("initialize"),
+                Some("notifications/initialized"),
+                Some("tools/call"),
+                Some("tools/call")
+            ]
+        );
+        assert_eq!(out[5].reply_to_seq, Some(5));
+
+        // Given at the start, the protocol stays whatever initialize says.
+        let mut f = Framer::new();
+        f.set_protocol(Protocol::Acp);
+        f.chunk(Direction::ClientToAgent, 1, format!("{}\n", c2a[0]).as_bytes(), |x| out.push(x));
+        assert_eq!(f.protocol(), Some(Protocol::Acp));
+        assert!(!out.last().unwrap().mcp);
+        assert_eq!(out.last().unwrap().protocol_known, None);
+    }
 
     #[test]
     fn frames_from_interleaved_streams() {

@@ -82,7 +82,8 @@ proptest! {
             if let Some(req) = p.reply_to_seq {
                 prop_assert!(req <= i as i64);
             }
-            let _ = super::summary_texts(c.frame_kind(), c.method.as_deref(), f);
+            let _ = super::summary_texts(c.frame_kind(), c.method.as_deref(), f, false);
+            let _ = super::summary_texts(c.frame_kind(), c.method.as_deref(), f, true);
         }
     }
 }

@@ -21,8 +21,12 @@ fn parse<'a, T: serde::Deserialize<'a>>(raw: Option<&'a RawValue>, keep: &'a mut
 /// them in its single parse; this is the same from raw bytes.)
 ///
 /// Returns that preview and, for a `session/update` notification, its
-/// update's `sessionUpdate` kind, both from one parse.
-pub fn summary_texts(kind: FrameKind, method: Option<&str>, raw: &[u8]) -> (Option<String>, Option<String>) {
+/// update's `sessionUpdate` kind, both from one parse. A frame of an MCP
+/// trace (`mcp`) has the MCP preview ([`super::mcp_preview`]) instead.
+pub fn summary_texts(kind: FrameKind, method: Option<&str>, raw: &[u8], mcp: bool) -> (Option<String>, Option<String>) {
+    if mcp && matches!(kind, FrameKind::Request | FrameKind::Notification) {
+        return (method.and_then(|m| super::mcp_preview(m, raw)), None);
+    }
     let json = || -> Option<(Option<String>, Option<String>)> {
         let msg: Envelope = serde_json::from_slice(raw).ok()?;
         if kind == FrameKind::Error {
@@ -108,7 +112,7 @@ fn update_text(u: Update) -> Option<String> {
 /// included), decoding it as it goes; `None` when it is not a string or
 /// does not decode (a lone surrogate), as a parse into a `String` would
 /// say. The whole literal is checked, but only the preview is kept.
-fn text_line(text: &RawValue) -> Option<String> {
+pub(super) fn text_line(text: &RawValue) -> Option<String> {
     let literal = text.get().strip_prefix('"')?.strip_suffix('"')?;
     let mut line = OneLine::default();
     let mut chars = literal.chars();
@@ -228,7 +232,7 @@ impl OneLine {
 
 /// Collapses whitespace runs (newlines included) to one space and cuts to
 /// [`PREVIEW_CHARS`] characters, marking a cut with an ellipsis.
-fn one_line(s: &str) -> String {
+pub(super) fn one_line(s: &str) -> String {
     let mut out = String::with_capacity(s.len().min(PREVIEW_CHARS) + 4);
     if s.is_ascii() {
         // Fast path: one byte per character; the same whitespace as
@@ -295,7 +299,7 @@ mod tests {
     use super::*;
 
     fn p(kind: FrameKind, method: Option<&str>, raw: &str) -> Option<String> {
-        summary_texts(kind, method, raw.as_bytes()).0
+        summary_texts(kind, method, raw.as_bytes(), false).0
     }
 
     /// A repeated member counts as its last, in the recorder's previews
@@ -335,11 +339,11 @@ mod tests {
 
     #[test]
     fn a_session_updates_kind_comes_with_its_preview_and_nothing_elses_does() {
-        let kind = |k: FrameKind, m: &str, raw: &str| summary_texts(k, Some(m), raw.as_bytes()).1;
+        let kind = |k: FrameKind, m: &str, raw: &str| summary_texts(k, Some(m), raw.as_bytes(), false).1;
         let chunk = r#"{"method":"session/update","params":{"update":{"sessionUpdate":"agent_thought_chunk","content":{"type":"text","text":""}}}}"#;
         assert_eq!(kind(FrameKind::Notification, "session/update", chunk).as_deref(), Some("agent_thought_chunk"));
         // An empty text previews nothing, and still has its kind.
-        assert_eq!(summary_texts(FrameKind::Notification, Some("session/update"), chunk.as_bytes()).0, None);
+        assert_eq!(summary_texts(FrameKind::Notification, Some("session/update"), chunk.as_bytes(), false).0, None);
         // A request with the method (a peer's mistake) is no update; nor is a prompt, or a kind not a string.
         assert_eq!(kind(FrameKind::Request, "session/update", &chunk.replace("{\"method", "{\"id\":1,\"method")), None);
         assert_eq!(

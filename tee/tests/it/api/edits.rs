@@ -22,6 +22,7 @@ fn store_of_traces(ended: usize) -> (TempStore, Vec<i64>) {
     let mut ids = Vec::new();
     for n in 1..=ended + 1 {
         let start = TraceStart {
+            protocol: None,
             name: Some(format!("t{n}")),
             command: vec!["agent".into()],
             cwd: None,

@@ -305,6 +305,7 @@ fn store_of_lines(lines: &[(acp_tee_shared::Direction, &str)]) -> (TempStore, i6
     s.maintain(0).unwrap();
     let mut s = acp_tee::Recording::new(s).unwrap();
     let start = TraceStart {
+        protocol: None,
         name: Some("lines".into()),
         command: vec!["agent".into()],
         cwd: None,
@@ -421,6 +422,7 @@ async fn a_query_past_the_time_limit_is_stopped_with_503() {
 async fn the_servers_connections_cannot_write_the_store() {
     let (store, _) = store_of_lines(&[(acp_tee_shared::Direction::ClientToAgent, r#"{"jsonrpc":"2.0","method":"m"}"#)]);
     let start = acp_tee::TraceStart {
+        protocol: None,
         name: None,
         command: vec!["x".into()],
         cwd: None,

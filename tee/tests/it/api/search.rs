@@ -172,6 +172,7 @@ async fn a_search_total_counted_before_stays_exact_as_frames_come_and_the_index_
     s.maintain(0).unwrap();
     let mut recording = acp_tee::Recording::new(s).unwrap();
     let start = acp_tee::TraceStart {
+        protocol: None,
         name: None,
         command: vec!["agent".into()],
         cwd: None,

@@ -24,6 +24,7 @@ fn store_lines(db: &Path, lines: impl IntoIterator<Item = (Direction, String)>) 
     store.maintain(0).unwrap();
     let mut store = acp_tee::Recording::new(store).unwrap();
     let start = TraceStart {
+        protocol: None,
         name: Some("hostile".into()),
         command: vec!["agent".into()],
         cwd: None,
