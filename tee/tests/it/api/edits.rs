@@ -14,35 +14,19 @@ use std::net::SocketAddr;
 /// this process, so no maintenance ends it); returns the ids, the unended
 /// one last.
 fn store_of_traces(ended: usize) -> (TempStore, Vec<i64>) {
-    use acp_tee::{TraceEnd, TraceStart};
     let store = TempStore::new();
     let mut s = Store::create_or_open(&store.db).unwrap();
     s.maintain(0).unwrap();
     let mut s = acp_tee::Recording::new(s).unwrap();
-    let mut ids = Vec::new();
-    for n in 1..=ended + 1 {
-        let start = TraceStart {
-            protocol: None,
-            name: Some(format!("t{n}")),
-            command: vec!["agent".into()],
-            cwd: None,
-            mode: "wrap".into(),
-            started_at: "2026-01-01T00:00:00Z".into(),
-        };
-        let id = s.create_trace(&start, std::process::id()).unwrap();
-        let mut framer = acp_tee::Framer::new();
-        let mut frames = Vec::new();
-        for i in 0..n {
-            let line = format!("{{\"jsonrpc\":\"2.0\",\"method\":\"m{i}\",\"params\":{{\"n\":{i}}}}}\n");
-            framer.chunk(Direction::ClientToAgent, i as u64 * 1000, line.as_bytes(), |f| frames.push(f));
-        }
-        s.insert_frames(id, &frames).unwrap();
-        if n <= ended {
-            let end = TraceEnd { exit_code: Some(0), exit_signal: None, end_reason: "done".into() };
-            s.finish_trace(id, &end, 0, "2026-01-01T00:00:01Z").unwrap();
-        }
-        ids.push(id);
-    }
+    let ids = (1..=ended + 1)
+        .map(|n| {
+            let lines: Vec<String> = (0..n)
+                .map(|i| format!("{{\"jsonrpc\":\"2.0\",\"method\":\"m{i}\",\"params\":{{\"n\":{i}}}}}"))
+                .collect();
+            let lines: Vec<_> = lines.iter().map(|l| (Direction::ClientToAgent, l.as_str())).collect();
+            super::add_trace(&mut s, &format!("t{n}"), &lines, n <= ended)
+        })
+        .collect();
     (store, ids)
 }
 

@@ -299,14 +299,23 @@ async fn live_stream_pushes_frames_another_process_records() {
 /// A store holding one ended trace made of `lines`, each a frame sent `dir`
 /// (classified and paired as the recorder does).
 fn store_of_lines(lines: &[(acp_tee_shared::Direction, &str)]) -> (TempStore, i64) {
-    use acp_tee::{TraceEnd, TraceStart};
     let store = TempStore::new();
     let mut s = Store::create_or_open(&store.db).unwrap();
     s.maintain(0).unwrap();
     let mut s = acp_tee::Recording::new(s).unwrap();
+    let id = add_trace(&mut s, "lines", lines, true);
+    (store, id)
+}
+
+/// Adds a trace named `name` to `s`, made of `lines` (each a frame sent
+/// `dir`, a microsecond apart from 1 µs on, classified and paired as the
+/// recorder does), ended when `ended`; else its recorder is this process, so
+/// no maintenance ends it. Returns its id.
+fn add_trace(s: &mut acp_tee::Recording, name: &str, lines: &[(acp_tee_shared::Direction, &str)], ended: bool) -> i64 {
+    use acp_tee::{TraceEnd, TraceStart};
     let start = TraceStart {
         protocol: None,
-        name: Some("lines".into()),
+        name: Some(name.into()),
         command: vec!["agent".into()],
         cwd: None,
         mode: "wrap".into(),
@@ -319,9 +328,11 @@ fn store_of_lines(lines: &[(acp_tee_shared::Direction, &str)]) -> (TempStore, i6
         framer.chunk(*dir, t as u64 * 1000 + 1000, format!("{line}\n").as_bytes(), |f| frames.push(f));
     }
     s.insert_frames(id, &frames).unwrap();
-    let end = TraceEnd { exit_code: Some(0), exit_signal: None, end_reason: "done".into() };
-    s.finish_trace(id, &end, 0, "2026-01-01T00:00:01Z").unwrap();
-    (store, id)
+    if ended {
+        let end = TraceEnd { exit_code: Some(0), exit_signal: None, end_reason: "done".into() };
+        s.finish_trace(id, &end, 0, "2026-01-01T00:00:01Z").unwrap();
+    }
+    id
 }
 
 #[tokio::test]
