@@ -4,8 +4,8 @@
 //! found; `-` is standard input; `list` filters, limits and writes JSON.
 //! All with the real binary over real stores made by `acp-tee import`.
 
-use crate::common::{bin, TempStore};
-use std::io::{BufRead, Write};
+use crate::common::{bin, run_with_input, TempStore};
+use std::io::BufRead;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
@@ -13,21 +13,9 @@ const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/condu
 
 /// `acp-tee ARGS` with stdin from `input` (empty: closed).
 fn run(args: &[&str], input: &[u8]) -> Output {
-    let mut child = Command::new(bin())
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let input = input.to_vec();
-    let feeder = std::thread::spawn(move || {
-        let _ = stdin.write_all(&input);
-    });
-    let out = child.wait_with_output().unwrap();
-    feeder.join().unwrap();
-    out
+    let mut cmd = Command::new(bin());
+    cmd.args(args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    run_with_input(cmd, input.to_vec())
 }
 
 fn text(b: &[u8]) -> String {
