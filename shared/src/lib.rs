@@ -385,6 +385,19 @@ mod tests {
     use super::*;
 
     #[test]
+    fn sizes_in_binary_units_three_digits_at_most() {
+        assert_eq!(format_bytes(0), "0 B");
+        assert_eq!(format_bytes(1023), "1023 B");
+        assert_eq!(format_bytes(1024), "1.00 KiB");
+        assert_eq!(format_bytes(1536), "1.50 KiB");
+        assert_eq!(format_bytes(1_300_000), "1.24 MiB");
+        assert_eq!(format_bytes(12_900_000), "12.3 MiB");
+        assert_eq!(format_bytes(300 << 20), "300 MiB");
+        assert_eq!(format_bytes(2_190_000_000), "2.04 GiB");
+        assert_eq!(format_bytes(5 << 30), "5.00 GiB");
+    }
+
+    #[test]
     fn names_round_trip() {
         for d in Direction::ALL {
             assert_eq!(d.as_str().parse::<Direction>().unwrap(), d);

@@ -2,10 +2,10 @@
 //! traces of a store, through the store's [`Editor`] role.
 
 use super::args::StoreArg;
-use super::list::human_bytes;
 use super::trace_ref::{resolve, resolve_many, TraceRef};
 use crate::store::{Editor, RemoveError};
 use crate::text::printable;
+use acp_tee_shared::format_bytes;
 use acp_tee_shared::TraceMeta;
 use clap::Args;
 
@@ -84,7 +84,7 @@ pub fn rm_command(a: RmArgs) -> anyhow::Result<i32> {
     }
     editor.reclaim()?;
     for t in &traces {
-        println!("removed trace {} ({} frames, {})", named(t), t.frame_count, human_bytes(t.bytes as u64));
+        println!("removed trace {} ({} frames, {})", named(t), t.frame_count, format_bytes(t.bytes as u64));
     }
     Ok(0)
 }

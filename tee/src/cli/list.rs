@@ -8,7 +8,7 @@ use crate::model::Mode;
 use crate::store::api::TraceFilter;
 use crate::text::printable;
 use acp_tee_shared::api::TraceSummary;
-use acp_tee_shared::TraceMeta;
+use acp_tee_shared::{format_bytes, TraceMeta};
 use chrono::{DateTime, NaiveDate, NaiveDateTime, Utc};
 use clap::{Args, ValueEnum};
 use std::io::Write;
@@ -104,9 +104,9 @@ pub fn list_command(a: ListArgs) -> anyhow::Result<i32> {
                 err,
                 "store {}: {} (file {}, write-ahead log {})",
                 printable(&path.display().to_string()),
-                human_bytes(sizes.file + sizes.wal),
-                human_bytes(sizes.file),
-                human_bytes(sizes.wal)
+                format_bytes(sizes.file + sizes.wal),
+                format_bytes(sizes.file),
+                format_bytes(sizes.wal)
             )?;
         }
     }
@@ -137,12 +137,6 @@ impl StoreSizes {
         wal.push("-wal");
         StoreSizes { file: size(path), wal: size(Path::new(&wal)) }
     }
-}
-
-/// Bytes as `812 B`, `1.50 KiB`, `34.5 MiB` or `2.04 GiB`, as the viewer
-/// writes them.
-pub(super) fn human_bytes(n: u64) -> String {
-    acp_tee_shared::format_bytes(n)
 }
 
 /// `--since`: a time ago (`30m`, `12h`, `2d`, `1w`, `45s`), an RFC 3339
@@ -197,7 +191,7 @@ pub fn render(traces: &[TraceSummary]) -> String {
             printable(t.started_at.get(..19).unwrap_or(&t.started_at)).replace('T', " "),
             duration(t, *live, *finishing),
             frames(t),
-            human_bytes(t.bytes.max(0) as u64),
+            format_bytes(t.bytes.max(0) as u64),
             t.error_count.to_string(),
             exit(t),
         ]);
@@ -326,16 +320,5 @@ ID  NAME    STARTED (UTC)        DURATION  FRAMES           SIZE      ERRORS  EX
         for bad in ["", "yesterday", "2x", "d", "-2d", "99999999999999999999d", "2026-13-01"] {
             assert!(at(bad).unwrap_err().contains("neither a time ago"), "{bad}");
         }
-    }
-
-    #[test]
-    fn sizes_in_human_units() {
-        assert_eq!(human_bytes(0), "0 B");
-        assert_eq!(human_bytes(1023), "1023 B");
-        assert_eq!(human_bytes(1024), "1.00 KiB");
-        assert_eq!(human_bytes(1_300_000), "1.24 MiB");
-        assert_eq!(human_bytes(12_900_000), "12.3 MiB");
-        assert_eq!(human_bytes(300 << 20), "300 MiB");
-        assert_eq!(human_bytes(5 << 30), "5.00 GiB");
     }
 }

@@ -2,9 +2,9 @@
 //! `--compact`, the one-time conversion of an older store.
 
 use super::args::StoreArg;
-use super::list::human_bytes;
 use crate::store::{Editor, Policy, PruneReport};
 use crate::text::printable;
+use acp_tee_shared::format_bytes;
 use clap::Args;
 use std::io::Write;
 use std::time::Duration;
@@ -75,8 +75,8 @@ pub fn prune_command(a: PruneArgs) -> anyhow::Result<i32> {
             writeln!(
                 out,
                 "would free about {} of the store's {} in use",
-                human_bytes((pages.used_bytes() as f64 * share) as u64),
-                human_bytes(pages.used_bytes())
+                format_bytes((pages.used_bytes() as f64 * share) as u64),
+                format_bytes(pages.used_bytes())
             )?;
         } else {
             editor.reclaim()?;
@@ -87,7 +87,7 @@ pub fn prune_command(a: PruneArgs) -> anyhow::Result<i32> {
                 "; this store keeps freed space for its next frames (`acp-tee prune --compact` gives it back)"
                     .to_owned()
             };
-            writeln!(out, "store file: {} -> {}{note}", human_bytes(before), human_bytes(after))?;
+            writeln!(out, "store file: {} -> {}{note}", format_bytes(before), format_bytes(after))?;
         }
     }
     if a.compact {
@@ -111,7 +111,7 @@ fn policy(a: &PruneArgs) -> (Policy, Vec<String>) {
         sources.push(format!("keep the {n} latest ({})", keep.source));
     }
     if let Some(size) = max_size.value {
-        sources.push(format!("at most {} ({size} bytes) in use ({})", human_bytes(size), max_size.source));
+        sources.push(format!("at most {} ({size} bytes) in use ({})", format_bytes(size), max_size.source));
     }
     (Policy { older_than: older_than.value, keep: keep.value, max_size: max_size.value }, sources)
 }
@@ -127,7 +127,7 @@ fn say_removed(out: &mut impl Write, report: &PruneReport, dry_run: bool) -> std
             "{verb} trace {}{name}, started {started}, {} frames, {} ({})",
             r.id,
             r.frames,
-            human_bytes(r.bytes as u64),
+            format_bytes(r.bytes as u64),
             r.rule
         )?;
     }
@@ -137,7 +137,7 @@ fn say_removed(out: &mut impl Write, report: &PruneReport, dry_run: bool) -> std
         out,
         "{verb} {} ({frames} frames, {} of frames); kept {} pinned and {} not ended that a rule named",
         traces(report.removed.len()),
-        human_bytes(bytes as u64),
+        format_bytes(bytes as u64),
         report.kept_pinned,
         report.kept_unended
     )
@@ -186,8 +186,8 @@ fn compact(editor: &Editor, path: &std::path::Path, out: &mut impl Write) -> any
     writeln!(
         out,
         "compacted: store file {} -> {}; it now gives space back after every prune",
-        human_bytes(before),
-        human_bytes(file_size(path))
+        format_bytes(before),
+        format_bytes(file_size(path))
     )?;
     Ok(())
 }
