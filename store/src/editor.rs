@@ -20,8 +20,7 @@ impl Editor {
     /// Opens the existing store at `path` to edit it.
     pub fn open(path: &Path) -> Result<Editor, StoreError> {
         let store = Store::open_existing(path)?;
-        super::migrations::check_current(&store.conn)
-            .map_err(|source| StoreError::Migrate { path: path.to_owned(), source })?;
+        store.check_current()?;
         if store.is_read_only() {
             return Err(StoreError::NotWritable { path: path.to_owned() });
         }

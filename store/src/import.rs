@@ -41,8 +41,7 @@ impl Store {
     /// left behind. The store must have this build's schema: run
     /// [`Store::maintain`] on it first (`acp-tee import` does).
     pub fn begin_import(&mut self) -> Result<Import<'_>, StoreError> {
-        super::migrations::check_current(&self.conn)
-            .map_err(|source| StoreError::Migrate { path: self.path.clone(), source })?;
+        self.check_current()?;
         self.remove_abandoned_imports()?;
         Ok(Import { store: self, traces: Vec::new(), committed: false })
     }

@@ -346,6 +346,13 @@ impl Store {
         &self.path
     }
 
+    /// Checks that the store has this build's schema (see
+    /// [`migrations::check_current`]): what every role but upkeep requires
+    /// before it reads or writes.
+    fn check_current(&self) -> Result<(), StoreError> {
+        migrations::check_current(&self.conn).map_err(|source| StoreError::Migrate { path: self.path.clone(), source })
+    }
+
     /// Runs `f` in a `BEGIN IMMEDIATE` transaction: the write lock is taken
     /// first, through the busy timeout, so a concurrent writer can never make
     /// the statement fail half-way with SQLITE_BUSY.

@@ -24,8 +24,7 @@ impl Reader {
     /// Opens the existing store at `path` for reading only.
     pub fn open(path: &Path) -> Result<Reader, StoreError> {
         let store = Store::open_existing(path)?;
-        super::migrations::check_current(&store.conn)
-            .map_err(|source| StoreError::Migrate { path: path.to_owned(), source })?;
+        store.check_current()?;
         store.conn.pragma_update(None, "query_only", true)?;
         Ok(Reader(store))
     }

@@ -33,8 +33,7 @@ impl Recording {
     /// Records into `store`, which must have this build's schema: run
     /// [`Store::maintain`] on it first (the recorder does, when it starts).
     pub fn new(store: Store) -> Result<Recording, StoreError> {
-        super::migrations::check_current(&store.conn)
-            .map_err(|source| StoreError::Migrate { path: store.path.clone(), source })?;
+        store.check_current()?;
         Ok(Recording(store))
     }
 
