@@ -36,16 +36,14 @@ impl Store {
         let problems = if found == ["ok"] { Vec::new() } else { found };
         let traces =
             if schema_version > 0 { self.conn.query_row("SELECT count(*) FROM traces", [], |r| r.get(0))? } else { 0 };
-        let size = |p: &std::path::Path| std::fs::metadata(p).map_or(0, |m| m.len());
-        let mut wal = self.path.clone().into_os_string();
-        wal.push("-wal");
+        let on_disk = crate::on_disk(&self.path);
         Ok(Health {
             schema_version,
             known_version: SCHEMA_VERSION,
             problems,
             traces,
-            file_bytes: size(&self.path),
-            wal_bytes: size(std::path::Path::new(&wal)),
+            file_bytes: on_disk.file,
+            wal_bytes: on_disk.wal,
             pages: self.pages()?,
         })
     }

@@ -124,6 +124,28 @@ pub fn default_path() -> Result<PathBuf, StoreError> {
     Ok(data_home.join("acp-tee").join("traces.db"))
 }
 
+/// The write-ahead log of the store at `path` (`PATH-wal`).
+pub fn wal_path(path: &Path) -> PathBuf {
+    let mut log = path.as_os_str().to_owned();
+    log.push("-wal");
+    log.into()
+}
+
+/// What the store at `path` takes on disk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OnDisk {
+    /// The database file's bytes (0 when there is none).
+    pub file: u64,
+    /// Its write-ahead log's bytes (0 when there is none).
+    pub wal: u64,
+}
+
+/// The bytes of the store at `path`: its file and its write-ahead log.
+pub fn on_disk(path: &Path) -> OnDisk {
+    let size = |p: &Path| std::fs::metadata(p).map_or(0, |m| m.len());
+    OnDisk { file: size(path), wal: size(&wal_path(path)) }
+}
+
 /// How a store is opened.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Access {
@@ -250,13 +272,12 @@ impl Store {
     fn open_read_only(path: &Path) -> Result<Store, StoreError> {
         match Self::open_with(path, Access::ReadOnly) {
             Err(e) if e.is_read_only() => {
-                let mut log = path.as_os_str().to_owned();
-                log.push("-wal");
-                if Path::new(&log).exists() {
+                let log = wal_path(path);
+                if log.exists() {
                     tracing::warn!(
                         "{} cannot be read without write access to its directory; \
                          the frames in it are left out",
-                        Path::new(&log).display()
+                        log.display()
                     );
                 }
                 Self::open_with(path, Access::Immutable)

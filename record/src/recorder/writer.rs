@@ -160,7 +160,7 @@ impl StoreWriter {
             target: None,
             checkpointer: None,
             unfolded: 0,
-            log_path: log_path(path),
+            log_path: crate::store::wal_path(path),
             log_limit: LOG_LIMIT_BYTES,
             display_path: path.display().to_string(),
             written: 0,
@@ -435,13 +435,6 @@ fn opened_and_maintained(path: &Path) -> Result<Recording, StoreError> {
         store.retain(policy);
     }
     Recording::new(store)
-}
-
-/// The write-ahead log of the store at `db` (`DB-wal`).
-fn log_path(db: &Path) -> std::path::PathBuf {
-    let mut name = db.as_os_str().to_owned();
-    name.push("-wal");
-    name.into()
 }
 
 /// The relay that started this recorder: its parent, unless the relay is

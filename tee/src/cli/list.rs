@@ -12,7 +12,6 @@ use acp_tee_shared::{format_bytes, TraceMeta};
 use chrono::{DateTime, NaiveDate, NaiveDateTime, Utc};
 use clap::{Args, ValueEnum};
 use std::io::Write;
-use std::path::Path;
 
 pub const LIST_ABOUT: &str = "\
 List the traces in the store, newest first: id, name, start (UTC), duration,
@@ -74,7 +73,7 @@ pub fn list_command(a: ListArgs) -> anyhow::Result<i32> {
     };
     let page = store.trace_page(&filter)?;
     let more = page.matching.saturating_sub(page.traces.len() as u64);
-    let sizes = StoreSizes::of(&path);
+    let sizes = crate::store::on_disk(&path);
     let mut out = std::io::stdout().lock();
     match a.format {
         ListFormat::Json => {
@@ -122,21 +121,6 @@ fn listed(t: &TraceSummary) -> serde_json::Value {
         o.insert("pinned".into(), t.meta.pinned.into());
     }
     v
-}
-
-/// The bytes of a store's database file and of its write-ahead log.
-struct StoreSizes {
-    file: u64,
-    wal: u64,
-}
-
-impl StoreSizes {
-    fn of(path: &Path) -> StoreSizes {
-        let size = |p: &Path| std::fs::metadata(p).map_or(0, |m| m.len());
-        let mut wal = path.as_os_str().to_owned();
-        wal.push("-wal");
-        StoreSizes { file: size(path), wal: size(Path::new(&wal)) }
-    }
 }
 
 /// `--since`: a time ago (`30m`, `12h`, `2d`, `1w`, `45s`), an RFC 3339

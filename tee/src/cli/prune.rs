@@ -64,7 +64,7 @@ pub fn prune_command(a: PruneArgs) -> anyhow::Result<i32> {
     let mut out = std::io::stdout().lock();
     if !policy.is_empty() {
         writeln!(out, "{} by {}", if a.dry_run { "pruning (dry run)" } else { "pruning" }, sources.join(", "))?;
-        let before = file_size(&path);
+        let before = crate::store::on_disk(&path).file;
         let pages = editor.pages()?;
         let report = editor.prune(&policy, chrono::Utc::now(), a.dry_run)?;
         say_removed(&mut out, &report, a.dry_run)?;
@@ -80,7 +80,7 @@ pub fn prune_command(a: PruneArgs) -> anyhow::Result<i32> {
             )?;
         } else {
             editor.reclaim()?;
-            let after = file_size(&path);
+            let after = crate::store::on_disk(&path).file;
             let note = if editor.pages()?.incremental {
                 String::new()
             } else {
@@ -161,19 +161,14 @@ fn compact(editor: &Editor, path: &std::path::Path, out: &mut impl Write) -> any
             live.meta.id
         );
     }
-    let before = file_size(path);
+    let before = crate::store::on_disk(path).file;
     let total = editor.pages()?.used_bytes();
     let bar = super::progress::bar(total, "bytes");
-    let log = {
-        let mut log = path.as_os_str().to_owned();
-        log.push("-wal");
-        std::path::PathBuf::from(log)
-    };
     let done = std::sync::atomic::AtomicBool::new(false);
     let result = std::thread::scope(|scope| {
         scope.spawn(|| {
             while !done.load(std::sync::atomic::Ordering::Relaxed) {
-                bar.set_position(file_size(&log).min(total));
+                bar.set_position(crate::store::on_disk(path).wal.min(total));
                 std::thread::sleep(Duration::from_millis(100));
             }
         });
@@ -187,14 +182,9 @@ fn compact(editor: &Editor, path: &std::path::Path, out: &mut impl Write) -> any
         out,
         "compacted: store file {} -> {}; it now gives space back after every prune",
         format_bytes(before),
-        format_bytes(file_size(path))
+        format_bytes(crate::store::on_disk(path).file)
     )?;
     Ok(())
-}
-
-/// The size of the file at `path` (0 when there is none).
-fn file_size(path: &std::path::Path) -> u64 {
-    std::fs::metadata(path).map(|m| m.len()).unwrap_or(0)
 }
 
 /// `d` in the largest whole unit of `parse_age` (2w, 30d, 12h, 90m, 45s).
