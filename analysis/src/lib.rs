@@ -7,6 +7,7 @@
 
 pub mod check;
 pub mod diff;
+pub mod family;
 pub mod fold;
 pub mod otlp;
 pub mod session;

@@ -317,3 +317,31 @@ mod tests {
         assert!(name_problem(&"x".repeat(MAX_NAME_CHARS + 1)).unwrap().contains("201"));
     }
 }
+
+/// `GET /api/traces/{id}/family`: the trace's parent and children (the MCP
+/// servers its agent started, recorded by acp-tee).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct TraceFamily {
+    /// The trace this one's relay ran under, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_trace: Option<i64>,
+    /// Its children, oldest first.
+    pub children: Vec<FamilyMember>,
+}
+
+/// A child trace of a [`TraceFamily`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FamilyMember {
+    /// The child trace.
+    pub meta: TraceMeta,
+    /// For an MCP child: its server's `serverInfo.name`, when it answered
+    /// `initialize`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<String>,
+    /// Where the child starts on the parent's clock: nanoseconds from the
+    /// parent's start (both wall-clock starts, to the microsecond), to add
+    /// to its frames' `t_ns`.
+    pub offset_ns: i64,
+    /// Whether it is still being recorded.
+    pub live: bool,
+}

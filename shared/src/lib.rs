@@ -250,6 +250,10 @@ pub struct TraceMeta {
     /// stored it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub protocol: Option<Protocol>,
+    /// The trace this one's relay ran under (an MCP server the agent of
+    /// that trace started, wrapped in acp-tee); `None` when none is known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_trace: Option<i64>,
 }
 
 /// A size in bytes in binary units, three digits at most: `512 B`,

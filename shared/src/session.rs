@@ -445,6 +445,60 @@ pub struct ToolCall {
     /// Permission requests past the first [`PER_TOOL_MAX`], not listed.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub permissions_left_out: u64,
+    /// The MCP requests of the trace's MCP children (servers its agent
+    /// started, recorded by acp-tee) that served it: named by a hint in
+    /// the request's `_meta`, or made while it was in progress
+    /// (docs/mcp-servers.md says the rule).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mcp_calls: Vec<McpCall>,
+    /// MCP calls past the first [`PER_TOOL_MAX`], not listed.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub mcp_calls_left_out: u64,
+}
+
+/// An MCP request made for an ACP tool call, in a child trace.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct McpCall {
+    /// The MCP trace.
+    pub trace_id: i64,
+    /// The server: its `serverInfo.name`, else the trace's name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<String>,
+    /// The request's frame in the MCP trace.
+    pub seq: i64,
+    /// `tools/call`, `resources/read`, ...
+    pub method: String,
+    /// What it names: the tool (`tools/call`), prompt (`prompts/get`) or
+    /// resource URI (`resources/read`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// When it was sent, on the ACP trace's clock (ns since it started).
+    pub t_ns: i64,
+    /// How long until its answer; `None`: not answered (yet).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_ns: Option<i64>,
+    /// Why it failed: a JSON-RPC error's message, or the text of a tool
+    /// result with `isError`; `None`: it did not fail (or is not answered).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// How it was linked to the tool call.
+    pub linked_by: LinkedBy,
+    /// For [`LinkedBy::Time`]: how many tool calls of the session fit
+    /// the rule as this one did (1: this one alone).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub candidates: u64,
+}
+
+/// How an [`McpCall`] was linked to its tool call.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LinkedBy {
+    /// A value of the request's `_meta` is the tool call's id.
+    Meta,
+    /// It was sent while the tool call was in progress (or just before
+    /// it was announced).
+    #[default]
+    Time,
 }
 
 /// A tool call's status at one moment.

@@ -152,6 +152,15 @@ impl Import<'_> {
         })
     }
 
+    /// Makes trace `parent` the parent of trace `child` (both of this
+    /// import: a family exported together).
+    pub fn link(&mut self, child: i64, parent: i64) -> Result<(), StoreError> {
+        self.store.write(|conn| {
+            conn.execute("UPDATE traces SET parent_trace = ?1 WHERE id = ?2", params![parent, child])?;
+            Ok(())
+        })
+    }
+
     /// The trace as stored so far in this import, shown or not.
     pub fn trace(&self, trace_id: i64) -> Result<TraceMeta, StoreError> {
         let sql = format!("SELECT {} FROM traces WHERE id = ?1", super::queries::TRACE_COLUMNS);

@@ -42,7 +42,7 @@ pub use import::Import;
 pub use maintenance::{maintain_existing, MaintenanceReport};
 pub use queries::{FrameRef, StoredFrame};
 pub use reader::Reader;
-pub use recording::{Recording, Resumed};
+pub use recording::{Recording, Relay, Resumed};
 pub use retention::{Pages, Policy, PruneReport, Removal, RemoveError};
 
 use insert::Inserts;

@@ -18,6 +18,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/0011_missing_unknown.sql"),
     include_str!("../../migrations/0012_retention.sql"),
     include_str!("../../migrations/0013_trace_protocol.sql"),
+    include_str!("../../migrations/0014_trace_family.sql"),
 ];
 
 /// The schema version this build writes.

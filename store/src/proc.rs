@@ -42,3 +42,105 @@ pub fn option_arg(name: &str, value: impl AsRef<std::ffi::OsStr>) -> std::ffi::O
     arg.push(value.as_ref());
     arg
 }
+
+/// How many ancestors [`ancestry`] follows at most.
+pub const ANCESTORS_MAX: usize = 32;
+
+/// Process `pid` as `BOOT:PID:START`: the kernel's boot id, the pid and its
+/// start time in clock ticks since boot, which no later process with the
+/// same pid shares. `None` when /proc does not tell (the process is gone).
+pub fn process_key(pid: u32) -> Option<String> {
+    let (_, start) = stat_fields(pid)?;
+    Some(format!("{}:{pid}:{start}", boot_id()))
+}
+
+/// The keys ([`process_key`]) of process `pid`'s parent, its parent and so
+/// on, nearest first, up to and including the first acp-tee among them (at
+/// most [`ANCESTORS_MAX`]; init is left out); and whether an acp-tee ended
+/// the chain.
+pub fn ancestry(pid: u32) -> (Vec<String>, bool) {
+    let mut keys = Vec::new();
+    let mut at = pid;
+    while keys.len() < ANCESTORS_MAX {
+        let Some((parent, _)) = stat_fields(at) else { break };
+        if parent <= 1 {
+            break;
+        }
+        let Some(key) = process_key(parent) else { break };
+        keys.push(key);
+        if is_acp_tee(parent) {
+            return (keys, true);
+        }
+        at = parent;
+    }
+    (keys, false)
+}
+
+/// Whether process `pid` runs acp-tee: its program is this one, or a file
+/// named `acp-tee…` (another build or install), or, where its program
+/// cannot be read (another user's process), its name is.
+fn is_acp_tee(pid: u32) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let named = |name: &str| name.starts_with("acp-tee");
+    match std::fs::read_link(format!("/proc/{pid}/exe")) {
+        Ok(exe) => {
+            let same = |a: &std::path::Path, b: &str| match (std::fs::metadata(a), std::fs::metadata(b)) {
+                (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+                _ => false,
+            };
+            exe.file_name().and_then(|n| n.to_str()).is_some_and(named) || same(&exe, "/proc/self/exe")
+        }
+        Err(_) => std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| named(c.trim_end())),
+    }
+}
+
+/// Process `pid`'s parent and start time (clock ticks since boot), from
+/// /proc/PID/stat.
+fn stat_fields(pid: u32) -> Option<(u32, u64)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // After the parenthesised command name (which may hold anything): the
+    // state is field 3, the parent field 4, the start time field 22.
+    let rest: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    Some((rest.get(1)?.parse().ok()?, rest.get(19)?.parse().ok()?))
+}
+
+/// The kernel's id of this boot, or `-` where it cannot be read.
+fn boot_id() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+        .map(|s| s.trim().to_owned())
+        .unwrap_or_else(|_| "-".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_process_key_names_the_process_and_its_start() {
+        let own = std::process::id();
+        let key = process_key(own).unwrap();
+        let parts: Vec<&str> = key.split(':').collect();
+        assert_eq!(parts.len(), 3, "{key}");
+        assert_eq!(parts[1], own.to_string());
+        assert!(parts[2].parse::<u64>().unwrap() > 0, "{key}");
+        // A child started later has a later (or equal) start and another pid.
+        let mut child = std::process::Command::new("sleep").arg("5").spawn().unwrap();
+        let theirs = process_key(child.id()).unwrap();
+        assert_ne!(theirs, key);
+        let start = |k: &str| k.rsplit(':').next().unwrap().parse::<u64>().unwrap();
+        assert!(start(&theirs) >= start(&key));
+        // The child's ancestry begins with this process.
+        let (chain, _) = ancestry(child.id());
+        assert_eq!(chain.first(), Some(&key));
+        child.kill().unwrap();
+        child.wait().unwrap();
+        assert_eq!(process_key(child.id()), None, "a reaped process has no key");
+    }
+
+    #[test]
+    fn ancestry_is_bounded_and_leaves_init_out() {
+        let (chain, _) = ancestry(std::process::id());
+        assert!(chain.len() <= ANCESTORS_MAX);
+        assert!(chain.iter().all(|k| k.split(':').nth(1) != Some("1")), "{chain:?}");
+    }
+}

@@ -131,10 +131,10 @@ pub(super) fn frame_ref<'a>(row: &'a Row<'_>) -> rusqlite::Result<FrameRef<'a>> 
 }
 
 pub(super) const TRACE_COLUMNS: &str = "id, name, command, cwd, mode, started_at, ended_at, exit_code, exit_signal,
-     end_reason, frame_count, error_count, missing_frames, missing_unknown, pinned, bytes, protocol";
+     end_reason, frame_count, error_count, missing_frames, missing_unknown, pinned, bytes, protocol, parent_trace";
 
 /// How many columns [`TRACE_COLUMNS`] names (those after them start here).
-pub(super) const TRACE_COLUMN_COUNT: usize = 17;
+pub(super) const TRACE_COLUMN_COUNT: usize = 18;
 
 pub(super) fn trace_from_row(row: &Row<'_>) -> rusqlite::Result<TraceMeta> {
     let command: String = row.get(2)?;
@@ -158,6 +158,7 @@ pub(super) fn trace_from_row(row: &Row<'_>) -> rusqlite::Result<TraceMeta> {
         pinned: row.get(14)?,
         bytes: row.get(15)?,
         protocol: row.get::<_, Option<String>>(16)?.map(|p| parse_name(16, p)).transpose()?,
+        parent_trace: row.get(17)?,
     })
 }
 
@@ -193,6 +194,10 @@ fn frame_from_row(row: &Row<'_>, at: usize) -> rusqlite::Result<StoredFrame> {
 /// Frames [`Store::for_each_frame`] reads per step at most.
 pub const STEP_FRAMES: usize = 256;
 
+/// How many traces [`Store::family`] returns at most: an agent with more
+/// MCP servers than this is not one a person reads as one timeline.
+pub const FAMILY_MAX: usize = 256;
+
 /// Bytes (stored and envelope) after which a step of
 /// [`Store::for_each_frame`] ends, even before [`STEP_FRAMES`] frames.
 pub const STEP_BYTES: usize = 4 << 20;
@@ -210,6 +215,34 @@ impl Store {
     pub fn trace(&self, id: i64) -> Result<TraceMeta, StoreError> {
         let sql = format!("SELECT {TRACE_COLUMNS} FROM traces WHERE id = ?1 AND {SHOWN}");
         self.conn.query_row(&sql, params![id], trace_from_row).optional()?.ok_or(StoreError::NoSuchTrace(id))
+    }
+
+    /// The traces whose parent is trace `id` (`traces.parent_trace`), oldest
+    /// first.
+    pub fn children(&self, id: i64) -> Result<Vec<TraceMeta>, StoreError> {
+        let sql =
+            format!("SELECT {TRACE_COLUMNS} FROM traces WHERE parent_trace = ?1 AND id <> ?1 AND {SHOWN} ORDER BY id");
+        let mut stmt = self.conn.prepare_cached(&sql)?;
+        let traces = stmt.query_map(params![id], trace_from_row)?.collect::<Result<_, _>>()?;
+        Ok(traces)
+    }
+
+    /// Trace `id` and its descendants, each parent before its children
+    /// (at most [`FAMILY_MAX`] traces; a cycle a hand-edited store could
+    /// hold is followed once).
+    pub fn family(&self, id: i64) -> Result<Vec<TraceMeta>, StoreError> {
+        let mut out = vec![self.trace(id)?];
+        let mut next = 0;
+        while next < out.len() && out.len() < FAMILY_MAX {
+            let children = self.children(out[next].id)?;
+            for child in children {
+                if out.len() < FAMILY_MAX && !out.iter().any(|t| t.id == child.id) {
+                    out.push(child);
+                }
+            }
+            next += 1;
+        }
+        Ok(out)
     }
 
     /// The id of the newest trace.

@@ -57,20 +57,49 @@ impl Recording {
 
     /// Adds a trace for a run that is starting; returns its id.
     pub fn create_trace(&self, start: &TraceStart, recorder_pid: u32) -> Result<i64, StoreError> {
-        self.create_relayed_trace(start, recorder_pid, None, None)
+        self.create_relayed_trace(start, recorder_pid, &Relay::default())
     }
 
     /// [`Recording::create_trace`], naming the process that relays the run and
     /// the client that started it too (so readers can tell a trace still
-    /// recorded from one whose run is over while its recorder is finishing).
+    /// recorded from one whose run is over while its recorder is finishing),
+    /// and the relay's ancestors (so that the trace finds its parent,
+    /// [`Recording::link_parent`]).
     pub fn create_relayed_trace(
         &self,
         start: &TraceStart,
         recorder_pid: u32,
-        relay_pid: Option<u32>,
-        client_pid: Option<u32>,
+        relay: &Relay,
     ) -> Result<i64, StoreError> {
-        add_trace(&self.0, start, recorder_pid, relay_pid, client_pid)
+        add_trace(&self.0, start, recorder_pid, relay)
+    }
+
+    /// Links trace `trace_id` to its parent, when it has none yet: the
+    /// newest trace relayed by the nearest of its relay's ancestors that
+    /// relays one in this store. Returns the parent, if it has one now.
+    pub fn link_parent(&self, trace_id: i64) -> Result<Option<i64>, StoreError> {
+        // Read first: the write lock is taken only to link.
+        let conn = &self.0.conn;
+        let (parent, ancestors): (Option<i64>, Option<String>) = conn
+            .prepare_cached("SELECT parent_trace, ancestors FROM traces WHERE id = ?1")?
+            .query_row(params![trace_id], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        if parent.is_some() {
+            return Ok(parent);
+        }
+        let keys: Vec<String> = ancestors.and_then(|a| serde_json::from_str(&a).ok()).unwrap_or_default();
+        let mut relayed_by =
+            conn.prepare_cached("SELECT max(id) FROM traces WHERE relay_key = ?1 AND id <> ?2 AND removing = 0")?;
+        for key in &keys {
+            if let Some(parent) = relayed_by.query_row(params![key, trace_id], |r| r.get::<_, Option<i64>>(0))? {
+                self.0.write(|conn| {
+                    conn.prepare_cached("UPDATE traces SET parent_trace = ?1 WHERE id = ?2")?
+                        .execute(params![parent, trace_id])?;
+                    Ok(())
+                })?;
+                return Ok(Some(parent));
+            }
+        }
+        Ok(None)
     }
 
     /// Takes over, for recorder `own_pid`, the trace of the run `start` that
@@ -166,19 +195,40 @@ impl Deref for Recording {
     }
 }
 
+/// The processes a recorded run hangs from.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Relay {
+    /// The relay (acp-tee itself, or acp-tee proxy).
+    pub pid: Option<u32>,
+    /// The process that started the relay.
+    pub client_pid: Option<u32>,
+    /// The relay as `BOOT:PID:START` ([`crate::proc::process_key`]).
+    pub key: Option<String>,
+    /// The keys of the relay's ancestors, nearest first, up to the first
+    /// acp-tee ([`crate::proc::ancestry`]).
+    pub ancestors: Vec<String>,
+    /// Whether an acp-tee ends `ancestors` (the trace may have a parent).
+    pub ancestors_end_at_acp_tee: bool,
+}
+
+impl Relay {
+    /// The relay `pid` as /proc tells it now.
+    pub fn of(pid: u32, client_pid: Option<u32>) -> Relay {
+        let (ancestors, ancestors_end_at_acp_tee) = crate::proc::ancestry(pid);
+        Relay { pid: Some(pid), client_pid, key: crate::proc::process_key(pid), ancestors, ancestors_end_at_acp_tee }
+    }
+}
+
 /// Adds the trace row of a run that is starting; returns its id.
-fn add_trace(
-    store: &Store,
-    start: &TraceStart,
-    recorder_pid: u32,
-    relay_pid: Option<u32>,
-    client_pid: Option<u32>,
-) -> Result<i64, StoreError> {
+fn add_trace(store: &Store, start: &TraceStart, recorder_pid: u32, relay: &Relay) -> Result<i64, StoreError> {
     let command = serde_json::to_string(&start.command).expect("strings always serialise");
+    let ancestors = (!relay.ancestors.is_empty())
+        .then(|| serde_json::to_string(&relay.ancestors).expect("strings always serialise"));
     store.write(|conn| {
         conn.execute(
-            "INSERT INTO traces (name, command, cwd, mode, started_at, recorder_pid, relay_pid, client_pid, protocol)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+            "INSERT INTO traces (name, command, cwd, mode, started_at, recorder_pid, relay_pid, client_pid, protocol,
+                                 relay_key, ancestors)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
             params![
                 start.name,
                 command,
@@ -186,9 +236,11 @@ fn add_trace(
                 start.mode,
                 start.started_at,
                 recorder_pid,
-                relay_pid,
-                client_pid,
-                start.protocol.map(|p| p.as_str())
+                relay.pid,
+                relay.client_pid,
+                start.protocol.map(|p| p.as_str()),
+                relay.key,
+                ancestors
             ],
         )?;
         Ok(conn.last_insert_rowid())
@@ -220,7 +272,7 @@ fn end_trace(
 #[cfg(any(test, feature = "testing"))]
 impl Store {
     pub fn create_trace(&self, start: &TraceStart, recorder_pid: u32) -> Result<i64, StoreError> {
-        add_trace(self, start, recorder_pid, None, None)
+        add_trace(self, start, recorder_pid, &Relay::default())
     }
 
     pub fn insert_frames(&mut self, trace_id: i64, frames: &[NewFrame]) -> Result<(), StoreError> {

@@ -410,6 +410,8 @@ impl Store {
             }
             // A replay of it no longer names a trace that is gone.
             conn.execute("UPDATE traces SET replay_of = NULL WHERE replay_of = ?1", params![id])?;
+            // Nor does a child name a parent that is gone.
+            conn.execute("UPDATE traces SET parent_trace = NULL WHERE parent_trace = ?1", params![id])?;
             conn.execute("DELETE FROM traces WHERE id = ?1", params![id])?;
             Ok(())
         });

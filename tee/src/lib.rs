@@ -28,7 +28,7 @@ mod read;
 mod replay;
 mod server;
 
-use acp_tee_analysis::{check, otlp, session};
+use acp_tee_analysis::{check, family, otlp, session};
 use acp_tee_record::{chain, http_proxy, recorder, relay};
 use acp_tee_store::{self as store, clock, proc};
 use acp_tee_wire::{frame, model, redact, text};

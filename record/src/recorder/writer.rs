@@ -5,7 +5,7 @@ use super::queue::{ByteQueue, Popped, Weighted};
 use super::reserve::Reserve;
 use crate::handoff::Resume;
 use crate::model::{NewFrame, TraceEnd, TraceStart};
-use crate::store::{Recording, Resumed, Store, StoreError};
+use crate::store::{Recording, Relay, Resumed, Store, StoreError};
 use std::path::Path;
 use std::time::Duration;
 
@@ -31,6 +31,10 @@ const INDEX_CHUNK: i64 = 2000;
 /// How long the writer pauses before trying again when another process has
 /// held the store's write lock past SQLite's busy timeout (30 s).
 const LOCKED_PAUSE: Duration = Duration::from_millis(100);
+/// How many idle steps try to find the trace's parent (its recorder adds
+/// it within moments of its run's start; the steps come after each batch
+/// of frames).
+const LINK_TRIES: u32 = 100;
 
 impl Weighted for NewFrame {
     /// The memory a frame holds: the struct, its bytes and strings, and what
@@ -78,6 +82,10 @@ pub struct StoreWriter {
     in_flight: u64,
     /// What a recorder before this one lost, for the trace's end reason.
     lost_note: Option<String>,
+    /// Tries left to find the trace's parent ([`Recording::link_parent`]):
+    /// set while an acp-tee is among the relay's ancestors and its trace
+    /// is not found yet (its recorder may still be adding it).
+    link_tries: u32,
     /// Room on the store's filesystem for the run's end, should it fill up.
     reserve: Reserve,
     warned: bool,
@@ -93,15 +101,15 @@ impl StoreWriter {
         // A lock held past the busy timeout (a long transaction of another
         // process) is waited out, however long: the handoff is spooled
         // meanwhile, and giving up would lose the whole recording.
-        let relay = relay_pid();
-        let client = relay.and_then(parent_of);
+        let relay = relay();
         let opened = w.while_locked(|| {
             let store = opened_and_maintained(path)?;
             store.tune_for_recording()?;
-            let id = store.create_relayed_trace(start, std::process::id(), relay, client)?;
+            let id = store.create_relayed_trace(start, std::process::id(), &relay)?;
             Ok((store, id))
         });
         w.attach(path, opened);
+        w.start_linking(&relay);
         w
     }
 
@@ -116,8 +124,7 @@ impl StoreWriter {
         resume: &Resume,
     ) -> (StoreWriter, i64, Option<acp_tee_shared::Protocol>) {
         let mut w = StoreWriter::new(path);
-        let relay = relay_pid();
-        let client = relay.and_then(parent_of);
+        let relay = relay();
         let own = std::process::id();
         let opened = w.while_locked(|| {
             let store = opened_and_maintained(path)?;
@@ -125,7 +132,7 @@ impl StoreWriter {
             let resumed = match store.resume_trace(start, resume.recorder_pid, own)? {
                 Some(resumed) => resumed,
                 None => {
-                    let trace_id = store.create_relayed_trace(start, own, relay, client)?;
+                    let trace_id = store.create_relayed_trace(start, own, &relay)?;
                     Resumed { trace_id, last_seq: 0, stored_bytes: [0; 3], protocol: start.protocol }
                 }
             };
@@ -152,6 +159,7 @@ impl StoreWriter {
             ));
         }
         w.attach(path, opened.map(|(store, r)| (store, r.trace_id)));
+        w.start_linking(&relay);
         (w, last_seq, protocol)
     }
 
@@ -167,6 +175,7 @@ impl StoreWriter {
             missing: 0,
             in_flight: 0,
             lost_note: None,
+            link_tries: 0,
             reserve: Reserve::hold(path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."))),
             warned: false,
             warned_locked: false,
@@ -208,6 +217,29 @@ impl StoreWriter {
                 }
                 other => return other,
             }
+        }
+    }
+
+    /// Links the trace to its parent now, or keeps trying in idle steps
+    /// while an acp-tee is among the relay's ancestors.
+    fn start_linking(&mut self, relay: &Relay) {
+        if relay.ancestors_end_at_acp_tee {
+            self.link_tries = LINK_TRIES;
+            self.link();
+        }
+    }
+
+    /// One try to link the trace to its parent.
+    fn link(&mut self) {
+        if self.link_tries == 0 {
+            return;
+        }
+        self.link_tries -= 1;
+        let Some((store, id)) = self.target.as_ref() else { return };
+        match store.link_parent(*id) {
+            Ok(Some(_)) => self.link_tries = 0,
+            Ok(None) => {}
+            Err(e) => tracing::debug!("linking the trace to its parent: {e}"),
         }
     }
 
@@ -272,6 +304,7 @@ impl StoreWriter {
     /// one is set); returns how many, plus one while removals are left. Failure only delays search indexing (searches scan
     /// unindexed frames), so it is logged at debug level, not warned about.
     fn index_some(&mut self) -> usize {
+        self.link();
         let Some((store, _)) = self.target.as_mut() else { return 0 };
         match store.maintain(INDEX_CHUNK) {
             // Removing traces (retention) is work as indexing is: the
@@ -381,6 +414,9 @@ impl StoreWriter {
         if let Some(c) = self.checkpointer.take() {
             c.stop();
         }
+        // A last chance for a parent that appeared late.
+        self.link_tries = self.link_tries.min(1);
+        self.link();
         self.record_end(end, ended_at)
     }
 
@@ -437,12 +473,16 @@ fn opened_and_maintained(path: &Path) -> Result<Recording, StoreError> {
     Recording::new(store)
 }
 
-/// The relay that started this recorder: its parent, unless the relay is
-/// gone already (the recorder then belongs to init or a subreaper).
-fn relay_pid() -> Option<u32> {
+/// The relay that started this recorder (its parent, unless the relay is
+/// gone already: the recorder then belongs to init or a subreaper), the
+/// client that started the relay and the relay's ancestors.
+fn relay() -> Relay {
     // SAFETY: getppid has no preconditions.
     let parent = unsafe { libc::getppid() };
-    u32::try_from(parent).ok().filter(|&p| p > 1)
+    match u32::try_from(parent).ok().filter(|&p| p > 1) {
+        Some(pid) => Relay::of(pid, parent_of(pid)),
+        None => Relay::default(),
+    }
 }
 
 /// The parent of process `pid` (for the relay: the client that started it).

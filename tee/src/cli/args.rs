@@ -389,6 +389,10 @@ pub(super) struct ExportArgs {
     /// The same as TRACE
     #[arg(long = "trace", value_name = "TRACE", conflicts_with = "trace")]
     pub(super) trace_flag: Option<TraceRef>,
+    /// Also write the trace's children (the MCP servers its agent started,
+    /// recorded by acp-tee) and theirs, each after its parent
+    #[arg(long)]
+    pub(super) with_children: bool,
     /// Output format
     #[arg(long, value_enum, default_value = "json", conflicts_with = "otlp_endpoint")]
     pub(super) format: crate::export::ExportFormat,

@@ -163,15 +163,50 @@ fn since_at(s: &str, now: DateTime<Utc>) -> Result<DateTime<Utc>, String> {
     Err(bad())
 }
 
-/// Renders `traces` as an aligned table with a header row; stored strings
-/// are shown [`printable`].
+/// `traces` (newest first) with each child right under its parent (when
+/// both are listed), oldest child first, and how deep it sits.
+fn families(traces: &[TraceSummary]) -> Vec<(&TraceSummary, usize)> {
+    let listed: std::collections::HashSet<i64> = traces.iter().map(|t| t.meta.id).collect();
+    let under_listed = |t: &TraceSummary| t.meta.parent_trace.is_some_and(|p| p != t.meta.id && listed.contains(&p));
+    let mut out = Vec::with_capacity(traces.len());
+    let mut placed = std::collections::HashSet::new();
+    // Depth first from each trace whose parent is not listed; `placed`
+    // guards against a cycle a hand-edited store could hold.
+    let mut stack: Vec<(&TraceSummary, usize)> =
+        traces.iter().rev().filter(|t| !under_listed(t)).map(|t| (t, 0)).collect();
+    while let Some((t, depth)) = stack.pop() {
+        if !placed.insert(t.meta.id) {
+            continue;
+        }
+        out.push((t, depth));
+        // Pushed newest first, so the oldest child comes out first.
+        stack.extend(
+            traces
+                .iter()
+                .filter(|c| c.meta.parent_trace == Some(t.meta.id) && c.meta.id != t.meta.id)
+                .map(|c| (c, depth + 1)),
+        );
+    }
+    // Whatever a cycle kept out, in its own order.
+    out.extend(traces.iter().filter(|t| !placed.contains(&t.meta.id)).map(|t| (t, 0)));
+    out
+}
+
+/// Renders `traces` as an aligned table with a header row, each child
+/// trace under its parent (`└`), or saying its parent when that is not
+/// listed; stored strings are shown [`printable`].
 pub fn render(traces: &[TraceSummary]) -> String {
     let mut rows =
         vec![["ID", "NAME", "STARTED (UTC)", "DURATION", "FRAMES", "SIZE", "ERRORS", "EXIT"].map(String::from)];
-    for TraceSummary { meta: t, live, finishing, .. } in traces {
+    for (TraceSummary { meta: t, live, finishing, .. }, depth) in families(traces) {
+        let name = match (depth, t.parent_trace) {
+            (0, Some(parent)) => format!("{} (under {parent})", name(t)),
+            (0, None) => name(t),
+            (depth, _) => format!("{}└ {}", "  ".repeat(depth - 1), name(t)),
+        };
         rows.push([
             t.id.to_string(),
-            name(t),
+            name,
             printable(t.started_at.get(..19).unwrap_or(&t.started_at)).replace('T', " "),
             duration(t, *live, *finishing),
             frames(t),

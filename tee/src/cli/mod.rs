@@ -244,6 +244,7 @@ fn export_command(a: ExportArgs) -> anyhow::Result<i32> {
     let redactor = crate::read::mask::policy(!a.no_redact, a.redact);
     let selection = match trace_ref::pick(a.trace, a.trace_flag).unwrap_or(trace_ref::TraceRef::Latest) {
         trace_ref::TraceRef::All => TraceSelection::All,
+        one if a.with_children => TraceSelection::Family(trace_ref::resolve(&store, &one)?.id),
         one => TraceSelection::Id(trace_ref::resolve(&store, &one)?.id),
     };
     for trace in export::selected_traces(&store, selection)? {

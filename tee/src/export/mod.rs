@@ -113,6 +113,9 @@ pub enum TraceSelection {
     All,
     /// The trace with this id.
     Id(i64),
+    /// The trace with this id and its descendants (`--with-children`),
+    /// each parent before its children.
+    Family(i64),
 }
 
 impl std::str::FromStr for TraceSelection {
@@ -186,6 +189,7 @@ pub fn selected_traces(store: &Store, selection: TraceSelection) -> Result<Vec<T
     Ok(match selection {
         TraceSelection::Latest => vec![store.trace(store.latest_trace_id()?)?],
         TraceSelection::Id(id) => vec![store.trace(id)?],
+        TraceSelection::Family(id) => store.family(id)?,
         TraceSelection::All => {
             let mut all = store.list_traces()?;
             all.reverse();

@@ -244,6 +244,7 @@ pub fn import_as(
         imported_from: format!("{} file {}", format.as_str(), path.display()),
         mtime,
         summary: ImportSummary { format, trace_ids: Vec::new(), frames: 0, skipped: 0, absent: 0 },
+        family: Vec::new(),
     };
     match format {
         ImportFormat::AcpTee => acp_tee::read(&mut ctx, input)?,
@@ -258,6 +259,7 @@ pub fn import_as(
     if ctx.summary.trace_ids.is_empty() {
         return Err(ImportError::Empty { path: path.to_owned() });
     }
+    link_family(&mut ctx)?;
     ctx.import.commit()?;
     Ok(ctx.summary)
 }
@@ -331,6 +333,9 @@ pub struct Context<'a> {
     imported_from: String,
     mtime: Option<std::time::SystemTime>,
     summary: ImportSummary,
+    /// Each trace read: its id in the file, its id here and its parent's
+    /// id in the file, so that a family exported together is one again.
+    family: Vec<(i64, i64, Option<i64>)>,
 }
 
 impl Context<'_> {
@@ -528,8 +533,24 @@ impl TraceSink {
         meta.error_count = stored.errors;
         meta.missing_frames = missing.max(gaps);
         ctx.import.set_meta(self.trace_id, &meta)?;
+        ctx.family.push((meta.id, self.trace_id, meta.parent_trace));
         Ok(())
     }
+}
+
+/// Links each imported trace whose parent (by its id in the file) was
+/// imported with it; a parent the file does not hold is not guessed.
+fn link_family(ctx: &mut Context) -> Result<(), ImportError> {
+    let family = std::mem::take(&mut ctx.family);
+    for &(_, child, parent) in &family {
+        let Some(parent) = parent else { continue };
+        // The first trace of the file with that id (ids are unique in an
+        // export of one store; a file joined from two stores is not).
+        if let Some(&(_, here, _)) = family.iter().find(|(source, here, _)| *source == parent && *here != child) {
+            ctx.import.link(child, here)?;
+        }
+    }
+    Ok(())
 }
 
 /// The fields of a trace imported from a format that has no trace fields
@@ -542,6 +563,7 @@ fn imported_meta(ctx: &Context, format: ImportFormat, started_at: String, last_t
         .unwrap_or_else(|| started_at.clone());
     TraceMeta {
         protocol: None,
+        parent_trace: None,
         id: 0,
         name: Some(ctx.trace_name()),
         command: vec!["import".into(), format.as_str().into(), ctx.path.display().to_string()],

@@ -16,6 +16,7 @@
 //! Architecture Invariant: nothing here writes the store; the server and the
 //! MCP server are front ends of this module and reach nothing of each other.
 
+pub mod family;
 pub mod folds;
 pub mod mask;
 pub mod pool;

@@ -151,6 +151,7 @@ pub fn app(state: AppState) -> Router {
         .route("/traces/{id}/frames/{seq}", get(routes::frame))
         .route("/traces/{id}/frames/{seq}/raw", get(routes::frame_raw))
         .route("/traces/{id}/stats", get(routes::stats))
+        .route("/traces/{id}/family", get(routes::family))
         .route("/traces/{id}/sessions", get(sessions::sessions))
         .route("/traces/{id}/sessions/{sid}", get(sessions::session))
         .route("/traces/{id}/findings", get(findings::findings))

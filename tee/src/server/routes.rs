@@ -5,7 +5,9 @@ use super::live::trace_events;
 use super::AppState;
 use crate::export::{self, ExportFormat, ExportOptions, TraceSelection};
 use crate::read::mask;
-use acp_tee_shared::api::{FrameDetail, FrameDetailQuery, FramePage, FrameQuery, TraceStats, TraceSummary};
+use acp_tee_shared::api::{
+    FrameDetail, FrameDetailQuery, FramePage, FrameQuery, TraceFamily, TraceStats, TraceSummary,
+};
 use axum::body::Body;
 use axum::extract::rejection::{PathRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
@@ -119,6 +121,25 @@ pub async fn frame_raw(
         bytes,
     )
         .into_response())
+}
+
+/// `GET /api/traces/{id}/family`: the trace's parent and its children (the
+/// MCP servers its agent started), their fields masked as a trace's are.
+pub async fn family(
+    State(st): State<AppState>,
+    id: Result<Path<i64>, PathRejection>,
+) -> Result<Json<TraceFamily>, AppError> {
+    let id = path(id)?;
+    let r = st.redactor();
+    let seen = r.clone();
+    let mut family =
+        st.db.run(move |s| s.seen_by(&seen).run(|| crate::read::family::members(s, &s.trace(id)?, &seen))).await?;
+    if !r.is_noop() {
+        for child in &mut family.children {
+            child.meta = export::mask_meta(child.meta.clone(), &r);
+        }
+    }
+    Ok(Json(family))
 }
 
 /// `GET /api/traces/{id}/stats`

@@ -99,6 +99,7 @@ pub async fn session(
             models.with_current(s, id, &r, |model| {
                 let view = model.sessions(now_t_ns(&trace));
                 let left_out = view.sessions_left_out;
+                let all: Vec<String> = view.sessions.iter().map(|x| x.session_id.clone()).collect();
                 let Some(summary) = view.sessions.into_iter().find(|x| x.session_id == sid) else {
                     return Ok(Err(left_out));
                 };
@@ -106,7 +107,7 @@ pub async fn session(
                 let Some(turns) = model.turns_of(s, id, &sid, offset, limit, redact)? else { return Ok(Err(left_out)) };
                 let x = model.extras(&sid);
                 let open_requests = model.open_requests_of(&sid, now_t_ns(&trace));
-                Ok(Ok(SessionDetail {
+                let mut detail = SessionDetail {
                     summary,
                     turns,
                     offset,
@@ -115,7 +116,10 @@ pub async fn session(
                     commands: x.commands,
                     changes: x.changes,
                     left_out: x.left_out,
-                }))
+                };
+                let all: Vec<&str> = all.iter().map(String::as_str).collect();
+                crate::read::family::link_session(s, &trace, &all, &mut detail, &r)?;
+                Ok(Ok(detail))
             })
         })
         .await?;
