@@ -18,8 +18,8 @@ use crate::store::Store;
 use crate::text::printable;
 use acp_tee_shared::api::TraceSummary;
 use acp_tee_shared::session::{
-    OpenRequest, SessionSummary, ShowSession, Text, TraceSessions, Turn, OPEN_REQUESTS_MAX, PENDING_MAX, PER_TOOL_MAX,
-    PER_TURN_MAX, SESSIONS_LEFT_OUT_COUNTED, SESSIONS_MAX,
+    LinkedBy, McpCall, OpenRequest, SessionSummary, ShowSession, Text, TraceSessions, Turn, OPEN_REQUESTS_MAX,
+    PENDING_MAX, PER_TOOL_MAX, PER_TURN_MAX, SESSIONS_LEFT_OUT_COUNTED, SESSIONS_MAX,
 };
 use anyhow::Context;
 use clap::{Args, ValueEnum};
@@ -101,8 +101,10 @@ pub fn show_command(a: ShowArgs) -> anyhow::Result<i32> {
         overview.open_requests = model.open_requests_of(sid, now);
         overview.open_requests_total = session.open_requests + overview.requests_not_followed;
     }
+    let sids = overview.sessions.iter().map(|s| s.session_id.clone()).collect();
+    let linker = crate::read::family::Linker::of(&store, &trace, sids, &redactor)?;
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-    let shown = Shown { store: &store, id, model: &model, redact, one_session: a.session.is_some() };
+    let shown = Shown { store: &store, id, model: &model, redact, one_session: a.session.is_some(), linker };
     match a.format {
         ShowFormat::Json => shown.json(&trace, &overview, built, &mut out),
         ShowFormat::Text => shown.text(&trace, &overview, built, &mut out),
@@ -156,6 +158,8 @@ struct Shown<'a> {
     /// Only the session asked for is shown: the others left out are not
     /// told of in the text.
     one_session: bool,
+    /// Puts the MCP calls of the trace's MCP children under its tool calls.
+    linker: Option<crate::read::family::Linker>,
 }
 
 /// What a session's turns are written as, in order.
@@ -177,9 +181,20 @@ impl Shown<'_> {
         mut each: impl FnMut(Event<'_>) -> anyhow::Result<()>,
     ) -> anyhow::Result<()> {
         let sids: Vec<&str> = sessions.iter().map(|s| s.session_id.as_str()).collect();
+        let mut current = 0;
         self.model.each_turn_built(self.store, self.id, &sids, built, self.redact, HELD_MAX_BYTES, |step| match step {
-            Step::Begin(i) => each(Event::Begin(&sessions[i])),
-            Step::Turn(t) => each(Event::Turn(t)),
+            Step::Begin(i) => {
+                current = i;
+                each(Event::Begin(&sessions[i]))
+            }
+            Step::Turn(t) => match &self.linker {
+                Some(linker) => {
+                    let mut turn = [t.clone()];
+                    linker.link(sids[current], &mut turn);
+                    each(Event::Turn(&turn[0]))
+                }
+                None => each(Event::Turn(t)),
+            },
             Step::End(i) => each(Event::End(&sessions[i])),
         })
     }
@@ -191,7 +206,13 @@ impl Shown<'_> {
         built: Built,
         out: &mut impl Write,
     ) -> anyhow::Result<()> {
-        write!(out, "{{\"trace\":{},\"overview\":{},\"sessions\":[", json(trace), json(overview))?;
+        write!(out, "{{\"trace\":{},\"overview\":{},", json(trace), json(overview))?;
+        if let Some(linker) = &self.linker {
+            // The MCP children whose calls are under the tool calls, and
+            // those read only in part.
+            write!(out, "\"family\":{},\"mcp_read_in_part\":{},", json(linker.family()), json(&linker.cut()))?;
+        }
+        write!(out, "\"sessions\":[")?;
         let (mut sessions, mut first) = (0, true);
         self.each_session(&overview.sessions, built, |e| {
             match e {
@@ -244,6 +265,26 @@ impl Shown<'_> {
             .collect();
         if !peers.is_empty() {
             writeln!(out, "{}", peers.join(", "))?;
+        }
+        if let Some(linker) = &self.linker {
+            let servers: Vec<String> = linker
+                .family()
+                .children
+                .iter()
+                .filter(|c| c.meta.protocol == Some(acp_tee_shared::Protocol::Mcp))
+                .map(|c| {
+                    let name = c.server.as_deref().or(c.meta.name.as_deref()).unwrap_or("?");
+                    format!("{} (trace {})", printable(name), c.meta.id)
+                })
+                .collect();
+            writeln!(out, "MCP servers recorded: {}", servers.join(", "))?;
+            for id in linker.cut() {
+                writeln!(
+                    out,
+                    "note: only the first {} requests of MCP trace {id} are put under tool calls",
+                    crate::read::family::REQUESTS_MAX
+                )?;
+            }
         }
         if overview.sessions.is_empty() {
             writeln!(out, "no ACP session in this trace")?;
@@ -419,6 +460,10 @@ fn turn_text(t: &Turn, out: &mut impl Write) -> anyhow::Result<()> {
             )?;
         }
         more_text(c.permissions_left_out, "permission requests", "a tool call", PER_TOOL_MAX, "      ", out)?;
+        for m in &c.mcp_calls {
+            writeln!(out, "      {}", mcp_call_text(m))?;
+        }
+        more_text(c.mcp_calls_left_out, "MCP calls", "a tool call", PER_TOOL_MAX, "      ", out)?;
     }
     more_text(t.tool_calls_left_out, "tool calls", "a turn", PER_TURN_MAX, "    ", out)?;
     for c in &t.client_calls {
@@ -444,6 +489,23 @@ fn more_text(n: u64, what: &str, place: &str, max: usize, indent: &str, out: &mu
         writeln!(out, "{indent}… {n} more {what} not listed ({place} lists at most {max})")?;
     }
     Ok(())
+}
+
+/// `mcp SERVER METHOD NAME (trace T #SEQ) → LATENCY[: failed: WHY] (HOW)`.
+fn mcp_call_text(m: &McpCall) -> String {
+    let server = printable(m.server.as_deref().unwrap_or("?"));
+    let name = m.name.as_deref().map(|n| format!(" {}", printable(n))).unwrap_or_default();
+    let answer = match (m.latency_ns, &m.error) {
+        (Some(ns), Some(why)) => format!("failed after {}: {}", took(ns), printable(why)),
+        (Some(ns), None) => took(ns),
+        (None, _) => "no answer".into(),
+    };
+    let how = match (m.linked_by, m.candidates) {
+        (LinkedBy::Meta, _) => "named by its _meta".to_owned(),
+        (LinkedBy::Time, 0 | 1) => "sent while it was in progress".to_owned(),
+        (LinkedBy::Time, n) => format!("sent while it and {} other tool calls were in progress", n - 1),
+    };
+    format!("mcp {server} {}{name} (trace {} #{}) → {answer} ({how})", printable(&m.method), m.trace_id, m.seq)
 }
 
 /// A tool call's statuses in order; those an update gave before any

@@ -317,6 +317,8 @@ const TRACE_FIELDS: &[&str] = &[
     "error_count",
     "missing_frames",
     "missing_unknown",
+    "protocol",
+    "parent_trace",
 ];
 
 impl<'de> Visitor<'de> for TraceSeed<'_, '_, '_> {

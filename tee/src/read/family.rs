@@ -8,7 +8,7 @@ use crate::family::{hints_of, serves_tool_calls, McpRequest};
 use crate::redact::Redactor;
 use crate::store::{Store, StoreError};
 use acp_tee_shared::api::{FamilyMember, TraceFamily, TraceSummary};
-use acp_tee_shared::session::{McpCall, SessionDetail};
+use acp_tee_shared::session::{McpCall, Turn};
 use acp_tee_shared::{Direction, FrameKind, Protocol, TraceMeta};
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -142,26 +142,52 @@ pub fn requests(store: &Store, family: &TraceFamily, redactor: &Redactor) -> Res
     Ok(out)
 }
 
-/// Puts the requests of trace `trace`'s MCP children under the tool calls
-/// of `detail`'s turns (`sessions`: every session of the trace); a tool
-/// call still in progress lasts until now while the trace is live, else
-/// until its last frame.
-pub fn link_session(
-    store: &Store,
-    trace: &TraceSummary,
-    sessions: &[&str],
-    detail: &mut SessionDetail,
-    redactor: &Redactor,
-) -> Result<(), StoreError> {
-    let family = members(store, &trace.meta, redactor)?;
-    if !family.children.iter().any(|c| c.meta.protocol == Some(Protocol::Mcp)) {
-        return Ok(());
+/// What puts the requests of a trace's MCP children under its tool calls.
+pub struct Linker {
+    family: TraceFamily,
+    requests: Requests,
+    /// Every session of the trace.
+    sessions: Vec<String>,
+    /// Where a tool call still in progress ends: now while the trace is
+    /// live, else its last frame.
+    end_t_ns: i64,
+}
+
+impl Linker {
+    /// The linker of trace `trace` (whose sessions are `sessions`), its
+    /// children's texts masked by `redactor`; `None` when it has no MCP
+    /// child.
+    pub fn of(
+        store: &Store,
+        trace: &TraceSummary,
+        sessions: Vec<String>,
+        redactor: &Redactor,
+    ) -> Result<Option<Linker>, StoreError> {
+        let family = members(store, &trace.meta, redactor)?;
+        if !family.children.iter().any(|c| c.meta.protocol == Some(Protocol::Mcp)) {
+            return Ok(None);
+        }
+        let requests = requests(store, &family, redactor)?;
+        let end_t_ns = crate::session::now_t_ns(trace).unwrap_or(trace.last_t_ns);
+        Ok(Some(Linker { family, requests, sessions, end_t_ns }))
     }
-    let requests = requests(store, &family, redactor)?;
-    let end = crate::session::now_t_ns(trace).unwrap_or(trace.last_t_ns);
-    let sid = detail.summary.session_id.clone();
-    crate::family::attach(&mut detail.turns, &sid, sessions, &requests.requests, end);
-    Ok(())
+
+    /// Puts the requests under the tool calls of `turns`, session `sid`'s.
+    pub fn link(&self, sid: &str, turns: &mut [Turn]) {
+        let sessions: Vec<&str> = self.sessions.iter().map(String::as_str).collect();
+        crate::family::attach(turns, sid, &sessions, &self.requests.requests, self.end_t_ns);
+    }
+
+    /// The trace's children.
+    pub fn family(&self) -> &TraceFamily {
+        &self.family
+    }
+
+    /// The children whose requests were read only in part
+    /// ([`REQUESTS_MAX`]).
+    pub fn cut(&self) -> &[i64] {
+        &self.requests.cut
+    }
 }
 
 #[derive(Deserialize)]

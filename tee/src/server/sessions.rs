@@ -117,8 +117,9 @@ pub async fn session(
                     changes: x.changes,
                     left_out: x.left_out,
                 };
-                let all: Vec<&str> = all.iter().map(String::as_str).collect();
-                crate::read::family::link_session(s, &trace, &all, &mut detail, &r)?;
+                if let Some(linker) = crate::read::family::Linker::of(s, &trace, all, &r)? {
+                    linker.link(&sid, &mut detail.turns);
+                }
                 Ok(Ok(detail))
             })
         })

@@ -37,6 +37,7 @@ mod lifecycle;
 mod limits;
 mod manual;
 mod mcp;
+mod mcp_family;
 mod mcp_trace;
 mod naming;
 mod peers;

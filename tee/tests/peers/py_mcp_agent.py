@@ -16,8 +16,9 @@ Options:
   --meta       send the ACP session and tool call ids in the `tools/call`
                request's `_meta` (`acp.sessionId`, `acp.toolCallId`), as a
                hint that names the tool call the request serves
-  --mcp-first  send `tools/call` before the ACP `tool_call` (a few ms), as
-               agents that announce a call once it is under way do
+  --mcp-first  announce the ACP `tool_call` only once `tools/call` has been
+               answered, as agents that report a call after making it do
+               (the MCP request then comes before its tool call)
 
 Deterministic but for what the MCP server answers (a time server's time).
 """
@@ -155,21 +156,13 @@ class McpAgent(Agent):
         send = self._conn.session_update
         meta = {"acp": {"sessionId": session_id, "toolCallId": tool_id}} if self._meta else None
         await send(session_id, update_agent_message_text(f"Calling {tool} on {server.name}."))
-        call = None
+        call = asyncio.ensure_future(self._call(server, tool, arguments, meta))
         if self._mcp_first:
-            call = asyncio.ensure_future(server.call(tool, arguments, meta))
-            await asyncio.sleep(0.005)
+            await asyncio.wait({call})
         await send(session_id, start_tool_call(tool_id, f"mcp: {tool}", kind="other", status="pending",
                                                raw_input=arguments))
         await send(session_id, update_tool_call(tool_id, status="in_progress"))
-        if call is None:
-            call = asyncio.ensure_future(server.call(tool, arguments, meta))
-        try:
-            result = await call
-            output = "".join(getattr(c, "text", "") for c in result.content)
-            failed = bool(result.is_error)
-        except MCPError as e:
-            output, failed = f"MCP error {e.error.code}: {e.error.message}", True
+        output, failed = await call
         await send(
             session_id,
             update_tool_call(tool_id, status="failed" if failed else "completed",
@@ -177,6 +170,15 @@ class McpAgent(Agent):
         )
         await send(session_id, update_agent_message_text(" Done." if not failed else " The tool failed."))
         return PromptResponse(stop_reason="end_turn")
+
+    @staticmethod
+    async def _call(server: Server, tool: str, arguments: dict, meta: dict | None) -> tuple[str, bool]:
+        """The tool's text and whether it failed."""
+        try:
+            result = await server.call(tool, arguments, meta)
+            return "".join(getattr(c, "text", "") for c in result.content), bool(result.is_error)
+        except MCPError as e:
+            return f"MCP error {e.error.code}: {e.error.message}", True
 
 
 def main() -> None:
