@@ -4,6 +4,7 @@
 //! `opentelemetry-proto` types: serde gives the OTLP/JSON mapping, prost the
 //! protobuf encoding.
 
+pub mod family;
 mod ids;
 pub mod live;
 pub mod mapping;

@@ -7,6 +7,7 @@
 //! Memory is bounded by the mapper's bounds and one batch.
 
 use super::{each_frame, ExportError, ExportOptions, ExportSummary};
+use crate::otlp::family::ToolSpans;
 use crate::otlp::{request, Batch, Client, FrameIn, Mapper, EXPORT_TIMEOUT, RETRIES};
 use crate::store::Store;
 use acp_tee_shared::TraceMeta;
@@ -57,11 +58,18 @@ fn batches(
     let mut batch = Batch::default();
     for trace in traces {
         let mut mapper = Mapper::new(&trace.started_at, trace.name.as_deref(), opts.otlp.clone(), None);
+        let epoch = chrono::DateTime::parse_from_rfc3339(&trace.started_at)
+            .ok()
+            .and_then(|t| t.timestamp_nanos_opt())
+            .and_then(|n| u64::try_from(n).ok())
+            .unwrap_or(0);
+        let mut tools = ToolSpans::new(epoch);
         let mut last_t = 0;
         each_frame(store, trace, opts, &mut summary, |f| {
             last_t = f.t_ns;
             mapper.feed(&FrameIn::from(&f));
             for span in mapper.take_done() {
+                tools.observe(&span);
                 if batch.push(span) {
                     each(batch.take())?;
                 }
@@ -70,8 +78,19 @@ fn batches(
         })?;
         mapper.finish(end_t_ns(trace).unwrap_or(last_t));
         for span in mapper.take_done() {
+            tools.observe(&span);
             if batch.push(span) {
                 each(batch.take())?;
+            }
+        }
+        // The calls of its MCP children, under the tool spans they served.
+        let family = crate::read::family::members(store, trace, &opts.redactor)?;
+        if family.children.iter().any(|c| c.meta.protocol == Some(acp_tee_shared::Protocol::Mcp)) {
+            let requests = crate::read::family::requests(store, &family, &opts.redactor)?;
+            for span in tools.mcp_spans(&requests.requests) {
+                if batch.push(span) {
+                    each(batch.take())?;
+                }
             }
         }
     }

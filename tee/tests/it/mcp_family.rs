@@ -124,6 +124,32 @@ fn an_mcp_server_the_agent_started_is_a_linked_child_shown_under_the_tool_call_i
     let of_child: TraceFamily = served.get(&format!("/api/traces/{}/family", mcp.id));
     assert_eq!((of_child.parent_trace, of_child.children.len()), (Some(acp.id), 0));
 
+    // OTLP: the MCP call is a span under the execute_tool span it served.
+    let otlp = run(&["export", "--db", db, &acp.id.to_string(), "--format", "otlp"]);
+    let spans: Vec<Value> = otlp
+        .lines()
+        .flat_map(|l| {
+            let doc: Value = serde_json::from_str(l).unwrap();
+            doc["resourceSpans"][0]["scopeSpans"][0]["spans"].as_array().unwrap().clone()
+        })
+        .collect();
+    let named = |prefix: &str| -> Vec<&Value> {
+        spans.iter().filter(|s| s["name"].as_str().unwrap().starts_with(prefix)).collect()
+    };
+    let (tool, call) = (named("execute_tool"), named("tools/call get_current_time"));
+    assert_eq!((tool.len(), call.len()), (1, 1), "{otlp}");
+    assert_eq!(call[0]["parentSpanId"], tool[0]["spanId"]);
+    assert_eq!(call[0]["traceId"], tool[0]["traceId"]);
+    assert_eq!(call[0]["kind"], 3, "a CLIENT span");
+    let attr = |s: &Value, k: &str| {
+        s["attributes"].as_array().unwrap().iter().find(|a| a["key"] == k).map(|a| a["value"]["stringValue"].clone())
+    };
+    assert_eq!(attr(call[0], "mcp.method.name"), Some(Value::from("tools/call")));
+    assert_eq!(attr(call[0], "gen_ai.tool.name"), Some(Value::from("get_current_time")));
+    let ns = |s: &Value, k: &str| s[k].as_str().unwrap().parse::<u64>().unwrap();
+    assert!(ns(tool[0], "startTimeUnixNano") <= ns(call[0], "startTimeUnixNano"));
+    assert!(ns(call[0], "endTimeUnixNano") <= ns(tool[0], "endTimeUnixNano"));
+
     // The MCP trace alone is clean by the checks.
     let out = Command::new(bin()).args(["check", "--db", db, &mcp.id.to_string()]).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
@@ -147,6 +173,16 @@ fn a_failing_mcp_tool_marks_its_tool_call_and_a_meta_hint_links_a_request_sent_f
     assert!(error.contains("Invalid timezone"), "the isError result's text: {error}");
     let text = run(&["show", "--db", store.db.to_str().unwrap(), &traces[0].id.to_string()]);
     assert!(text.contains("→ failed after") && text.contains("(named by its _meta)"), "{text}");
+    // In OTLP the MCP span says it failed and why.
+    let otlp = run(&["export", "--db", store.db.to_str().unwrap(), &traces[0].id.to_string(), "--format", "otlp"]);
+    let failed = otlp.lines().flat_map(|l| {
+        let doc: Value = serde_json::from_str(l).unwrap();
+        doc["resourceSpans"][0]["scopeSpans"][0]["spans"].as_array().unwrap().clone()
+    });
+    let call: Vec<Value> = failed.filter(|s| s["name"] == "tools/call get_current_time").collect();
+    assert_eq!(call.len(), 1, "{otlp}");
+    assert_eq!(call[0]["status"]["code"], 2, "{}", call[0]);
+    assert!(call[0]["status"]["message"].as_str().unwrap().contains("Invalid timezone"));
 }
 
 #[test]
