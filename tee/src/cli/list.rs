@@ -285,6 +285,7 @@ mod tests {
     fn trace(id: i64, ended: Option<&str>, exit_code: Option<i32>, missing: i64) -> TraceSummary {
         let meta = TraceMeta {
             protocol: None,
+            parent_trace: None,
             id,
             name: Some(format!("agent{id}")),
             command: vec!["agent".into()],
@@ -303,6 +304,39 @@ mod tests {
             bytes: id * 700,
         };
         TraceSummary { live: id == 3, finishing: false, meta, last_t_ns: 0, imported_from: None, findings: None }
+    }
+
+    #[test]
+    fn children_sit_under_their_parent_oldest_first_and_a_cycle_is_listed_once() {
+        let with_parent = |id, parent: Option<i64>| {
+            let mut t = trace(id, Some("2026-11-30T16:00:01.250000Z"), Some(0), 0);
+            t.meta.parent_trace = parent;
+            t
+        };
+        // Newest first, as the store lists them: 6 (child of 1), 5 (child
+        // of 99, not listed), 4 (child of 2), 3 (child of 1), 2 (child of
+        // 1), 1; 7 and 8 are each other's parent.
+        let listed = [
+            with_parent(8, Some(7)),
+            with_parent(7, Some(8)),
+            with_parent(6, Some(1)),
+            with_parent(5, Some(99)),
+            with_parent(4, Some(2)),
+            with_parent(3, Some(1)),
+            with_parent(2, Some(1)),
+            with_parent(1, None),
+        ];
+        let order: Vec<(i64, usize)> = families(&listed).iter().map(|(t, d)| (t.meta.id, *d)).collect();
+        assert_eq!(order, [(5, 0), (1, 0), (2, 1), (4, 2), (3, 1), (6, 1), (8, 0), (7, 0)]);
+        let table = render(&listed);
+        let header = table.lines().next().unwrap();
+        let (from, to) = (header.find("NAME").unwrap(), header.find("STARTED").unwrap());
+        let names: Vec<String> = table
+            .lines()
+            .skip(1)
+            .map(|l| l.chars().skip(from).take(to - from).collect::<String>().trim_end().to_owned())
+            .collect();
+        assert_eq!(names[..5], ["agent5 (under 99)", "agent1", "└ agent2", "  └ agent4", "└ agent3"]);
     }
 
     #[test]

@@ -142,7 +142,9 @@ pub enum ExportError {
     #[error("cannot write the export: {0}")]
     Io(#[from] io::Error),
     /// The format holds one trace and several were selected.
-    #[error("the conductor's .jsons format holds one trace; name one (an id, `latest` or a name) without --with-children")]
+    #[error(
+        "the conductor's .jsons format holds one trace; name one (an id, `latest` or a name) without --with-children"
+    )]
     OneTraceOnly,
     /// The OTLP collector did not take the spans.
     #[error(transparent)]

@@ -11,7 +11,8 @@
 //! threads of the same callee (`Agent #2`, ...). Notifications are instants
 //! on the receiver's thread, stderr lines are log instants, invalid frames
 //! and batches are instants too; a request answered inside a batch ends at
-//! the batch. `ts` is in microseconds since the start.
+//! the batch. `ts` is in microseconds since the start (a child trace
+//! exported with its parent: since the parent's start).
 //!
 //! Memory is bounded by the number of requests open at once, not the trace.
 
@@ -32,10 +33,18 @@ pub fn write(
     let mut summary = ExportSummary::default();
     let mut events = EventWriter { out, first: true };
     events.out.write_all(b"{\"displayTimeUnit\":\"ns\",\"traceEvents\":[")?;
+    // A child exported with its parent (`--with-children`) is drawn on
+    // the parent's clock, so their frames line up in time.
+    let mut offsets: HashMap<i64, f64> = HashMap::new();
+    for trace in traces {
+        let parent = trace.parent_trace.and_then(|p| Some((traces.iter().find(|t| t.id == p)?, *offsets.get(&p)?)));
+        let offset = parent.map(|(p, at)| at + crate::read::family::offset_ns(p, trace) as f64 / 1000.0).unwrap_or(0.0);
+        offsets.insert(trace.id, offset);
+    }
     for trace in traces {
         let name = format!("acp-tee trace {}: {}", trace.id, trace.name.as_deref().unwrap_or("unnamed"));
         events.write(&json!({"ph":"M","pid":trace.id,"tid":0,"name":"process_name","args":{"name":name}}))?;
-        let mut tracks = Tracks::new(trace.id);
+        let mut tracks = Tracks::new(trace.id, offsets.get(&trace.id).copied().unwrap_or(0.0));
         each_frame(store, trace, opts, &mut summary, |f| {
             tracks.frame(&f, &mut events)?;
             if f.kind == FrameKind::Batch {
@@ -75,11 +84,14 @@ struct Tracks {
     open: HashMap<i64, (String, usize)>,
     /// The latest timestamp written, in µs: time never goes back on a track.
     last_us: f64,
+    /// Where the trace starts on the clock of the export: its parent's,
+    /// when its parent is exported with it.
+    offset_us: f64,
 }
 
 impl Tracks {
-    fn new(pid: i64) -> Tracks {
-        Tracks { pid, parties: HashMap::new(), open: HashMap::new(), last_us: 0.0 }
+    fn new(pid: i64, offset_us: f64) -> Tracks {
+        Tracks { pid, parties: HashMap::new(), open: HashMap::new(), last_us: 0.0, offset_us }
     }
 
     /// The thread id of `party`'s lane `lane`, naming it on first use.
@@ -115,7 +127,7 @@ impl Tracks {
     }
 
     fn frame(&mut self, f: &StoredFrame, events: &mut EventWriter) -> Result<(), ExportError> {
-        let us = (f.t_ns as f64 / 1000.0).max(self.last_us);
+        let us = (self.offset_us + f.t_ns as f64 / 1000.0).max(self.last_us);
         self.last_us = us;
         let (_, receiver) = peers(f);
         let cat = if f.mcp { "mcp" } else { "acp" };
