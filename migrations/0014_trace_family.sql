@@ -4,7 +4,8 @@
 -- the pid, its start time in clock ticks since boot), which a reused pid
 -- cannot take over. `ancestors`: a JSON array of the same keys for the
 -- relay's parent, its parent and so on, up to and including the first
--- acp-tee above it (at most 32). `parent_trace`: the trace of the nearest
+-- acp-tee above it (at most 32). `agent_key`: in wrap mode, the agent the
+-- relay started, the same way. `parent_trace`: the trace of the nearest
 -- of those ancestors that relays one in this store: this trace's relay runs
 -- under that trace's agent (an MCP server the agent started, wrapped in
 -- acp-tee). Set while recording, and by imports of a family exported
@@ -13,6 +14,7 @@
 
 ALTER TABLE traces ADD COLUMN relay_key TEXT;
 ALTER TABLE traces ADD COLUMN ancestors TEXT;
+ALTER TABLE traces ADD COLUMN agent_key TEXT;
 ALTER TABLE traces ADD COLUMN parent_trace INTEGER;
 CREATE INDEX traces_by_relay_key ON traces (relay_key) WHERE relay_key IS NOT NULL;
 CREATE INDEX traces_by_parent ON traces (parent_trace) WHERE parent_trace IS NOT NULL;

@@ -209,13 +209,22 @@ pub struct Relay {
     pub ancestors: Vec<String>,
     /// Whether an acp-tee ends `ancestors` (the trace may have a parent).
     pub ancestors_end_at_acp_tee: bool,
+    /// Wrap mode: the agent the relay started, as `BOOT:PID:START`.
+    pub agent_key: Option<String>,
 }
 
 impl Relay {
     /// The relay `pid` as /proc tells it now.
     pub fn of(pid: u32, client_pid: Option<u32>) -> Relay {
         let (ancestors, ancestors_end_at_acp_tee) = crate::proc::ancestry(pid);
-        Relay { pid: Some(pid), client_pid, key: crate::proc::process_key(pid), ancestors, ancestors_end_at_acp_tee }
+        Relay {
+            pid: Some(pid),
+            client_pid,
+            key: crate::proc::process_key(pid),
+            ancestors,
+            ancestors_end_at_acp_tee,
+            agent_key: None,
+        }
     }
 }
 
@@ -227,8 +236,8 @@ fn add_trace(store: &Store, start: &TraceStart, recorder_pid: u32, relay: &Relay
     store.write(|conn| {
         conn.execute(
             "INSERT INTO traces (name, command, cwd, mode, started_at, recorder_pid, relay_pid, client_pid, protocol,
-                                 relay_key, ancestors)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+                                 relay_key, ancestors, agent_key)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
             params![
                 start.name,
                 command,
@@ -240,7 +249,8 @@ fn add_trace(store: &Store, start: &TraceStart, recorder_pid: u32, relay: &Relay
                 relay.client_pid,
                 start.protocol.map(|p| p.as_str()),
                 relay.key,
-                ancestors
+                ancestors,
+                relay.agent_key
             ],
         )?;
         Ok(conn.last_insert_rowid())

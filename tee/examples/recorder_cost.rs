@@ -67,7 +67,7 @@ fn main() {
     let writer = {
         let (queue, path) = (queue.clone(), dir.path().join("cost.db"));
         std::thread::spawn(move || {
-            let mut writer = StoreWriter::open(&path, &start);
+            let mut writer = StoreWriter::open(&path, &start, None);
             let cpu0 = thread_cpu();
             writer.drain(&queue, || {});
             writer.finish(

@@ -117,11 +117,13 @@ pub fn run(
     let dir = db.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new(".")).to_owned();
     let spool = Spool::new(dir, SPOOL_MEMORY_BYTES, SPOOL_FILE_BYTES);
     let input_ended = Arc::new(OnceLock::new());
+    // Read now, while the agent surely runs: its key names it in the trace.
+    let agent_key = agent_group.and_then(crate::proc::process_key);
     let recording = {
         let (db, spool, input_ended) = (db.to_owned(), spool.clone(), input_ended.clone());
         std::thread::Builder::new()
             .name("framer".into())
-            .spawn(move || record(&db, &spool, redactor, &input_ended, resume, otlp))
+            .spawn(move || record(&db, &spool, redactor, &input_ended, resume, otlp, agent_key))
             .expect("cannot start the framer thread")
     };
     let ended = match intake::intake(input, &data, &spool) {
@@ -179,6 +181,7 @@ fn record(
     input_ended: &OnceLock<String>,
     resume: bool,
     otlp: Option<LiveOptions>,
+    agent_key: Option<String>,
 ) -> Option<RecorderSummary> {
     lower_priority();
     // The relay, read while it is surely alive: its end note is named by it.
@@ -208,7 +211,7 @@ fn record(
             tracing::error!("recorder: a replacement recorder was not told what it continues: {other:?}");
             return None;
         }
-        None => (StoreWriter::open(db, &start), 0, start.protocol),
+        None => (StoreWriter::open(db, &start, agent_key), 0, start.protocol),
     };
     say_recording();
     let mut live =

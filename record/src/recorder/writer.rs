@@ -94,14 +94,15 @@ pub struct StoreWriter {
 }
 
 impl StoreWriter {
-    /// Opens (or creates) the store at `path` and adds the trace for `start`.
+    /// Opens (or creates) the store at `path` and adds the trace for `start`
+    /// (whose agent, in wrap mode, is the process `agent_key` names).
     /// On failure the writer only counts frames, after one warning.
-    pub fn open(path: &Path, start: &TraceStart) -> StoreWriter {
+    pub fn open(path: &Path, start: &TraceStart, agent_key: Option<String>) -> StoreWriter {
         let mut w = StoreWriter::new(path);
         // A lock held past the busy timeout (a long transaction of another
         // process) is waited out, however long: the handoff is spooled
         // meanwhile, and giving up would lose the whole recording.
-        let relay = relay();
+        let relay = Relay { agent_key, ..relay() };
         let opened = w.while_locked(|| {
             let store = opened_and_maintained(path)?;
             store.tune_for_recording()?;

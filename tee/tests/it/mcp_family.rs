@@ -88,6 +88,21 @@ fn an_mcp_server_the_agent_started_is_a_linked_child_shown_under_the_tool_call_i
     assert_eq!(mcp.parent_trace, Some(acp.id), "the MCP trace is linked to the ACP trace of its agent");
     assert_eq!(mcp.name.as_deref(), Some("time"));
 
+    // The chain: the MCP relay's parent is the agent the ACP relay started,
+    // and the chain ends at the ACP relay.
+    let conn = rusqlite::Connection::open(&store.db).unwrap();
+    let keys = |id: i64| -> (Option<String>, Option<String>, Option<String>) {
+        conn.query_row("SELECT relay_key, ancestors, agent_key FROM traces WHERE id = ?1", [id], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+        })
+        .unwrap()
+    };
+    let ((acp_relay, _, acp_agent), (_, mcp_chain, mcp_agent)) = (keys(acp.id), keys(mcp.id));
+    let chain: Vec<String> = serde_json::from_str(&mcp_chain.unwrap()).unwrap();
+    assert_eq!(chain.first(), acp_agent.as_ref(), "{chain:?}");
+    assert_eq!(chain.last(), acp_relay.as_ref(), "{chain:?}");
+    assert!(mcp_agent.is_some(), "wrap mode names its agent");
+
     // `list`: the child right under its parent.
     let db = store.db.to_str().unwrap();
     let list = run(&["list", "--db", db]);
