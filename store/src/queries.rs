@@ -218,12 +218,13 @@ impl Store {
     }
 
     /// The traces whose parent is trace `id` (`traces.parent_trace`), oldest
-    /// first.
+    /// first, at most [`FAMILY_MAX`].
     pub fn children(&self, id: i64) -> Result<Vec<TraceMeta>, StoreError> {
-        let sql =
-            format!("SELECT {TRACE_COLUMNS} FROM traces WHERE parent_trace = ?1 AND id <> ?1 AND {SHOWN} ORDER BY id");
+        let sql = format!(
+            "SELECT {TRACE_COLUMNS} FROM traces WHERE parent_trace = ?1 AND id <> ?1 AND {SHOWN} ORDER BY id LIMIT ?2"
+        );
         let mut stmt = self.conn.prepare_cached(&sql)?;
-        let traces = stmt.query_map(params![id], trace_from_row)?.collect::<Result<_, _>>()?;
+        let traces = stmt.query_map(params![id, FAMILY_MAX as i64], trace_from_row)?.collect::<Result<_, _>>()?;
         Ok(traces)
     }
 

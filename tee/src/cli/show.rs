@@ -281,8 +281,10 @@ impl Shown<'_> {
             for id in linker.cut() {
                 writeln!(
                     out,
-                    "note: only the first {} requests of MCP trace {id} are put under tool calls",
-                    crate::read::family::REQUESTS_MAX
+                    "note: MCP trace {id} was read in part (at most {} requests of one child, {} of all): its later \
+                     requests are not put under tool calls",
+                    crate::read::family::REQUESTS_MAX,
+                    crate::read::family::FAMILY_REQUESTS_MAX
                 )?;
             }
         }

@@ -14,9 +14,12 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use std::collections::HashMap;
 
-/// How many requests of one child are read for linking at most; those
-/// past it are counted ([`Requests::left_out`]).
+/// How many requests of one child are read for linking at most (the
+/// children read in part are named, [`Requests::cut`]).
 pub const REQUESTS_MAX: usize = 10_000;
+
+/// How many requests of a whole family are read for linking at most.
+pub const FAMILY_REQUESTS_MAX: usize = 100_000;
 
 /// How many characters of an error's text are kept.
 const ERROR_MAX_CHARS: usize = 200;
@@ -99,7 +102,7 @@ pub fn requests(store: &Store, family: &TraceFamily, redactor: &Redactor) -> Res
             match (f.dir, f.kind) {
                 (Direction::ClientToAgent, FrameKind::Request) => {
                     let Some(method) = f.method.filter(|m| serves_tool_calls(m)) else { return true };
-                    if out.requests.len() - first >= REQUESTS_MAX {
+                    if out.requests.len() - first >= REQUESTS_MAX || out.requests.len() >= FAMILY_REQUESTS_MAX {
                         out.cut.push(child.meta.id);
                         return false;
                     }

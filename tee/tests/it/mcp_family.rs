@@ -246,3 +246,50 @@ fn a_family_exported_with_its_children_imports_as_a_family() {
     run(&["import", "--db", third.db.to_str().unwrap(), lone.to_str().unwrap()]);
     assert_eq!(third.only_trace().parent_trace, None);
 }
+
+#[test]
+fn a_child_with_more_requests_than_are_read_says_so_and_a_tool_call_lists_a_bounded_number() {
+    let store = TempStore::new();
+    record(&store.db, r#"get_current_time {"timezone": "UTC"}"#, &[]);
+    let traces = store.ended_traces(2);
+    let db = store.db.to_str().unwrap();
+    let mut doc: Value =
+        serde_json::from_str(&run(&["export", "--db", db, &traces[0].id.to_string(), "--with-children"])).unwrap();
+    // The child gets 10,050 more copies of its real tools/call, each with
+    // an id of its own, sent when the real one was (inside the tool call).
+    let child = &mut doc["traces"][1];
+    let frames = child["frames"].as_array_mut().unwrap();
+    let call = frames.iter().find(|f| f["method"] == "tools/call" && f["kind"] == "request").unwrap().clone();
+    let mut seq = frames.iter().map(|f| f["seq"].as_i64().unwrap()).max().unwrap();
+    for n in 0..10_050 {
+        seq += 1;
+        let mut copy = call.clone();
+        let mut raw: Value = serde_json::from_str(copy["raw"].as_str().unwrap()).unwrap();
+        raw["id"] = Value::from(format!("copy-{n}"));
+        copy["raw"] = Value::from(format!("{raw}\n"));
+        copy["id"] = raw["id"].clone();
+        copy["seq"] = Value::from(seq);
+        frames.push(copy);
+    }
+    let count = frames.len();
+    child["frame_count"] = Value::from(count);
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("big.json");
+    std::fs::write(&file, doc.to_string()).unwrap();
+    let other = TempStore::new();
+    run(&["import", "--db", other.db.to_str().unwrap(), file.to_str().unwrap()]);
+
+    let odb = other.db.to_str().unwrap();
+    let text = run(&["show", "--db", odb, "1"]);
+    assert!(text.contains("note: MCP trace 2 was read in part"), "{text}");
+    assert!(
+        text.contains("… 9936 more MCP calls not listed"),
+        "the tool call lists 64 MCP calls and counts the rest read: {text}"
+    );
+    let json: Value = serde_json::from_str(&run(&["show", "--db", odb, "1", "--format", "json"])).unwrap();
+    assert_eq!(json["mcp_read_in_part"], serde_json::json!([2]));
+    let call = &json["sessions"][0]["turns"][0]["tool_calls"][0];
+    assert_eq!(call["mcp_calls"].as_array().unwrap().len(), 64);
+    // 10,000 requests read, of which the 64 listed and the rest counted.
+    assert_eq!(call["mcp_calls_left_out"], 10_000 - 64);
+}
