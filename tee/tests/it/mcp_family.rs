@@ -239,6 +239,11 @@ fn a_family_exported_with_its_children_imports_as_a_family() {
     let imported = other.ended_traces(4);
     let links: Vec<(i64, Option<i64>)> = imported.iter().map(|t| (t.id, t.parent_trace)).collect();
     assert_eq!(links, [(1, None), (2, Some(1)), (3, None), (4, Some(3))]);
+    // Removing a parent leaves its child, naming no parent.
+    run(&["rm", "--db", other.db.to_str().unwrap(), "3"]);
+    let left: Vec<(i64, Option<i64>)> =
+        other.open().list_traces().unwrap().iter().map(|t| (t.id, t.parent_trace)).collect();
+    assert_eq!(left, [(4, None), (2, Some(1)), (1, None)]);
     // The child alone imports without a parent: the file does not hold it.
     let lone = dir.path().join("child.json");
     std::fs::write(&lone, one.to_string()).unwrap();
