@@ -24,7 +24,7 @@ fn mcp_server_time() -> String {
 /// Runs one acpx turn `prompt` against the test agent (with `flags`)
 /// wrapped in acp-tee, its MCP server `time` wrapped in acp-tee too, both
 /// recording into `db`.
-fn record(db: &Path, prompt: &str, flags: &[&str]) {
+pub(crate) fn record(db: &Path, prompt: &str, flags: &[&str]) {
     let dir = tempfile::tempdir().unwrap();
     let (home, work) = (dir.path().join("home"), dir.path().join("work"));
     std::fs::create_dir_all(&home).unwrap();

@@ -246,6 +246,25 @@ fn phoenix_gets_the_spans_of_a_live_recording_and_of_an_exported_one() {
     let turn = span(&spans, "invoke_agent*");
     assert_eq!(turn["attributes"]["gen_ai.response.finish_reasons"], serde_json::json!(["end_turn"]));
     assert_eq!(turn["parent_id"], span(&spans, "acp.session")["context"]["span_id"]);
+
+    // The whole agent: an MCP server the agent started, recorded as a
+    // child trace; its tools/call arrives under the execute_tool span.
+    let family = TempStore::new();
+    crate::mcp_family::record(&family.db, r#"get_current_time {"timezone": "UTC"}"#, &[]);
+    let id = family.ended_traces(2)[0].id;
+    let out = Command::new(bin())
+        .args(["export", "--db"])
+        .arg(&family.db)
+        .args(["--trace", &id.to_string(), &endpoint])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let ids: Vec<(String, String)> = exported_spans(&family.db, id).into_iter().map(|(t, s, _)| (t, s)).collect();
+    let spans = phoenix.wait_for(&ids);
+    let call = span(&spans, "tools/call get_current_time");
+    assert_eq!(call["parent_id"], span(&spans, "execute_tool*")["context"]["span_id"]);
+    assert_eq!(call["attributes"]["mcp.method.name"], "tools/call");
+    assert_eq!(call["attributes"]["gen_ai.tool.name"], "get_current_time");
 }
 
 /// Turns of the conversation a `cat` agent echoes: two spans end per turn,
