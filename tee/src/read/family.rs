@@ -24,15 +24,17 @@ pub const FAMILY_REQUESTS_MAX: usize = 100_000;
 /// How many characters of an error's text are kept.
 const ERROR_MAX_CHARS: usize = 200;
 
-/// Trace `parent`'s children, oldest first, with their servers' names (as
-/// `redactor` masks their answers) and where they start on the parent's
-/// clock.
+/// Trace `parent`'s children, oldest first, with their servers' names and
+/// where they start on the parent's clock; their fields and answers masked
+/// by `redactor` (as exports mask them).
 pub fn members(store: &Store, parent: &TraceMeta, redactor: &Redactor) -> Result<TraceFamily, StoreError> {
     let mut children = Vec::new();
     for child in store.children(parent.id)? {
         let server = if child.protocol == Some(Protocol::Mcp) { server_name(store, child.id, redactor)? } else { None };
         let live = store.trace_summary(child.id).map(|s| s.live).unwrap_or(false);
-        children.push(FamilyMember { offset_ns: offset_ns(parent, &child), server, live, meta: child });
+        let offset_ns = offset_ns(parent, &child);
+        let meta = if redactor.is_noop() { child } else { crate::export::mask_meta(child, redactor) };
+        children.push(FamilyMember { offset_ns, server, live, meta });
     }
     Ok(TraceFamily { parent_trace: parent.parent_trace, children })
 }

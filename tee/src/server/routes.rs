@@ -131,14 +131,7 @@ pub async fn family(
 ) -> Result<Json<TraceFamily>, AppError> {
     let id = path(id)?;
     let r = st.redactor();
-    let seen = r.clone();
-    let mut family =
-        st.db.run(move |s| s.seen_by(&seen).run(|| crate::read::family::members(s, &s.trace(id)?, &seen))).await?;
-    if !r.is_noop() {
-        for child in &mut family.children {
-            child.meta = export::mask_meta(child.meta.clone(), &r);
-        }
-    }
+    let family = st.db.run(move |s| s.seen_by(&r).run(|| crate::read::family::members(s, &s.trace(id)?, &r))).await?;
     Ok(Json(family))
 }
 
