@@ -144,6 +144,12 @@ pub struct FrameSummary {
     /// enough to be read for its summary (no stored preview).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub update: Option<String>,
+    /// An MCP trace's `tools/call` result with `isError: true`: the tool
+    /// failed, its preview says `tool error: ` and the tool's text. The
+    /// frame is still a `response` (JSON-RPC-wise the call succeeded), so
+    /// error counts and the errors filter leave it out.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub tool_error: bool,
 }
 
 /// One page of frames, in `seq` order.

@@ -118,7 +118,7 @@ pub struct TraceFindings {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub protocol_version: Option<i64>,
     /// The protocol whose rules judged the trace: `mcp` for an MCP trace
-    /// (JSON-RPC and lifecycle rules only), else `acp`.
+    /// (JSON-RPC, lifecycle and MCP rules), else `acp`.
     #[serde(default)]
     pub protocol: crate::Protocol,
     /// Findings by severity, all of them (listed or not).

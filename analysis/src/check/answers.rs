@@ -3,7 +3,7 @@
 //! session's start, `initialize`'s capabilities).
 
 use super::rules::Rule;
-use super::{hash_of, quote, schema, who, wire, Checker, Request, What, ANSWERED_HASHED, ANSWERED_REMEMBERED};
+use super::{hash_of, quote, schema, wire, Checker, Request, What, ANSWERED_HASHED, ANSWERED_REMEMBERED};
 use crate::frame::id_key;
 use serde_json::value::RawValue;
 
@@ -24,27 +24,32 @@ impl Checker {
                 key = bad;
             }
         }
+        if let (true, Some(e), None) = (self.mcp(), error, result) {
+            // ACP's error objects are judged by its schema (`schema.error`).
+            let asked = self.in_flight.get(&key).map(|r| r.seq);
+            self.error_shape(seq, from_client, asked, e);
+        }
         let Some(request) = self.in_flight.remove(&key) else {
             if let Some(&(asked, answered)) = self.answered.get(&key) {
                 let message = format!(
                     "{} answered the request of frame {asked} a second time (the first answer was frame {answered})",
-                    who(from_client)
+                    self.who(from_client)
                 );
                 self.find(Rule::AnsweredTwice, vec![asked, answered, seq], message);
             } else if self.answered_hashes.contains(&hash_of(&key)) {
                 let message = format!(
                     "{} answered the id {} a second time (its first answer is older than the last \
                      {ANSWERED_REMEMBERED} answers, whose frames are kept)",
-                    who(from_client),
+                    self.who(from_client),
                     quote(id.get())
                 );
                 self.find(Rule::AnsweredTwice, vec![seq], message);
             } else if self.unfollowed == 0 && !self.answered_forgotten && id.get() != "null" {
                 let message = format!(
                     "{} answered the id {}, which {} never asked",
-                    who(from_client),
+                    self.who(from_client),
                     quote(id.get()),
-                    who(!from_client)
+                    self.who(!from_client)
                 );
                 self.find(Rule::UnknownResponse, vec![seq], message);
             }
@@ -61,7 +66,7 @@ impl Checker {
         self.answered.insert(key, (request.seq, seq));
         if self.mcp() {
             // ACP's schema and the rules of what was answered do not apply.
-            return;
+            return self.mcp_answered(seq, request, result.filter(|_| error.is_none()));
         }
         let both = result.is_some() && error.is_some();
         if let Some(e) = error {
@@ -147,7 +152,7 @@ impl Checker {
                     self.find(Rule::PermissionUnknownOption, vec![request.seq, seq], message);
                 }
             }
-            What::Permission(None) | What::Other => {}
+            What::Permission(None) | What::Other | What::ToolList { .. } => {}
         }
     }
 }

@@ -28,9 +28,9 @@ impl Checker {
         };
         let message = format!(
             "{} called {}, but {} did not advertise {needed} in initialize (frame {init})",
-            who(from_client),
+            self.who(from_client),
             quote(method),
-            who(!from_client)
+            self.who(!from_client)
         );
         self.find(Rule::CapabilityNotAdvertised, vec![init, seq], message);
     }
@@ -65,15 +65,20 @@ impl Checker {
         let (rule, message) = match problem {
             schema::Problem::Unknown => (
                 Rule::UnknownMethod,
-                format!("{} sent {}, a method the ACP schema does not have", who(from_client), quote(method)),
+                format!("{} sent {}, a method the ACP schema does not have", self.who(from_client), quote(method)),
             ),
             schema::Problem::WrongDirection => (
                 Rule::UnknownMethod,
-                format!("{} sent {}, a method only {} may send", who(from_client), quote(method), who(!from_client)),
+                format!(
+                    "{} sent {}, a method only {} may send",
+                    self.who(from_client),
+                    quote(method),
+                    self.who(!from_client)
+                ),
             ),
             schema::Problem::Invalid(said) => (
                 rule,
-                format!("the {part} of {} from {} do not fit the schema: {said}", quote(method), who(from_client)),
+                format!("the {part} of {} from {} do not fit the schema: {said}", quote(method), self.who(from_client)),
             ),
         };
         self.find(rule, seqs, message);

@@ -1,5 +1,5 @@
-//! Protocol checks: what in a trace breaks JSON-RPC or the ACP spec, found
-//! by reading its frames after the fact (`acp-tee check`, the API's
+//! Protocol checks: what in a trace breaks JSON-RPC, the ACP spec or MCP's,
+//! found by reading its frames after the fact (`acp-tee check`, the API's
 //! `/api/traces/{id}/findings`), never while recording.
 //!
 //! [`Checker`] is a fold over a trace's frames in seq order. Each message is
@@ -8,18 +8,21 @@
 //! (`schema.rs`), and the sequence rules: requests and their answers,
 //! `initialize`, sessions, turns, cancellation, capabilities, permissions.
 //! Each [`Rule`] (`rules.rs`) has a stable code, a severity and one sentence
-//! per finding, naming the frames involved.
+//! per finding, naming the frames involved. An MCP trace gets the JSON-RPC
+//! rules and MCP's own (`mcp.rs`) instead of ACP's.
 //!
 //! Memory is bounded whatever the trace holds: at most [`MAX_IN_FLIGHT`]
 //! requests awaiting answers are followed, [`ANSWERED_REMEMBERED`] answered
 //! ids remembered with their frames and [`ANSWERED_HASHED`] as hashes (to
 //! tell a second answer from an unknown one), the one fold's bounds on
 //! sessions, turns and tool calls ([`crate::fold`]; [`MAX_SESSIONS`] is its
-//! `SESSIONS_MAX`) and [`MAX_FINDINGS`] findings listed; past a bound the
-//! checker says so once (`check.limit`) and counts.
+//! `SESSIONS_MAX`), MCP's tool names ([`mcp::TOOLS_MAX`]) and
+//! [`MAX_FINDINGS`] findings listed; past a bound the checker says so once
+//! (`check.limit`) and counts.
 
 mod answers;
 mod conformance;
+mod mcp;
 mod report;
 mod rules;
 mod schema;
@@ -27,6 +30,8 @@ mod sessions;
 
 #[cfg(test)]
 mod fuzz;
+#[cfg(test)]
+mod mcp_tests;
 #[cfg(test)]
 mod tests;
 
@@ -132,6 +137,10 @@ enum What {
     Open,
     /// Hashes of the whole option ids offered (`None`: too many to keep).
     Permission(Option<Vec<u64>>),
+    /// MCP's `tools/list`: its first page (no `cursor`), or a later one.
+    ToolList {
+        first_page: bool,
+    },
 }
 
 /// A request no answer has come for yet.
@@ -186,6 +195,8 @@ pub struct Checker {
     /// The protocol judged by: given ([`Checker::set_protocol`]), else
     /// from the first `initialize`; `None` (not known) is judged as ACP.
     protocol: Option<Protocol>,
+    /// What the MCP rules follow: the lifecycle, the tools listed.
+    mcp_state: mcp::McpState,
 }
 
 impl Checker {
@@ -217,6 +228,7 @@ impl Checker {
             unknown_sessions_told: HashSet::new(),
             limits_told: false,
             protocol: None,
+            mcp_state: Default::default(),
         }
     }
 
@@ -226,8 +238,9 @@ impl Checker {
         self.protocol = Some(protocol);
     }
 
-    /// An MCP trace: judged by the JSON-RPC and lifecycle rules alone,
-    /// none of ACP's (schema, sessions, capabilities, permissions).
+    /// An MCP trace: judged by the JSON-RPC, lifecycle and MCP rules
+    /// (`mcp.rs`), none of ACP's (schema, sessions, capabilities,
+    /// permissions).
     fn mcp(&self) -> bool {
         self.protocol == Some(Protocol::Mcp)
     }
@@ -251,7 +264,7 @@ impl Checker {
         if f.raw.len() > self.opts.max_line_bytes {
             let message = format!(
                 "{} sent a line of {} bytes, more than the limit of {} (--max-line-bytes)",
-                who(from_client),
+                self.who(from_client),
                 f.raw.len(),
                 self.opts.max_line_bytes
             );
@@ -264,7 +277,7 @@ impl Checker {
         if text[0] == b'[' {
             if let Ok(elements) = serde_json::from_slice::<Vec<&RawValue>>(text) {
                 if elements.is_empty() {
-                    self.find(Rule::NotAMessage, vec![f.seq], format!("{} sent an empty batch", who(from_client)));
+                    self.find(Rule::NotAMessage, vec![f.seq], format!("{} sent an empty batch", self.who(from_client)));
                 }
                 for e in elements {
                     self.message(f.seq, from_client, e.get().as_bytes());
@@ -295,19 +308,19 @@ impl Checker {
             None => self.find(
                 Rule::JsonrpcVersion,
                 vec![seq],
-                format!("{} sent a message without the `jsonrpc` member JSON-RPC 2.0 requires", who(from_client)),
+                format!("{} sent a message without the `jsonrpc` member JSON-RPC 2.0 requires", self.who(from_client)),
             ),
             Some(other) => self.find(
                 Rule::JsonrpcVersion,
                 vec![seq],
-                format!("{} sent a message whose `jsonrpc` is {}, not \"2.0\"", who(from_client), quote(other)),
+                format!("{} sent a message whose `jsonrpc` is {}, not \"2.0\"", self.who(from_client), quote(other)),
             ),
         }
         let method = match env.method.map(|m| serde_json::from_str::<Cow<str>>(m.get())) {
             None => None,
             Some(Ok(m)) => Some(m),
             Some(Err(_)) => {
-                let message = format!("{} sent a message whose `method` is not a string", who(from_client));
+                let message = format!("{} sent a message whose `method` is not a string", self.who(from_client));
                 return self.find(Rule::NotAMessage, vec![seq], message);
             }
         };
@@ -317,7 +330,7 @@ impl Checker {
             if !is_string_or_integer(id.get()) && !response_to_unreadable {
                 id_ok = false;
                 let message =
-                    format!("{} used the id {}, not a string or an integer", who(from_client), quote(id.get()));
+                    format!("{} used the id {}, not a string or an integer", self.who(from_client), quote(id.get()));
                 self.find(Rule::IdType, vec![seq], message);
             }
         }
@@ -328,18 +341,20 @@ impl Checker {
             (Some(m), None) => self.notification(seq, from_client, &m, env.params),
             (None, Some(id)) if env.result.is_some() || env.error.is_some() => {
                 if env.result.is_some() && env.error.is_some() {
-                    let message = format!("{} sent a response with both `result` and `error`", who(from_client));
+                    let message = format!("{} sent a response with both `result` and `error`", self.who(from_client));
                     self.find(Rule::ResultAndError, vec![seq], message);
                 }
                 self.response(seq, from_client, id, env.result, env.error);
             }
             (None, None) if env.result.is_some() || env.error.is_some() => {
-                let message = format!("{} sent a response without an `id`", who(from_client));
+                let message = format!("{} sent a response without an `id`", self.who(from_client));
                 self.find(Rule::NotAMessage, vec![seq], message);
             }
             _ => {
-                let message =
-                    format!("{} sent an object with neither a `method` nor a `result` or `error`", who(from_client));
+                let message = format!(
+                    "{} sent an object with neither a `method` nor a `result` or `error`",
+                    self.who(from_client)
+                );
                 self.find(Rule::NotAMessage, vec![seq], message);
             }
         }
@@ -348,11 +363,11 @@ impl Checker {
     /// A message that is not a JSON object with distinct members.
     fn unreadable(&mut self, seq: i64, from_client: bool, text: &[u8], e: &serde_json::Error) {
         if serde_json::from_slice::<IgnoredAny>(text).is_err() {
-            let place = if from_client { "the agent's stdin" } else { "its stdout" };
-            let peer = if from_client { "the agent" } else { "the client" };
+            let peer = self.who(!from_client);
+            let place = if from_client { format!("{peer}'s stdin") } else { "its stdout".to_owned() };
             let message = format!(
                 "{} wrote a line that is not JSON to {place}, which {peer} cannot read: {}",
-                who(from_client),
+                self.who(from_client),
                 quote(&String::from_utf8_lossy(text))
             );
             return self.find(Rule::NotJson, vec![seq], message);
@@ -362,7 +377,7 @@ impl Checker {
             Some(b'[') => "an array that is not a batch of messages".to_owned(),
             _ => "a JSON value that is not an object".to_owned(),
         };
-        self.find(Rule::NotAMessage, vec![seq], format!("{} sent {what}", who(from_client)));
+        self.find(Rule::NotAMessage, vec![seq], format!("{} sent {what}", self.who(from_client)));
     }
 
     /// A request; `id_bad` when its id is no JSON-RPC id.
@@ -380,11 +395,12 @@ impl Checker {
             self.protocol = acp_tee_wire::frame::protocol_of_initialize_members(params);
         }
         if self.mcp() {
-            return self.mcp_request(seq, from_client, method, id, id_bad, is_initialize);
+            return self.mcp_request(seq, from_client, method, id, id_bad, params);
         }
         if is_initialize {
             if let Some(first) = self.initialize {
-                let message = format!("{} sent a second initialize (the first was frame {first})", who(from_client));
+                let message =
+                    format!("{} sent a second initialize (the first was frame {first})", self.who(from_client));
                 self.find(Rule::SecondInitialize, vec![first, seq], message);
             } else {
                 self.initialize = Some(seq);
@@ -394,7 +410,7 @@ impl Checker {
             }
         } else if self.initialize.is_none() && !self.before_initialize_told {
             self.before_initialize_told = true;
-            let message = format!("{} sent {} before initialize", who(from_client), quote(method));
+            let message = format!("{} sent {} before initialize", self.who(from_client), quote(method));
             self.find(Rule::BeforeInitialize, vec![seq], message);
         }
         self.schema_request(seq, from_client, method, params);
@@ -412,31 +428,13 @@ impl Checker {
         self.follow(seq, from_client, method, id, id_bad, what);
     }
 
-    /// A request of an MCP trace: the JSON-RPC rules, and the lifecycle's
-    /// (one `initialize`, first; a `ping` may come before it).
-    fn mcp_request(&mut self, seq: i64, from_client: bool, method: &str, id: &RawValue, id_bad: bool, init: bool) {
-        if init {
-            if let Some(first) = self.initialize {
-                let message = format!("{} sent a second initialize (the first was frame {first})", who(from_client));
-                self.find(Rule::SecondInitialize, vec![first, seq], message);
-            } else {
-                self.initialize = Some(seq);
-            }
-        } else if self.initialize.is_none() && !self.before_initialize_told && method != "ping" {
-            self.before_initialize_told = true;
-            let message = format!("{} sent {} before initialize", who(from_client), quote(method));
-            self.find(Rule::BeforeInitialize, vec![seq], message);
-        }
-        self.follow(seq, from_client, method, id, id_bad, What::Other);
-    }
-
     /// Follows a request until its answer.
     fn follow(&mut self, seq: i64, from_client: bool, method: &str, id: &RawValue, id_bad: bool, what: What) {
         let key = (from_client, id_key(id.get()).into_owned().into_boxed_str());
         if let Some(earlier) = self.in_flight.get(&key) {
             let message = format!(
                 "{} reused the id {} of its request in frame {}, which is still unanswered",
-                who(from_client),
+                self.who(from_client),
                 quote(id.get()),
                 earlier.seq
             );
@@ -469,7 +467,7 @@ impl Checker {
 
     fn notification(&mut self, seq: i64, from_client: bool, method: &str, params: Option<&RawValue>) {
         if self.mcp() {
-            return;
+            return self.mcp_notification(seq, from_client, method);
         }
         self.schema_notification(seq, from_client, method, params);
         self.session_of(seq, from_client, method, params);
@@ -490,6 +488,16 @@ impl Checker {
         self.protocol_version == Some(2)
     }
 
+    /// The peer that sent a message, as a finding names it: the client, and
+    /// the agent of ACP or the server of MCP.
+    fn who(&self, from_client: bool) -> &'static str {
+        match (from_client, self.mcp()) {
+            (true, _) => "the client",
+            (false, false) => "the agent",
+            (false, true) => "the server",
+        }
+    }
+
     /// Says once that a bound was reached.
     fn limit(&mut self, seq: i64, what: &str) {
         if self.limits_told {
@@ -508,15 +516,6 @@ impl Checker {
             return;
         }
         self.findings.push(Finding { code: rule.code().to_owned(), severity: rule.severity(), seqs, message });
-    }
-}
-
-/// The peer that sent a message, as a finding names it.
-fn who(from_client: bool) -> &'static str {
-    if from_client {
-        "the client"
-    } else {
-        "the agent"
     }
 }
 

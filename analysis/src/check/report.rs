@@ -20,10 +20,10 @@ impl Checker {
             }
             let message = format!(
                 "{} sent {} (id {}), which {} never answered by the end of the trace",
-                who(r.from_client),
+                self.who(r.from_client),
                 quote(&r.method),
                 r.id,
-                who(!r.from_client)
+                self.who(!r.from_client)
             );
             let rule = Rule::Unanswered;
             findings.push(Finding {

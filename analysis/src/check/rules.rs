@@ -29,6 +29,10 @@ pub enum Rule {
     BeforeInitialize,
     /// A second `initialize`.
     SecondInitialize,
+    /// MCP: a request other than a ping while initialization is under way.
+    DuringInitialization,
+    /// MCP: a `tools/call` of a tool the whole tool list does not have.
+    UnlistedTool,
     /// A `sessionId` no session/new, load, resume or fork made.
     UnknownSession,
     /// A second `session/prompt` while one is in flight on the session.
@@ -37,6 +41,8 @@ pub enum Rule {
     CancelNotHonoured,
     /// A request `$/cancel_request` named, answered with an error other than -32800.
     CancelRequestAnswer,
+    /// MCP: an error object without an integer `code` or a string `message`.
+    ErrorShape,
     /// `session/load` answered without replaying the conversation.
     LoadWithoutReplay,
     /// A method the peer did not advertise the capability for.
@@ -61,12 +67,13 @@ pub enum Rule {
 
 impl Rule {
     /// Every rule, in the order docs/checks.md lists them.
-    pub const ALL: [Rule; 26] = [
+    pub const ALL: [Rule; 29] = [
         Rule::NotJson,
         Rule::NotAMessage,
         Rule::JsonrpcVersion,
         Rule::IdType,
         Rule::ResultAndError,
+        Rule::ErrorShape,
         Rule::UnknownResponse,
         Rule::AnsweredTwice,
         Rule::DuplicateId,
@@ -74,6 +81,7 @@ impl Rule {
         Rule::LineTooLarge,
         Rule::BeforeInitialize,
         Rule::SecondInitialize,
+        Rule::DuringInitialization,
         Rule::UnknownSession,
         Rule::PromptInFlight,
         Rule::CancelNotHonoured,
@@ -87,6 +95,7 @@ impl Rule {
         Rule::SchemaError,
         Rule::UnknownMethod,
         Rule::VersionUnchecked,
+        Rule::UnlistedTool,
         Rule::CheckLimit,
     ];
 
@@ -104,8 +113,10 @@ impl Rule {
             Rule::DuplicateId => "rpc.duplicate-id",
             Rule::Unanswered => "rpc.unanswered",
             Rule::CancelRequestAnswer => "rpc.cancel-request-answer",
+            Rule::ErrorShape => "rpc.error-shape",
             Rule::BeforeInitialize => "lifecycle.before-initialize",
             Rule::SecondInitialize => "lifecycle.second-initialize",
+            Rule::DuringInitialization => "lifecycle.during-initialization",
             Rule::UnknownSession => "session.unknown",
             Rule::PromptInFlight => "session.prompt-in-flight",
             Rule::CancelNotHonoured => "session.cancel-not-honoured",
@@ -118,6 +129,7 @@ impl Rule {
             Rule::SchemaError => "schema.error",
             Rule::UnknownMethod => "schema.unknown-method",
             Rule::VersionUnchecked => "schema.version-unchecked",
+            Rule::UnlistedTool => "mcp.unlisted-tool",
             Rule::CheckLimit => "check.limit",
         }
     }
@@ -129,7 +141,9 @@ impl Rule {
             | Rule::LineTooLarge
             | Rule::LoadWithoutReplay
             | Rule::UnknownToolCall
-            | Rule::UnknownMethod => Severity::Warning,
+            | Rule::UnknownMethod
+            | Rule::DuringInitialization
+            | Rule::UnlistedTool => Severity::Warning,
             Rule::VersionUnchecked | Rule::CheckLimit => Severity::Info,
             _ => Severity::Error,
         }

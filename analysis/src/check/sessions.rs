@@ -2,7 +2,7 @@
 //! fold ([`crate::fold`]) says of turns, cancels, replays and tool calls.
 
 use super::rules::Rule;
-use super::{quote, who, wire, Checker, MAX_SESSIONS};
+use super::{quote, wire, Checker, MAX_SESSIONS};
 use crate::fold::{Event, Opening, TurnEnd, What, PENDING_MAX};
 use crate::store::FrameRef;
 use acp_tee_shared::{Direction, FrameKind};
@@ -120,7 +120,7 @@ impl Checker {
         }
         let message = format!(
             "{} sent {} for the session {}, which no session/new, load, resume or fork made",
-            who(from_client),
+            self.who(from_client),
             quote(method),
             quote(sid)
         );

@@ -63,6 +63,10 @@ fn summary_from_row(row: &Row<'_>) -> rusqlite::Result<FrameSummary> {
         ValueRef::Blob(raw) | ValueRef::Text(raw) => crate::frame::summary_texts(kind, method.as_deref(), raw, own_mcp),
         _ => (row.get(10)?, None),
     };
+    // The one preview a `tools/call` result of an MCP trace has is its
+    // tool's failure (`mcp_result_preview`), stored or made here alike.
+    let tool_error =
+        own_mcp && kind == FrameKind::Response && method.as_deref() == Some("tools/call") && preview.is_some();
     Ok(FrameSummary {
         seq: row.get(0)?,
         t_ns: row.get(1)?,
@@ -79,6 +83,7 @@ fn summary_from_row(row: &Row<'_>) -> rusqlite::Result<FrameSummary> {
         mcp_method,
         reply_seq: row.get(13)?,
         update,
+        tool_error,
     })
 }
 

@@ -203,6 +203,68 @@ fn previews_of_short_frames_are_made_on_reading_as_the_recorder_made_them() {
     assert_eq!(read, recorded);
 }
 
+/// An MCP tool's failure (a `tools/call` result with `isError: true`) is
+/// marked, short (its preview made on reading) or long (stored), and is
+/// no error: the errors filter leaves it out.
+#[test]
+fn an_mcp_tool_failure_is_marked_and_is_no_error() {
+    use crate::frame::Framer;
+    let long = "x ".repeat(2100);
+    let result = |id: u32, error: bool, text: &str| {
+        format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"result":{{"content":[{{"type":"text","text":"{text}"}}],"isError":{error}}}}}"#
+        )
+    };
+    let call = |id: u32| format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"t{id}"}}}}"#);
+    let lines: Vec<(Direction, String)> = vec![
+        (
+            Direction::ClientToAgent,
+            r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{}}}"#
+                .into(),
+        ),
+        (Direction::AgentToClient, r#"{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-06-18"}}"#.into()),
+        (Direction::ClientToAgent, call(1)),
+        (Direction::AgentToClient, result(1, true, "Ref 'nope' did not resolve")),
+        (Direction::ClientToAgent, call(2)),
+        (Direction::AgentToClient, result(2, true, &long)),
+        (Direction::ClientToAgent, call(3)),
+        (Direction::AgentToClient, result(3, false, "ok")),
+        (Direction::ClientToAgent, call(4)),
+        (Direction::AgentToClient, result(4, false, &long)),
+        (Direction::ClientToAgent, call(5)),
+        (Direction::AgentToClient, r#"{"jsonrpc":"2.0","id":5,"error":{"code":-32602,"message":"Unknown tool"}}"#.into()),
+    ];
+    let mut framer = Framer::new();
+    let mut frames = Vec::new();
+    for (i, (dir, line)) in lines.iter().enumerate() {
+        framer.chunk(*dir, i as u64, format!("{line}\n").as_bytes(), |f| frames.push(f));
+    }
+    assert!(frames[5].raw.len() >= crate::model::PREVIEW_STORED_FROM && frames[5].preview.is_some());
+    let mut store = Store::in_memory().unwrap();
+    let id = store.create_trace(&test_start(), 1).unwrap();
+    store.insert_frames(id, &frames).unwrap();
+    let page = store.frame_page(id, &FrameQuery::default()).unwrap();
+    let answers: Vec<(FrameKind, bool, Option<String>)> = page
+        .frames
+        .iter()
+        .filter(|f| f.dir == Direction::AgentToClient && f.seq > 2)
+        .map(|f| (f.kind, f.tool_error, f.preview.as_ref().map(|p| p.chars().take(16).collect())))
+        .collect();
+    let tool_error = |text: &str| (FrameKind::Response, true, Some(text.to_owned()));
+    assert_eq!(
+        answers,
+        [
+            tool_error("tool error: Ref "),
+            tool_error("tool error: x x "),
+            (FrameKind::Response, false, None),
+            (FrameKind::Response, false, None),
+            (FrameKind::Error, false, Some("-32602 Unknown t".to_owned())),
+        ]
+    );
+    assert_eq!(page_of(&store, id, "errors=true"), (vec![12], 1));
+    assert_eq!(store.trace_summary(id).unwrap().meta.error_count, 1);
+}
+
 #[test]
 fn search_finds_frames_before_and_after_indexing() {
     use crate::frame::Framer;

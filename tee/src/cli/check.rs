@@ -17,8 +17,10 @@ pub const CHECK_ABOUT: &str = concat!(
 Check a trace against the ACP spec: JSON-RPC shape, every message against the
 official ACP schema (agent-client-protocol-schema) for its method and
 direction, requests and their answers, initialize, sessions, turns,
-cancellation, capabilities and permission outcomes. Each finding has a stable
-code (docs/checks.md), a severity and the frames involved.
+cancellation, capabilities and permission outcomes. An MCP trace is judged by
+the JSON-RPC and lifecycle rules and MCP's own (tools called that its tool list
+does not have). Each finding has a stable code (docs/checks.md), a severity and
+the frames involved.
 
 Checks a stored trace (TRACE: an id, `latest`, the default, `all`, or a
 name, the newest trace of that name) or FILE, any file `acp-tee import` reads
@@ -225,7 +227,7 @@ fn render(name: &str, r: &TraceFindings) -> String {
         plural(r.counts.infos, "info", "infos"),
         r.frames,
         match r.protocol {
-            acp_tee_shared::Protocol::Mcp => " (an MCP trace: judged by the JSON-RPC and lifecycle rules)",
+            acp_tee_shared::Protocol::Mcp => " (an MCP trace: judged by the JSON-RPC, lifecycle and MCP rules)",
             acp_tee_shared::Protocol::Acp => "",
         },
         if r.live { " (not complete: the trace is still being recorded; this verdict is not final)" } else { "" }

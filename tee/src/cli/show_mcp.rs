@@ -1,5 +1,5 @@
 //! `show` on an MCP trace: its calls (method, tool, prompt or resource,
-//! latency, error), not ACP sessions.
+//! latency, error or tool error), not ACP sessions.
 
 use crate::redact::Redactor;
 use crate::store::Store;
@@ -35,6 +35,10 @@ pub(super) struct Call {
     /// A JSON-RPC error answer's `code message`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// A `tools/call` result with `isError: true` (the tool failed, the call
+    /// did not): its preview, `tool error: ` and the tool's text.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_error: Option<String>,
 }
 
 /// The calls of an MCP trace, in the order they were made.
@@ -71,6 +75,7 @@ pub(super) fn calls(store: &Store, id: i64, redact: Option<&Redactor>) -> anyhow
                         answer_seq: None,
                         latency_ns: None,
                         error: None,
+                        tool_error: None,
                     });
                 }
                 FrameKind::Request => out.left_out += 1,
@@ -82,6 +87,8 @@ pub(super) fn calls(store: &Store, id: i64, redact: Option<&Redactor>) -> anyhow
                     call.latency_ns = f.latency_ns;
                     if f.kind == FrameKind::Error {
                         call.error = Some(mask(f.preview).unwrap_or_else(|| "error".to_owned()));
+                    } else if f.tool_error {
+                        call.tool_error = mask(f.preview);
                     }
                 }
                 _ => {}
@@ -95,9 +102,11 @@ pub(super) fn calls(store: &Store, id: i64, redact: Option<&Redactor>) -> anyhow
 pub(super) fn calls_text(c: &Calls, out: &mut impl Write) -> anyhow::Result<()> {
     let answered = c.calls.iter().filter(|c| c.answer_seq.is_some()).count();
     let errors = c.calls.iter().filter(|c| c.error.is_some()).count();
+    let tool_errors = c.calls.iter().filter(|c| c.tool_error.is_some()).count();
     writeln!(
         out,
-        "MCP trace: {} requests ({answered} answered, {errors} with an error), {} notifications",
+        "MCP trace: {} requests ({answered} answered, {errors} with an error, {tool_errors} with a tool error), {} \
+         notifications",
         c.calls.len() as u64 + c.left_out,
         c.notifications
     )?;
@@ -110,7 +119,11 @@ pub(super) fn calls_text(c: &Calls, out: &mut impl Write) -> anyhow::Result<()> 
             (Some(seq), None) => format!("answered (#{seq})"),
             (None, _) => "never answered".to_owned(),
         };
-        let error = call.error.as_deref().map(|e| format!(", error {}", printable(e))).unwrap_or_default();
+        let error = match (&call.error, &call.tool_error) {
+            (Some(e), _) => format!(", error {}", printable(e)),
+            (None, Some(t)) => format!(", {}", printable(t)),
+            (None, None) => String::new(),
+        };
         writeln!(out, "  #{} {method}{target}{who}: {answer}{error}", call.seq)?;
     }
     if c.left_out > 0 {

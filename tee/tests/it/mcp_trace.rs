@@ -3,8 +3,9 @@
 //! reference `mcp-server-git` (PyPI), with `acp-tee` in between
 //! (`scripts/install-tools python-mcp` installs both). The trace says it is
 //! MCP, its frames speak MCP, every request is paired, `check` judges it by
-//! the JSON-RPC rules and finds nothing, `show` tells its calls, and an
-//! export imported again keeps the protocol.
+//! the JSON-RPC, lifecycle and MCP rules and finds nothing, `show` tells its
+//! calls, and an export imported again keeps the protocol; a tool's failure
+//! is marked, and a tool never listed is told.
 
 use crate::check::check_json;
 use crate::common::*;
@@ -108,7 +109,10 @@ fn an_mcp_server_is_recorded_as_an_mcp_trace() {
     // `show` tells the calls; `list` marks the trace.
     let show = Command::new(bin()).args(["show", "--db", store.db.to_str().unwrap()]).output().unwrap();
     let show = String::from_utf8(show.stdout).unwrap();
-    assert!(show.contains("MCP trace: 4 requests (4 answered, 0 with an error), 1 notifications"), "{show}");
+    assert!(
+        show.contains("MCP trace: 4 requests (4 answered, 0 with an error, 0 with a tool error), 1 notifications"),
+        "{show}"
+    );
     assert!(show.contains(" tools/call git_status: ") && show.contains(" tools/call git_log: "), "{show}");
     assert!(!show.contains("ACP session"), "{show}");
     let list = Command::new(bin()).args(["list", "--db", store.db.to_str().unwrap()]).output().unwrap();
@@ -138,6 +142,66 @@ fn an_mcp_server_is_recorded_as_an_mcp_trace() {
             .collect()
     };
     assert_eq!(said(&other.open().frames_after(imported.id, 0, 10_000).unwrap()), said(&frames));
+}
+
+/// The real server's two ways to fail: `git_show` of a revision that does
+/// not resolve is a tool error (a result with `isError: true`, no JSON-RPC
+/// error), a tool it does not have a JSON-RPC error. The first is marked as
+/// the tool's failure and not counted as an error; the second was never
+/// listed, which `check` tells.
+#[test]
+fn a_real_servers_tool_failure_is_marked_and_an_unlisted_tool_is_told() {
+    let store = TempStore::new();
+    let repo = tempfile::tempdir().unwrap();
+    repository(repo.path());
+    let r = repo.path().to_str().unwrap();
+    let calls =
+        json!([["git_status", {"repo_path": r}], ["git_show", {"repo_path": r, "revision": "nope"}], ["git_nope", {}]]);
+    let doc = record(&store.db, repo.path(), &[], &calls);
+    assert_eq!(doc["calls"][1]["result"]["isError"], true, "{doc}");
+    assert_eq!(doc["calls"][2]["error"]["code"], -32602, "{doc}");
+    let listed: Vec<&str> = doc["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert!(listed.contains(&"git_show") && !listed.contains(&"git_nope"), "{listed:?}");
+
+    let trace = store.ended_traces(1).remove(0);
+    assert_eq!(trace.error_count, 1, "the unknown tool's error only: a tool error is no JSON-RPC error");
+    let frames: Vec<FrameSummary> = store.open().frames_after(trace.id, 0, 10_000).unwrap();
+    let answers: Vec<&FrameSummary> =
+        frames.iter().filter(|f| f.method.as_deref() == Some("tools/call") && f.kind != FrameKind::Request).collect();
+    let said: Vec<(FrameKind, bool)> = answers.iter().map(|f| (f.kind, f.tool_error)).collect();
+    assert_eq!(said, [(FrameKind::Response, false), (FrameKind::Response, true), (FrameKind::Error, false)]);
+    let failed = answers[1].preview.as_deref().unwrap();
+    assert!(failed.starts_with("tool error: ") && failed.contains("nope"), "{failed}");
+    assert_eq!(answers[0].preview, None, "a tool that did not fail has no preview");
+
+    // The unlisted tool, a warning: the exit status stays 0.
+    let (code, reports) = check_json(&["--db", store.db.to_str().unwrap(), "--trace", &trace.id.to_string()]);
+    assert_eq!(code, 0);
+    let found: Vec<(&str, &[i64])> = reports[0].findings.iter().map(|f| (f.code.as_str(), f.seqs.as_slice())).collect();
+    let list_answer =
+        frames.iter().find(|f| f.method.as_deref() == Some("tools/list") && f.kind == FrameKind::Response);
+    let nope = answers[2].reply_to_seq.unwrap();
+    assert_eq!(found, [("mcp.unlisted-tool", &[list_answer.unwrap().seq, nope][..])], "{:#?}", reports[0].findings);
+    let message = &reports[0].findings[0].message;
+    assert!(
+        message.starts_with("the client called the tool `git_nope`, which the tools/list answer of frame")
+            && message.contains(&format!("(it listed {} tools: `{}`", listed.len(), listed[0])),
+        "{message}"
+    );
+
+    // `show` tells the tool's failure apart from the error.
+    let show = Command::new(bin()).args(["show", "--db", store.db.to_str().unwrap()]).output().unwrap();
+    let show = String::from_utf8(show.stdout).unwrap();
+    assert!(show.contains("MCP trace: 5 requests (5 answered, 1 with an error, 1 with a tool error)"), "{show}");
+    assert!(show.contains(" tools/call git_show: ") && show.contains(", tool error: "), "{show}");
+    assert!(show.contains(" tools/call git_nope: ") && show.contains(", error -32602 "), "{show}");
+    let json =
+        Command::new(bin()).args(["show", "--db", store.db.to_str().unwrap(), "--format", "json"]).output().unwrap();
+    let json: Value = serde_json::from_slice(&json.stdout).unwrap();
+    let tool_errors: Vec<&Value> =
+        json["mcp"]["calls"].as_array().unwrap().iter().filter_map(|c| c.get("tool_error")).collect();
+    assert_eq!(tool_errors.len(), 1, "{json}");
+    assert!(tool_errors[0].as_str().unwrap().starts_with("tool error: "), "{json}");
 }
 
 #[test]

@@ -181,8 +181,16 @@ impl Annotator {
         if mcp_trace {
             // An MCP trace: every message is MCP, its method the MCP method.
             c.mcp_method = c.method.clone();
-            if preview && matches!(frame.kind, FrameKind::Request | FrameKind::Notification) {
-                c.preview = c.method.as_deref().and_then(|m| crate::frame::mcp_preview(m, &frame.raw));
+            // A response's preview is a tool's failure; an error keeps its own.
+            let method = c.method.as_deref();
+            match frame.kind {
+                FrameKind::Request | FrameKind::Notification if preview => {
+                    c.preview = method.and_then(|m| crate::frame::mcp_preview(m, &frame.raw));
+                }
+                FrameKind::Response if preview => {
+                    c.preview = method.and_then(|m| crate::frame::mcp_result_preview(m, &frame.raw));
+                }
+                _ => {}
             }
         }
         frame.errors = c.error_count() as i64;

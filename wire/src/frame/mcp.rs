@@ -1,5 +1,6 @@
 //! MCP as a recorded protocol: which protocol a trace speaks (from its first
-//! `initialize`), and the previews of MCP messages.
+//! `initialize`), and the previews of MCP messages (a tool's failure
+//! among them).
 //!
 //! Both protocols open with `initialize`; MCP's `protocolVersion` is a date
 //! string (`"2025-06-18"`), ACP's an integer. Failing that, the members
@@ -118,6 +119,44 @@ pub fn mcp_preview(method: &str, raw: &[u8]) -> Option<String> {
     Some(one_line(&text)).filter(|s| !s.is_empty())
 }
 
+/// What the preview of a tool's failure begins with: an MCP `tools/call`
+/// result with `isError: true`. As JSON-RPC goes the call succeeded (the
+/// frame is a response, which no error count counts); the tool failed.
+const TOOL_ERROR: &str = "tool error";
+
+/// The members of a `tools/call` result a preview reads.
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+struct CallResult<'a> {
+    #[serde(default, deserialize_with = "leaf")]
+    is_error: Option<bool>,
+    #[serde(borrow, default)]
+    content: Option<&'a RawValue>,
+}
+
+/// The preview of an MCP response to `method` whose bytes are `raw`: for a
+/// `tools/call` result with `isError: true`, [`TOOL_ERROR`] and the text of
+/// its first text block (`tool error: Ref 'x' did not resolve`). `None` for
+/// the rest: a result that is no failure has no preview.
+pub fn mcp_result_preview(method: &str, raw: &[u8]) -> Option<String> {
+    if method != "tools/call" {
+        return None;
+    }
+    let env: Envelope = serde_json::from_slice(raw).ok()?;
+    let mut keep = None;
+    let result: CallResult = acp::member(env.result, &mut keep)?;
+    if result.is_error != Some(true) {
+        return None;
+    }
+    let mut keep = None;
+    let blocks = acp::items::<acp::RawText>(result.content, &mut keep);
+    let text = blocks.into_iter().find_map(|b| text_line(b.text?)).filter(|t| !t.is_empty());
+    Some(match text {
+        Some(text) => one_line(&format!("{TOOL_ERROR}: {text}")),
+        None => TOOL_ERROR.to_owned(),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -181,5 +220,34 @@ mod tests {
         assert_eq!(p("notifications/cancelled", r#"{"requestId":3,"reason":"user"}"#).as_deref(), Some("user"));
         assert_eq!(p("tools/list", r#"{}"#), None);
         assert_eq!(p("tools/call", r#"{"name":7}"#), None);
+    }
+
+    #[test]
+    fn a_tool_failure_is_told_by_its_result_preview() {
+        let r = |m: &str, result: &str| {
+            mcp_result_preview(m, format!(r#"{{"jsonrpc":"2.0","id":3,"result":{result}}}"#).as_bytes())
+        };
+        assert_eq!(
+            r(
+                "tools/call",
+                r#"{"content":[{"type":"image","data":"AA=="},{"text":"Ref 'nope'\ndid not resolve","type":"text"}],"isError":true}"#
+            )
+            .as_deref(),
+            Some("tool error: Ref 'nope' did not resolve")
+        );
+        assert_eq!(r("tools/call", r#"{"content":[],"isError":true}"#).as_deref(), Some("tool error"));
+        assert_eq!(r("tools/call", r#"{"isError":true}"#).as_deref(), Some("tool error"));
+        // A tool that did not fail, or a result of another method, has none.
+        assert_eq!(r("tools/call", r#"{"content":[{"type":"text","text":"ok"}],"isError":false}"#), None);
+        assert_eq!(r("tools/call", r#"{"content":[{"type":"text","text":"ok"}]}"#), None);
+        assert_eq!(r("tools/call", r#"{"content":[],"isError":"true"}"#), None);
+        assert_eq!(r("prompts/get", r#"{"messages":[],"isError":true}"#), None);
+        // An error response is no result.
+        let error = br#"{"jsonrpc":"2.0","id":3,"error":{"code":-32602,"message":"Unknown tool"}}"#;
+        assert_eq!(mcp_result_preview("tools/call", error), None);
+        let long = format!(r#"{{"content":[{{"type":"text","text":"{}"}}],"isError":true}}"#, "x ".repeat(300));
+        let preview = r("tools/call", &long).unwrap();
+        assert!(preview.starts_with("tool error: x x") && preview.ends_with('…'), "{preview}");
+        assert!(preview.chars().count() <= super::super::preview::PREVIEW_CHARS + 1, "{preview}");
     }
 }

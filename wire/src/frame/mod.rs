@@ -20,7 +20,7 @@ mod splitter;
 pub use classify::{classify, classify_with, Classified};
 pub use framer::Framer;
 pub use id::id_key;
-pub use mcp::{mcp_preview, protocol_of_initialize, protocol_of_initialize_members};
+pub use mcp::{mcp_preview, mcp_result_preview, protocol_of_initialize, protocol_of_initialize_members};
 pub use pairing::{Pairer, Pairing};
 pub use preview::{summary_texts, text_preview};
 pub use repeats::read_last;

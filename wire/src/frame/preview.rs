@@ -22,10 +22,15 @@ fn parse<'a, T: serde::Deserialize<'a>>(raw: Option<&'a RawValue>, keep: &'a mut
 ///
 /// Returns that preview and, for a `session/update` notification, its
 /// update's `sessionUpdate` kind, both from one parse. A frame of an MCP
-/// trace (`mcp`) has the MCP preview ([`super::mcp_preview`]) instead.
+/// trace (`mcp`) has the MCP preview ([`super::mcp_preview`]) instead, and
+/// a response of one a tool's failure ([`super::mcp_result_preview`]).
 pub fn summary_texts(kind: FrameKind, method: Option<&str>, raw: &[u8], mcp: bool) -> (Option<String>, Option<String>) {
-    if mcp && matches!(kind, FrameKind::Request | FrameKind::Notification) {
-        return (method.and_then(|m| super::mcp_preview(m, raw)), None);
+    match kind {
+        FrameKind::Request | FrameKind::Notification if mcp => {
+            return (method.and_then(|m| super::mcp_preview(m, raw)), None);
+        }
+        FrameKind::Response if mcp => return (method.and_then(|m| super::mcp_result_preview(m, raw)), None),
+        _ => {}
     }
     let json = || -> Option<(Option<String>, Option<String>)> {
         let msg: Envelope = serde_json::from_slice(raw).ok()?;

@@ -1,5 +1,6 @@
 //! One hand-made broken trace per rule: raw lines in a sacp-tee log, checked
-//! as a file; each gives exactly its finding, on the frames it names.
+//! as a file; each gives exactly its finding, on the frames it names (the
+//! MCP rules' traces are MCP, known from their `initialize`).
 //! (`check.limit` needs more than `MAX_IN_FLIGHT` requests: it is tested in
 //! `analysis/src/check/tests.rs`.)
 
@@ -15,6 +16,28 @@ fn prelude() -> Vec<(bool, String)> {
         c(r#"{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/tmp","mcpServers":[]}}"#),
         a(r#"{"jsonrpc":"2.0","id":1,"result":{"sessionId":"s"}}"#),
     ]
+}
+
+/// MCP's initialization and a tool list of `git_status`: frames 1 to 5.
+fn mcp_prelude() -> Vec<(bool, String)> {
+    vec![
+        c(
+            r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}"#,
+        ),
+        a(MCP_INITIALIZE_ANSWER),
+        c(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#),
+        c(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#),
+        a(r#"{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"git_status","inputSchema":{"type":"object"}}]}}"#),
+    ]
+}
+
+const MCP_INITIALIZE_ANSWER: &str = r#"{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"s","version":"1"}}}"#;
+
+/// The MCP prelude, then `lines`.
+fn after_mcp_prelude(lines: &[(bool, String)]) -> Vec<(bool, String)> {
+    let mut all = mcp_prelude();
+    all.extend_from_slice(lines);
+    all
 }
 
 /// A line the client sent.
@@ -186,6 +209,32 @@ fn cases() -> Vec<Case> {
             &[5],
         ),
         (
+            "rpc.error-shape",
+            after_mcp_prelude(&[
+                c(r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"git_status"}}"#),
+                a(r#"{"jsonrpc":"2.0","id":2,"error":{"code":"bad","message":"m"}}"#),
+            ]),
+            &[6, 7],
+        ),
+        (
+            "lifecycle.during-initialization",
+            vec![
+                mcp_prelude()[0].clone(),
+                c(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#),
+                a(MCP_INITIALIZE_ANSWER),
+                a(r#"{"jsonrpc":"2.0","id":1,"result":{"tools":[]}}"#),
+            ],
+            &[1, 2],
+        ),
+        (
+            "mcp.unlisted-tool",
+            after_mcp_prelude(&[
+                c(r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"git_nope"}}"#),
+                a(r#"{"jsonrpc":"2.0","id":2,"error":{"code":-32602,"message":"Unknown tool: git_nope"}}"#),
+            ]),
+            &[5, 6],
+        ),
+        (
             "schema.version-unchecked",
             vec![
                 c(r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":2}}"#),
@@ -204,6 +253,17 @@ fn the_prelude_alone_is_clean() {
     let (code, traces) = check_json(&[file.to_str().unwrap()]);
     assert_eq!(traces[0].findings, Vec::new());
     assert_eq!((code, traces[0].frames), (0, 4));
+}
+
+#[test]
+fn the_mcp_prelude_alone_is_clean() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("clean.log");
+    write_log(&file, &mcp_prelude());
+    let (code, traces) = check_json(&[file.to_str().unwrap()]);
+    assert_eq!(traces[0].protocol, acp_tee_shared::Protocol::Mcp);
+    assert_eq!(traces[0].findings, Vec::new());
+    assert_eq!((code, traces[0].frames), (0, 5));
 }
 
 #[test]

@@ -193,7 +193,12 @@ fn labels(f: &FrameSummary, colour: &str, geo: Geometry, words: &[String]) -> im
                 .into_any()
         }
     });
-    let kind_tag = (f.kind == FrameKind::Error).then(|| view! { <span class="err-tag">"error"</span> });
+    // A tool's failure is a JSON-RPC success: tagged apart from an error.
+    let kind_tag = match (f.kind, f.tool_error) {
+        (FrameKind::Error, _) => Some(view! { <span class="err-tag">"error"</span> }.into_any()),
+        (_, true) => Some(view! { <span class="err-tag">"tool error"</span> }.into_any()),
+        _ => None,
+    };
     let (names_left, names_w) = (geo.client_x + 24.0, geo.span() - 48.0);
     view! {
         {(!stderr).then(|| view! {
