@@ -3,7 +3,8 @@
 //! Nothing here draws; the live stream hands decoded payloads to the closures it is given.
 
 use acp_tee_shared::api::{
-    ApiError, Capabilities, FrameDetail, FramePage, FrameQuery, FrameSummary, TraceChange, TraceStats, TraceSummary,
+    ApiError, Capabilities, FrameDetail, FramePage, FrameQuery, FrameSummary, TraceChange, TraceFamily, TraceStats,
+    TraceSummary,
 };
 use acp_tee_shared::check::TraceFindings;
 use acp_tee_shared::session::{SessionDetail, TraceSessions, TurnQuery};
@@ -126,6 +127,11 @@ pub async fn frame(id: i64, seq: i64, whole: bool) -> Result<FrameDetail, ApiFai
 /// The address of a frame's exact bytes (masked as the detail is).
 pub fn frame_raw_url(id: i64, seq: i64) -> String {
     format!("/api/traces/{id}/frames/{seq}/raw")
+}
+
+/// A trace's parent and children (the MCP servers its agent started, recorded as traces of their own).
+pub async fn family(id: i64) -> Result<TraceFamily, ApiFailure> {
+    get(&format!("/api/traces/{id}/family")).await
 }
 
 /// Per-method timing of a trace.

@@ -1,5 +1,5 @@
-//! What a trace view shows, as its URL query says: filters, axis, tab, selected frame, timing method, and
-//! the Session tab's session and turn.
+//! What a trace view shows, as its URL query says: filters, axis, tab, selected frame (or picked frame of
+//! an MCP lane), timing method, and the Session tab's session and turn.
 //!
 //! The URL is the single source of truth for a trace view, so that a view can be shared and survives a
 //! reload. [`ViewUrl`] reads the router's query and writes it back through the router's navigation; this
@@ -138,12 +138,16 @@ pub struct ViewQuery {
     pub finding_code: Option<String>,
     /// The Findings tab shows only findings this severe or worse.
     pub finding_severity: Option<Severity>,
+    /// The MCP child trace of the picked MCP frame (see [`ViewQuery::mcp_pick`]).
+    pub mcp_trace: Option<i64>,
+    /// The picked MCP frame's seq in that trace.
+    pub mcp_frame: Option<i64>,
     /// Values present in the URL that the view ignores, in key order.
     pub rejected: Vec<Rejected>,
 }
 
 /// Query keys a trace view reads, in the order it writes them.
-pub const KEYS: [&str; 17] = [
+pub const KEYS: [&str; 19] = [
     "dir",
     "kind",
     "method",
@@ -161,6 +165,8 @@ pub const KEYS: [&str; 17] = [
     "turn",
     "finding_code",
     "finding_severity",
+    "mcp_trace",
+    "mcp_frame",
 ];
 
 fn text(value: &str) -> Option<String> {
@@ -230,7 +236,7 @@ impl ViewQuery {
                 }
             }
             "frame" if empty => {}
-            "frame" => self.frame = Some(value.trim().parse().ok().filter(|s: &i64| *s > 0).ok_or("a frame number")?),
+            "frame" => self.frame = Some(positive(value).ok_or("a frame number")?),
             "timing_method" => self.timing_method = text(value),
             "sid" => self.sid = text(value),
             "finding_code" => self.finding_code = text(value).map(|s| s.trim().to_owned()),
@@ -238,6 +244,9 @@ impl ViewQuery {
             "finding_severity" => {
                 self.finding_severity = Some(value.trim().parse().map_err(|_| "info, warning or error")?)
             }
+            "mcp_trace" | "mcp_frame" if empty => {}
+            "mcp_trace" => self.mcp_trace = Some(positive(value).ok_or("a trace id")?),
+            "mcp_frame" => self.mcp_frame = Some(positive(value).ok_or("a frame number")?),
             "turn" if empty => {}
             "turn" => {
                 self.turn = Some(value.trim().parse().ok().filter(|t: &u64| *t > 0).ok_or("a turn number, 1 or more")?)
@@ -284,6 +293,8 @@ impl ViewQuery {
                 "turn" => self.turn.map(|t| t.to_string()),
                 "finding_code" => self.finding_code.clone(),
                 "finding_severity" => self.finding_severity.map(|s| s.as_str().to_owned()),
+                "mcp_trace" => self.mcp_pick().map(|(t, _)| t.to_string()),
+                "mcp_frame" => self.mcp_pick().map(|(_, s)| s.to_string()),
                 _ => None,
             };
             if let Some(v) = value {
@@ -291,6 +302,22 @@ impl ViewQuery {
             }
         }
         pairs
+    }
+
+    /// The picked frame of an MCP child trace (a lane of the diagram), as (trace, seq): both keys given and
+    /// no frame of this trace selected (selecting one drops the pick).
+    pub fn mcp_pick(&self) -> Option<(i64, i64)> {
+        self.mcp_trace.zip(self.mcp_frame).filter(|_| self.frame.is_none())
+    }
+
+    /// Picks a frame of an MCP child trace, or nothing (`None`); either way no frame of this trace stays
+    /// selected.
+    pub fn pick_mcp(&mut self, pick: Option<(i64, i64)>) {
+        for key in ["frame", "mcp_trace", "mcp_frame"] {
+            self.accept(key);
+        }
+        self.frame = None;
+        (self.mcp_trace, self.mcp_frame) = (pick.map(|p| p.0), pick.map(|p| p.1));
     }
 
     /// Drops the rejected value of a key (its field is being set).
@@ -319,6 +346,11 @@ impl ViewQuery {
     pub fn rejected(&self, key: &str) -> Option<&Rejected> {
         self.rejected.iter().find(|r| r.key == key)
     }
+}
+
+/// A number above 0 (a frame or trace id).
+fn positive(value: &str) -> Option<i64> {
+    value.trim().parse().ok().filter(|s: &i64| *s > 0)
 }
 
 /// A non-negative, finite number of milliseconds.
@@ -420,6 +452,20 @@ mod tests {
         assert_eq!((v.sid.as_deref(), v.turn), (Some("sess 1"), Some(51)));
         let back: Vec<(&str, String)> = pairs.iter().map(|(k, v)| (*k, v.to_string())).collect();
         assert_eq!(v.to_pairs(), back);
+    }
+
+    #[test]
+    fn an_mcp_pick_needs_both_keys_and_gives_way_to_a_selected_frame() {
+        let picked = parse(&[("mcp_trace", "2"), ("mcp_frame", "7")]);
+        assert_eq!(picked.mcp_pick(), Some((2, 7)));
+        assert_eq!(picked.to_pairs(), [("mcp_trace", "2".into()), ("mcp_frame", "7".into())]);
+        assert_eq!(parse(&[("mcp_frame", "7")]).mcp_pick(), None);
+        let mut both = parse(&[("frame", "3"), ("mcp_trace", "2"), ("mcp_frame", "7")]);
+        assert_eq!(both.mcp_pick(), None);
+        assert_eq!(both.to_pairs(), [("frame", "3".into())]);
+        both.pick_mcp(Some((2, 8)));
+        assert_eq!((both.frame, both.mcp_pick()), (None, Some((2, 8))));
+        assert_eq!(parse(&[("mcp_trace", "x"), ("mcp_frame", "7")]).rejected[0].key, "mcp_trace");
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! raw bytes for messages; the line, terminal escapes removed, for stderr; the raw text for invalid
 //! frames), the envelope, and a notice when the filters hide the frame. A frame larger than the API's
 //! [`DETAIL_MAX_BYTES`] is shown as text only (no JSON tree): its start, then, on "show all", the whole.
+//! A frame picked on an MCP lane is shown the same way, with its server and a link to its own trace.
 
 use super::highlight::search_words;
 use super::json::{json_tree, parse};
@@ -26,6 +27,16 @@ fn dir_text(d: Direction) -> &'static str {
 pub fn Detail() -> impl IntoView {
     let st = trace_state();
     let body = move || {
+        if let Some(pick) = st.query.with(|q| q.mcp_pick()) {
+            return st.family.detail.with(|d| match d {
+                Some((k, Ok(detail))) if *k == pick => mcp_detail_view(pick.0, detail.clone()).into_any(),
+                Some((k, Err(e))) if *k == pick => {
+                    view! { <div class="notice error">{e.message.clone()}</div> }.into_any()
+                }
+                _ => view! { <div class="hint">{format!("Loading frame #{} of MCP trace {}…", pick.1, pick.0)}</div> }
+                    .into_any(),
+            });
+        }
         let Some(seq) = st.query.with(|q| q.frame) else {
             return view! {
                 <div class="hint">
@@ -192,8 +203,8 @@ fn tools(buttons: AnyView) -> AnyView {
     view! { <span class="tools">{buttons}</span> }.into_any()
 }
 
-/// The payload: what it says, once; the search's `words` marked.
-fn payload_views(d: &FrameDetail, words: &[String]) -> impl IntoView {
+/// The payload of a frame of trace `trace`: what it says, once; the search's `words` marked.
+fn payload_views(d: &FrameDetail, words: &[String], trace: i64) -> impl IntoView {
     let words = words.to_vec();
     let raw = match (&d.raw, &d.raw_base64) {
         (Some(r), _) => r.clone(),
@@ -211,7 +222,7 @@ fn payload_views(d: &FrameDetail, words: &[String]) -> impl IntoView {
     let large = d.cut || d.raw_size > DETAIL_MAX_BYTES as i64;
     let main = match d.frame.kind {
         _ if large => view! {
-            {large_notice(d)}
+            {large_notice(d, trace)}
             {section("Raw", raw_view(raw))}
         }
         .into_any(),
@@ -268,10 +279,12 @@ fn payload_views(d: &FrameDetail, words: &[String]) -> impl IntoView {
     view! { {main} {envelope} }
 }
 
-/// For a frame too large to draw as a tree: how much is shown, "show all" (while cut) and "download raw".
-fn large_notice(d: &FrameDetail) -> impl IntoView {
+/// For a frame of trace `trace` too large to draw as a tree: how much is shown, "show all" (while cut, for
+/// this view's trace) and "download raw".
+fn large_notice(d: &FrameDetail, trace: i64) -> impl IntoView {
     let st = trace_state();
     let (seq, size) = (d.frame.seq, d.raw_size);
+    let cut = d.cut && trace == st.id;
     let shown = d.raw.as_ref().or(d.raw_base64.as_ref()).map_or(0, |r| r.len());
     let loading = RwSignal::new(false);
     let show_all = move |_| {
@@ -291,13 +304,13 @@ fn large_notice(d: &FrameDetail) -> impl IntoView {
     view! {
         <p id="cut-notice" class="banner info" role="status">
             {what} " "
-            {d.cut.then(|| view! {
+            {cut.then(|| view! {
                 <button class="link" id="show-all" disabled=move || loading.get() on:click=show_all>
                     {move || if loading.get() { "loading…" } else { "show all" }}
                 </button> " "
             })}
-            <a id="download-raw" class="link" href=crate::api::frame_raw_url(st.id, seq)
-                download=format!("acp-tee-trace-{}-frame-{seq}.raw", st.id)>"download raw"</a>
+            <a id="download-raw" class="link" href=crate::api::frame_raw_url(trace, seq)
+                download=format!("acp-tee-trace-{trace}-frame-{seq}.raw")>"download raw"</a>
         </p>
     }
 }
@@ -317,6 +330,69 @@ fn detail_view(d: FrameDetail) -> impl IntoView {
         {preview.map(|p| view! { <p class="detail-preview">{p}</p> })}
         {facts(&f, &started_at)}
         {pair_view(&f, d.pair.clone())}
-        {payload_views(&d, &words)}
+        {payload_views(&d, &words, st.id)}
+    }
+}
+
+/// A frame of MCP child trace `trace` (picked on its lane): its server, its time on this trace's clock and
+/// its own, a link to it in its trace, and its payload.
+fn mcp_detail_view(trace: i64, d: FrameDetail) -> impl IntoView {
+    let st = trace_state();
+    let lane = st
+        .family
+        .lanes
+        .with_untracked(|l| l.iter().find(|l| l.trace_id == trace).map(|l| (l.name.clone(), l.offset_ns)));
+    let (server, offset) = lane.unwrap_or_else(|| (format!("trace {trace}"), 0));
+    let f = d.frame.clone();
+    let title = f.method.clone().unwrap_or_else(|| f.kind.as_str().to_owned());
+    let direction = match f.dir {
+        Direction::ClientToAgent => format!("Agent → {server}"),
+        Direction::AgentToClient => format!("{server} → Agent"),
+        Direction::AgentStderr => format!("{server} stderr"),
+    };
+    let mut rows: Vec<(&'static str, String)> = vec![
+        ("server", server.clone()),
+        (
+            "time",
+            format!("{} (in its trace {})", format::exact_offset_ns(f.t_ns + offset), format::exact_offset_ns(f.t_ns)),
+        ),
+        ("direction", direction),
+        ("kind", f.kind.as_str().to_owned()),
+        ("size", format!("{} bytes", format::count(f.size))),
+    ];
+    if let Some(id) = &f.id {
+        rows.push(("id", id.to_string()));
+    }
+    if let Some(m) = &f.method {
+        rows.push(("method", m.clone()));
+    }
+    if let Some(l) = f.latency_ns {
+        rows.push(("latency", format!("{} ({} ns)", format::duration_ns(l), format::count(l))));
+    }
+    let pair = d.pair.as_ref().map(|p| {
+        let what = if p.kind == FrameKind::Request { "request" } else { "response" };
+        let seq = p.seq;
+        view! {
+            <div class="pair">
+                <span>{format!("Paired with {what} #{seq}")}</span>
+                <button id="mcp-pair" on:click=move |_| st.pick_mcp(trace, seq)>{format!("Show {what} #{seq}")}</button>
+            </div>
+        }
+    });
+    let href = format!("/traces/{trace}?frame={}", f.seq);
+    view! {
+        <header class="detail-head">
+            <span class="chip mcp">"MCP"</span>
+            <span class=format!("chip kind-{}", f.kind.as_str())>{f.kind.as_str()}</span>
+            <h2 title=title.clone()>{format!("#{} {title}", f.seq)}</h2>
+        </header>
+        <p class="mcp-source">
+            {format!("A frame of MCP server {server}, recorded as trace {trace}. ")}
+            <a id="mcp-open-trace" href=href>{format!("Open it in trace {trace}")}</a>
+        </p>
+        {f.preview.clone().filter(|_| f.kind != FrameKind::Stderr).map(|p| view! { <p class="detail-preview">{p}</p> })}
+        <dl class="facts">{rows.into_iter().map(|(k, v)| view! { <dt>{k}</dt><dd>{v}</dd> }).collect_view()}</dl>
+        {pair}
+        {payload_views(&d, &[], trace)}
     }
 }

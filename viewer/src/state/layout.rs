@@ -17,7 +17,7 @@ pub const ROW_H: f64 = 40.0;
 /// Height of a folded idle gap on the time axis.
 pub const FOLD_H: f64 = 26.0;
 /// Time-axis scale.
-const PX_PER_MS: f64 = 2.0;
+pub const PX_PER_MS: f64 = 2.0;
 /// Gaps that would take more than this are folded (120 ms at the scale above).
 const FOLD_AT_PX: f64 = 240.0;
 /// The linear axis's scale when the URL names none: milliseconds per 100 px.

@@ -55,6 +55,7 @@ pub fn start(st: TraceState) {
     follow_selection(st);
     load_detail(st);
     super::sessions::start(st);
+    super::family::start(st);
 }
 
 async fn load_stats(ld: Loader) {
@@ -193,6 +194,7 @@ fn on_live_frames(ld: Loader, frames: Vec<FrameSummary>) {
         ld.last_seen.update_value(|s| *s = (*s).max(last.seq));
     }
     super::sessions::heard_frames(st);
+    super::family::heard_frames(st);
     st.window.try_update(|w| w.link_replies(&frames));
     let filters: Filters = st.query.with_untracked(|q| q.filters.clone());
     let mut matching = Vec::new();
@@ -221,6 +223,7 @@ fn on_live_trace(ld: Loader, t: TraceSummary) {
         refresh_tail(ld);
         // Ages of open requests now run to the last frame, not to now.
         super::sessions::heard_frames(ld.st);
+        super::family::heard_frames(ld.st);
     }
 }
 

@@ -4,14 +4,18 @@
 //! - [`window`]: the fetched pages of the filtered frame list.
 //! - [`layout`]: where each row sits on the rows or time axes; scroll mapping for huge traces.
 //! - [`busy`]: the callee's busy spans of the rows in view.
+//! - [`family`]: the trace's MCP children (lanes of the diagram) and their frames, refreshed while live.
+//! - [`mcp`]: where the MCP lanes' frames and busy spans sit between the rows in view.
 //! - [`loader`]: the effects that fetch: the trace's stats, pages in view, the live stream, jumps.
 //! - [`sessions`]: the Session tab's sessions and page of turns, refreshed as a live trace grows.
 //! - [`findings`]: the protocol checks' findings, fetched once the Diagram or Findings tab is shown (and on demand).
 
 pub mod busy;
+pub mod family;
 pub mod findings;
 pub mod layout;
 pub mod loader;
+pub mod mcp;
 pub mod sessions;
 pub mod window;
 
@@ -94,6 +98,8 @@ pub struct TraceState {
     pub sessions: SessionData,
     /// What the protocol checks found: the Findings tab and the diagram's markers.
     pub findings: findings::FindingsData,
+    /// The MCP children drawn as lanes, and the picked MCP frame's detail.
+    pub family: family::FamilyData,
 }
 
 impl TraceState {
@@ -138,6 +144,7 @@ impl TraceState {
             measure: RwSignal::new(None),
             sessions: SessionData::new(query),
             findings: findings::FindingsData::new(),
+            family: family::FamilyData::new(),
         }
     }
 
@@ -189,12 +196,18 @@ impl TraceState {
         self.jump.set(Some(seq));
     }
 
-    /// Clears the selection (in place).
+    /// Clears the selection, or the picked frame of an MCP lane (in place).
     pub fn unselect(&self) {
         self.hidden.set(None);
-        self.url.update(false, |q| {
-            q.accept("frame");
-            q.frame = None;
-        });
+        self.url.update(false, |q| q.pick_mcp(None));
+    }
+
+    /// Picks a frame of an MCP lane (child trace `trace`, frame `seq`): the detail panel shows it; no frame
+    /// of this trace stays selected. A history entry, as selecting a frame is.
+    pub fn pick_mcp(&self, trace: i64, seq: i64) {
+        self.measure.set(None);
+        self.follow.set(false);
+        self.hidden.set(None);
+        self.url.update(true, |q| q.pick_mcp(Some((trace, seq))));
     }
 }

@@ -1,22 +1,27 @@
-//! The sequence diagram: lanes Client | acp-tee | Agent | stderr, one row per frame (or real time with
-//! idle gaps folded), the callees' busy spans, windowed so only the rows in view exist in the DOM.
+//! The sequence diagram: lanes Client | acp-tee | Agent | MCP servers | stderr, one row per frame (or real
+//! time with idle gaps folded), the callees' busy spans, windowed so only the rows in view exist in the
+//! DOM; the MCP servers' frames are drawn between the rows their times fall between.
 //!
 //! # Layout
 //! - [`geometry`]: lane positions and colours.
 //! - [`row`]: a frame's row, a loading row, a busy bar.
+//! - [`mcp`]: the MCP lanes: headings, arrows, busy bars, what they leave out.
 
 pub mod geometry;
+pub mod mcp;
 pub mod row;
 
 use crate::components::trace_state;
 use crate::state::busy::{busy_spans, BusySpan};
 use crate::state::layout::{Scroller, ROW_H};
+use crate::state::mcp::{place, spans as mcp_spans, tail_room, Anchor, McpSpan, Placement};
 use crate::state::TraceState;
 use crate::view_query::Axis;
 use acp_tee_shared::api::FrameSummary;
 use geometry::*;
 use leptos::html;
 use leptos::prelude::*;
+use mcp::{head_views, lane_heads, lane_lines, LaneHead, McpArrow, McpBusyBar, McpItem, McpNotes};
 use row::{px, BusyBar, FrameRow, HiddenMark, LoadingRow, MeasureBand};
 use wasm_bindgen::closure::Closure;
 use wasm_bindgen::JsCast;
@@ -66,13 +71,48 @@ fn items_in_view(st: TraceState) -> Vec<Item> {
     })
 }
 
+/// The rows the MCP frames are placed against: those drawn, and one more on each side, so that frames
+/// inside a gap taller than the view (the linear axis) have rows to be placed between.
+fn anchors(st: TraceState) -> Vec<Anchor> {
+    let rows = st.rows_in_view.get();
+    st.window.with(|w| {
+        st.layout.with(|l| {
+            let folds = l.axis() == Axis::Time;
+            (rows.start.saturating_sub(1)..(rows.end + 1).min(w.total()))
+                .filter(|&idx| l.is_shown(idx))
+                .filter_map(|idx| {
+                    let f = w.get(idx)?;
+                    Some(Anchor { t_ns: f.t_ns, y: l.y_of(idx), folded: folds && l.gap_before(idx).is_some() })
+                })
+                .collect()
+        })
+    })
+}
+
+/// Where the MCP lanes' frames go among the rows in view, and their busy spans.
+fn mcp_placement(st: TraceState) -> (Memo<Placement>, Memo<Vec<McpSpan>>) {
+    let anchors = Memo::new(move |_| if st.family.lanes.with(Vec::is_empty) { Vec::new() } else { anchors(st) });
+    let placement = Memo::new(move |_| {
+        let rows = st.rows_in_view.get();
+        let total = st.window.with(|w| w.total());
+        let at_end = rows.end == total && total > 0 && st.window.with(|w| w.get(total - 1).is_some());
+        anchors.with(|a| st.family.events.with(|e| place(a, at_end, e)))
+    });
+    let spans = Memo::new(move |_| {
+        let live = st.is_live();
+        st.family.lanes.with(|l| anchors.with(|a| placement.with(|p| mcp_spans(l, a, p, live))))
+    });
+    (placement, spans)
+}
+
 /// The diagram: its scroll area (`#diagram-scroll`) holds the lane headings, which stay at the top and
 /// move sideways with the lanes, and the rows.
 #[component]
 pub fn Diagram() -> impl IntoView {
     let st = trace_state();
     let scroll_ref = NodeRef::<html::Div>::new();
-    let geo = Memo::new(move |_| Geometry::for_width(st.view_w.get()));
+    let heads = Memo::new(move |_| st.family.lanes.with(|l| lane_heads(l)));
+    let geo = Memo::new(move |_| Geometry::for_width(st.view_w.get(), heads.with(Vec::len)));
     // Rows are placed relative to the first drawn row, so that positions stay small on huge traces.
     let base = Memo::new(move |_| {
         let rows = st.rows_in_view.get();
@@ -84,6 +124,25 @@ pub fn Diagram() -> impl IntoView {
     });
     let items = Memo::new(move |_| items_in_view(st));
     let axis = Memo::new(move |_| st.layout.with(|l| l.axis()));
+    let (placement, mcp_bars) = mcp_placement(st);
+    // Frames of a server after the trace's last row are drawn below it: the rows get that much taller.
+    let tail = Memo::new(move |_| placement.with(|p| tail_room(p, st.layout.with(|l| l.height()))));
+    let mcp_items = move || {
+        let g = geo.get();
+        st.family.lanes.with(|lanes| {
+            placement.with(|p| {
+                p.placed
+                    .iter()
+                    .filter_map(|pl| {
+                        let lane = lanes.get(pl.event.lane)?;
+                        let frame = lane.frames.get(pl.event.idx)?.clone();
+                        Some((McpItem { placed: *pl, trace_id: lane.trace_id, server: lane.name.clone(), frame }, g))
+                    })
+                    .collect::<Vec<_>>()
+            })
+        })
+    };
+    let mcp_bar_list = move || mcp_bars.get().into_iter().map(|s| (s, geo.get())).collect::<Vec<_>>();
     let spans = Memo::new(move |_| {
         let (rows, live) = (st.rows_in_view.get(), st.is_live());
         st.window.with(|w| st.layout.with(|l| busy_spans(w, l, rows, live)))
@@ -116,20 +175,22 @@ pub fn Diagram() -> impl IntoView {
     };
     track_size(st, scroll_ref);
     focus_follows_selection(st, items);
-    keep_following(st, scroll_ref);
+    keep_following(st, scroll_ref, tail);
     reveal_rows(st, scroll_ref);
     let on_scroll = move |_| on_scroll(st, scroll_ref);
     view! {
         <div class="diagram">
+            <McpNotes />
             <div id="diagram-scroll" node_ref=scroll_ref on:scroll=on_scroll>
-                <LaneHeads geo=geo />
-                <div class="spacer" style:height=move || px(st.scroller().scroll_h) style:width=move || px(geo.get().width)>
+                <LaneHeads geo=geo mcp=heads />
+                <div class="spacer" style:height=move || px(st.scroller().scroll_h + tail.get()) style:width=move || px(geo.get().width)>
                     {move || {
                         let g = geo.get();
                         view! {
                             <div class="lane-line" style:left=px(g.client_x)></div>
                             <div class="lane-line tee" style:left=px(g.tee_x)></div>
                             <div class="lane-line" style:left=px(g.agent_x)></div>
+                            {lane_lines(g)}
                             <div class="stderr-band" style:left=px(g.stderr_x) style:width=px(g.width - g.stderr_x)></div>
                         }
                     }}
@@ -137,11 +198,17 @@ pub fn Diagram() -> impl IntoView {
                         <For each=bars key=bar_key let:pair>
                             <BusyBar span=pair.0 base=base geo=pair.1 />
                         </For>
+                        <For each=mcp_bar_list key=mcp_bar_key let:pair>
+                            <McpBusyBar span=pair.0 base=base geo=pair.1 />
+                        </For>
                         <For each=rows key=row_key let:entry>
                             {match entry {
                                 (Item::Frame { y, gap, run, frame }, g, a, n) => view! { <FrameRow frame=*frame y=y gap=gap run=run axis=a base=base geo=g sessions=n /> }.into_any(),
                                 (Item::Loading { y, .. }, g, _, _) => view! { <LoadingRow y=y base=base geo=g /> }.into_any(),
                             }}
+                        </For>
+                        <For each=mcp_items key=mcp_key let:pair>
+                            <McpArrow item=pair.0 base=base geo=pair.1 />
                         </For>
                         {hidden_mark}
                         {measure_band}
@@ -157,6 +224,16 @@ type BarKey = (i64, u64, u64, usize, String, bool, u64);
 
 fn bar_key((s, g): &(BusySpan, Geometry)) -> BarKey {
     (s.req_seq, s.y0.to_bits(), s.y1.to_bits(), s.column, s.label.clone(), s.hidden_start, g.width.to_bits())
+}
+
+type McpKey = (i64, i64, u64, bool, u64);
+
+fn mcp_key((i, g): &(McpItem, Geometry)) -> McpKey {
+    (i.trace_id, i.frame.seq, i.placed.y.to_bits(), i.placed.labelled, g.width.to_bits())
+}
+
+fn mcp_bar_key((s, g): &(McpSpan, Geometry)) -> (usize, i64, u64, u64, usize, String, u64) {
+    (s.lane, s.req_seq, s.y0.to_bits(), s.y1.to_bits(), s.column, s.label.clone(), g.width.to_bits())
 }
 
 fn row_key((i, g, a, n): &(Item, Geometry, Axis, usize)) -> ((i64, u64, Option<i64>, u32), u64, Axis, bool) {
@@ -181,7 +258,7 @@ fn session_count(w: &crate::state::window::FrameWindow) -> usize {
 
 /// The lane headings, aligned with the lanes below.
 #[component]
-fn LaneHeads(geo: Memo<Geometry>) -> impl IntoView {
+fn LaneHeads(geo: Memo<Geometry>, mcp: Memo<Vec<LaneHead>>) -> impl IntoView {
     move || {
         let g = geo.get();
         view! {
@@ -190,6 +267,7 @@ fn LaneHeads(geo: Memo<Geometry>) -> impl IntoView {
                 <div class="lane-head" data-lane="client" style:left=px(g.client_x)>"Client"</div>
                 <div class="lane-head tee" data-lane="tee" style:left=px(g.tee_x)>"acp-tee"</div>
                 <div class="lane-head" data-lane="agent" style:left=px(g.agent_x)>"Agent"</div>
+                {mcp.with(|h| head_views(h, g))}
                 <div class="lane-head stderr" data-lane="stderr" style:left=px(g.stderr_x + 8.0)>"stderr"</div>
             </div>
         }
@@ -311,10 +389,12 @@ fn on_scroll(st: TraceState, scroll_ref: NodeRef<html::Div>) {
     st.scroll_top.set(top);
 }
 
-/// While following a live trace, every growth of the content scrolls to the bottom.
-fn keep_following(st: TraceState, scroll_ref: NodeRef<html::Div>) {
+/// While following a live trace, every growth of the content (rows, or MCP frames below the last row)
+/// scrolls to the bottom.
+fn keep_following(st: TraceState, scroll_ref: NodeRef<html::Div>, tail: Memo<f64>) {
     Effect::new(move |_| {
         st.layout.with(|l| l.height());
+        tail.track();
         if st.follow.get() && st.is_live() {
             request_animation_frame(move || {
                 if let Some(el) = scroll_ref.get_untracked() {

@@ -7,9 +7,11 @@
 //! # Layout
 //! - [`facts`]: the open-requests banner, the picker, the session's facts and plan.
 //! - [`turn`]: one turn and its tool calls.
+//! - [`mcp`]: the MCP requests that served a tool call.
 //! - [`waterfall`]: the page's turns and tool calls on a time axis.
 
 pub mod facts;
+pub mod mcp;
 pub mod turn;
 pub mod waterfall;
 
@@ -182,11 +184,14 @@ fn TurnList(detail: Memo<Option<SessionDetail>>, now_t_ns: Memo<i64>) -> impl In
     }
 }
 
-/// What changes in a turn while it runs.
-fn turn_key(t: &Turn) -> (u64, u64, Option<i64>, u64, usize, usize) {
+/// What changes in a turn while it runs (MCP requests of its tool calls too: their servers' traces grow
+/// beside it).
+fn turn_key(t: &Turn) -> (u64, u64, Option<i64>, u64, usize, usize, usize) {
     let answered = t.tool_calls.iter().flat_map(|c| &c.permissions).filter(|p| p.response_seq.is_some()).count();
     let done = t.client_calls.iter().filter(|c| c.response_seq.is_some()).count();
-    (t.index, t.updates, t.response_seq, t.message.chars + t.thought.chars, answered + done, t.client_calls.len())
+    let mcp = t.tool_calls.iter().flat_map(|c| &c.mcp_calls);
+    let mcp = mcp.map(|m| 1 + usize::from(m.latency_ns.is_some()) + usize::from(m.error.is_some())).sum();
+    (t.index, t.updates, t.response_seq, t.message.chars + t.thought.chars, answered + done, t.client_calls.len(), mcp)
 }
 
 /// Scrolls to the turn the URL names once its page is drawn (a link to a turn); a page's first turn

@@ -1,7 +1,7 @@
 //! One prompt turn as a conversation: the prompt, then the agent's thoughts, message and tool calls in the
 //! order they began, the client work the agent asked for, and how the turn ended (stop reason, error or
-//! cancel, usage). A tool call is a card with its status timeline and its permission requests (options,
-//! answer, how long the client took).
+//! cancel, usage). A tool call is a card with its status timeline, its permission requests (options,
+//! answer, how long the client took) and the MCP requests that served it (marked when one failed).
 
 use super::facts::{age_text, usage_text};
 use super::{frame_link, seq_link};
@@ -151,19 +151,25 @@ fn tool_card(st: TraceState, c: &ToolCall, turn_start: i64, now_t_ns: i64) -> im
         let list = c.content.iter().map(|k| format!("{} ×{}", k.kind, k.count)).collect::<Vec<_>>().join(", ");
         view! { <span class="content">{format!("content: {list}")}</span> }
     });
+    let mcp_failed = super::mcp::any_failed(c).then(|| {
+        view! { <span class="chip status-failed mcp-failed" title="an MCP request of this tool call failed">"MCP error"</span> }
+    });
     let raw = |label: &'static str, text: &Option<String>| {
         text.clone().map(|t| view! { <details class="raw"><summary>{label}</summary><pre>{t}</pre></details> })
     };
     view! {
-        <section class="tool" data-tool-call-id=c.tool_call_id.clone() data-status=status.clone()>
+        <section class="tool" class:mcp-failed=super::mcp::any_failed(c) data-tool-call-id=c.tool_call_id.clone()
+            data-status=status.clone()>
             <div class="tool-head">
                 {c.kind.clone().map(|k| view! { <span class="chip">{k}</span> })}
                 <span class="tool-title">{frame_link(st, c.first_seq, title)}</span>
                 <span class=format!("chip status-{status}")>{status.clone()}</span>
+                {mcp_failed}
                 <span class="dim">{plural(c.updates as i64, "update")}</span>
             </div>
             <ol class="timeline" aria-label="status timeline">{timeline}</ol>
             {permissions}
+            {super::mcp::mcp_calls(c)}
             {locations}
             {content}
             {raw("input", &c.raw_input)}
