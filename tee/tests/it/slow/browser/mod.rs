@@ -7,6 +7,7 @@
 
 mod compare;
 mod detail;
+mod family;
 mod filters;
 mod findings;
 mod fixtures;
