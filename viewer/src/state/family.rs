@@ -344,6 +344,7 @@ mod tests {
             mcp: false,
             mcp_method: None,
             update: None,
+            tool_error: false,
         }
     }
 

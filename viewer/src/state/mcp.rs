@@ -219,7 +219,7 @@ pub fn spans(lanes: &[McpLane], anchors: &[Anchor], placement: &Placement, live:
             let answer = req.reply_seq.and_then(|s| lane.index_of(s)).map(|i| (i, &lane.frames[i]));
             let (y1, open_end, label, error) = match answer {
                 Some((ai, a)) => {
-                    let error = a.kind == FrameKind::Error;
+                    let error = a.kind == FrameKind::Error || a.tool_error;
                     let label = a.latency_ns.map_or(String::new(), crate::format::duration_ns);
                     match at.get(&(li, ai)) {
                         Some(&y) => (y, false, label, error),
@@ -283,6 +283,7 @@ mod tests {
             mcp: false,
             mcp_method: None,
             update: None,
+            tool_error: false,
         }
     }
 

@@ -78,15 +78,23 @@ pub fn lane_lines(geo: Geometry) -> impl IntoView {
     (0..geo.mcp_lanes).map(|i| view! { <div class="lane-line mcp" style:left=px(geo.mcp_x(i))></div> }).collect_view()
 }
 
-/// A frame's label: the method and what it names (`tools/call get_current_time`), an error's message.
+/// A frame's label: the method and what it names (`tools/call get_current_time`), an error's message, a
+/// tool's failure (its preview: `tool error: ...`).
 pub fn label(f: &FrameSummary) -> String {
     let method = f.method.clone().unwrap_or_else(|| f.kind.as_str().to_owned());
     match (f.kind, &f.preview) {
         (FrameKind::Error, Some(p)) => format!("{method} error: {p}"),
         (FrameKind::Error, None) => format!("{method} error"),
+        (FrameKind::Response, None) if f.tool_error => format!("{method} tool error"),
+        (FrameKind::Response, Some(p)) if f.tool_error => format!("{method} {p}"),
         (_, Some(p)) if f.kind != FrameKind::Response => format!("{method} {p}"),
         _ => method,
     }
+}
+
+/// An error answer, or a tool's failure (a JSON-RPC success whose result says `isError`).
+pub fn failed(f: &FrameSummary) -> bool {
+    f.kind == FrameKind::Error || f.tool_error
 }
 
 /// About the width of a character of a label (10.5 px monospace).
@@ -132,7 +140,7 @@ pub fn McpArrow(item: McpItem, base: Memo<f64>, geo: Geometry) -> impl IntoView 
     let to_server = f.dir == Direction::ClientToAgent;
     let (x1, x2) = if to_server { (0.0, w) } else { (w, 0.0) };
     let sign = if x2 > x1 { 1.0 } else { -1.0 };
-    let colour = if f.kind == FrameKind::Error { ERROR_COLOUR } else { MCP_COLOUR };
+    let colour = if failed(&f) { ERROR_COLOUR } else { MCP_COLOUR };
     let open_head = f.kind == FrameKind::Notification;
     let y = BOX_ABOVE;
     let head = format!("{:.1},{:.1} {x2:.1},{y:.1} {:.1},{:.1}", x2 - sign * 8.0, y - 4.0, x2 - sign * 8.0, y + 4.0);
@@ -149,7 +157,7 @@ pub fn McpArrow(item: McpItem, base: Memo<f64>, geo: Geometry) -> impl IntoView 
     let aria = format!("MCP {server} #{seq} {text}");
     let shown = placed.labelled.then(|| {
         let drawn = fitted(&f, &text, w - 16.0);
-        view! { <span class="mcp-label" class:err=f.kind == FrameKind::Error style:width=px(w - 16.0)>{drawn}</span> }
+        view! { <span class="mcp-label" class:err=failed(&f) style:width=px(w - 16.0)>{drawn}</span> }
     });
     let pick = move || st.pick_mcp(trace_id, seq);
     view! {
@@ -265,6 +273,7 @@ mod tests {
             mcp: false,
             mcp_method: None,
             update: None,
+            tool_error: false,
         }
     }
 
@@ -277,5 +286,8 @@ mod tests {
         assert_eq!(fitted(&req, &whole, 120.0), "get_current_time");
         assert_eq!(label(&call(FrameKind::Response, None)), "tools/call");
         assert_eq!(label(&call(FrameKind::Error, Some("unknown tool"))), "tools/call error: unknown tool");
+        let failure = FrameSummary { tool_error: true, ..call(FrameKind::Response, Some("tool error: no such zone")) };
+        assert_eq!(label(&failure), "tools/call tool error: no such zone");
+        assert!(failed(&failure) && !failed(&call(FrameKind::Response, None)));
     }
 }
