@@ -58,14 +58,16 @@ fn rect(b: &Browser, css: &str) -> Vec<f64> {
     r.as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect()
 }
 
-/// The seqs of a session's first tool call: the frame that announced it and the one that ended it.
-fn tool_call_frames(server: &Server, trace: i64) -> (i64, i64) {
+/// A session's first tool call: the frames that announced and ended it, and whether its MCP request was
+/// sent after the announcement (on the ACP trace's clock; the test agent sends it after by default).
+fn tool_call_frames(server: &Server, trace: i64) -> (i64, i64, bool) {
     let sessions = api(server, &format!("/api/traces/{trace}/sessions"));
     let sid = sessions["sessions"][0]["session_id"].as_str().unwrap().to_owned();
     let detail = api(server, &format!("/api/traces/{trace}/sessions/{sid}"));
     let call = &detail["turns"][0]["tool_calls"][0];
     let statuses = call["statuses"].as_array().unwrap();
-    (call["first_seq"].as_i64().unwrap(), statuses.last().unwrap()["seq"].as_i64().unwrap())
+    let after = call["mcp_calls"][0]["t_ns"].as_i64().unwrap() >= call["first_t_ns"].as_i64().unwrap();
+    (call["first_seq"].as_i64().unwrap(), statuses.last().unwrap()["seq"].as_i64().unwrap(), after)
 }
 
 const CALL: &str = ".mcp-frame[data-kind=\"request\"][data-label=\"tools/call get_current_time\"]";
@@ -116,17 +118,19 @@ fn mcp_servers_get_lanes_between_the_acp_rows_and_their_requests_show_under_tool
     // The lane, headed by the server's name, between Agent and stderr.
     b.goto(&format!("{}/traces/{ok}", server.url));
     b.wait_for("the MCP lane's tools/call", |b| !b.find_all(CALL).is_empty());
-    assert_eq!(b.texts("[data-lane=\"mcp\"]"), [name.clone()]);
+    assert_eq!(b.texts("[data-lane=\"mcp\"]"), std::slice::from_ref(&name));
     let (agent, mcp, stderr) =
         (rect(&b, "[data-lane=\"agent\"]"), rect(&b, "[data-lane=\"mcp\"]"), rect(&b, "[data-lane=\"stderr\"]"));
     assert!(agent[2] <= mcp[0] && mcp[2] <= stderr[0], "agent {agent:?}, mcp {mcp:?}, stderr {stderr:?}");
     // The tools/call and its answer sit between the tool call's announcement and its completion.
-    let (announced, ended) = tool_call_frames(&server, ok);
+    let (announced, ended, sent_after) = tool_call_frames(&server, ok);
     let top = arrow_y(&b, &format!(".frame[data-seq=\"{announced}\"]"));
     let bottom = arrow_y(&b, &format!(".frame[data-seq=\"{ended}\"]"));
     let call = arrow_y(&b, CALL);
     let answer = arrow_y(&b, ".mcp-frame[data-kind=\"response\"][data-label=\"tools/call\"]");
-    assert!(top < call && call < answer && answer < bottom, "rows {top}..{bottom}, MCP {call} then {answer}");
+    assert!(call < answer && answer < bottom, "MCP {call} then {answer}, before the tool call's end at {bottom}");
+    // Where the clocks say it was sent: after the announcement (the agent's way), else above it.
+    assert_eq!(top < call, sent_after, "the tool call announced at {top}, its request at {call}");
     // The request goes to the server's lane, the answer comes back; the server is busy in between.
     let arrow = rect(&b, CALL);
     assert!((arrow[0] - agent[0] - (agent[2] - agent[0]) / 2.0).abs() < 2.0, "{arrow:?} starts at the Agent");
@@ -174,7 +178,7 @@ fn mcp_servers_get_lanes_between_the_acp_rows_and_their_requests_show_under_tool
 
     // At 900 px the lanes fit beside the detail panel, without sideways scrolling.
     b.resize(900, 900);
-    let (announced, _) = tool_call_frames(&server, failed);
+    let (announced, ..) = tool_call_frames(&server, failed);
     b.goto(&format!("{}/traces/{failed}?frame={announced}", server.url));
     b.wait_for("the diagram and detail at 900", |b| {
         !b.find_all(CALL).is_empty() && !b.find_all("#detail h2").is_empty()
@@ -182,6 +186,16 @@ fn mcp_servers_get_lanes_between_the_acp_rows_and_their_requests_show_under_tool
     let detail = rect(&b, "#detail");
     let mcp = rect(&b, "[data-lane=\"mcp\"]");
     assert!(mcp[2] <= detail[0] && rect(&b, "[data-lane=\"stderr\"]")[0] >= mcp[2], "{mcp:?} beside {detail:?}");
+    // The tool's failure (a result marked isError) is drawn as a failure, the server's words in its label.
+    let answer = b.js(
+        "return Array.from(document.querySelectorAll('.mcp-frame[data-kind=response]'), e => e.dataset.label).pop();",
+        json!([]),
+    );
+    assert!(
+        answer.as_str().is_some_and(|l| l.starts_with("tools/call tool error: ") && l.contains("Not/AZone")),
+        "{answer}"
+    );
+    assert!(!b.find_all(".mcp-busy[title*=\"ms\"]").is_empty());
     let sideways = b.num("const s = document.getElementById('diagram-scroll'); return s.scrollWidth - s.clientWidth;");
     assert!(sideways <= 0.0, "the diagram needs {sideways} px of sideways scrolling at 900");
     assert!(rect(&b, CALL)[2] <= detail[0]);
