@@ -26,10 +26,16 @@ fn dir_text(d: Direction) -> &'static str {
 #[component]
 pub fn Detail() -> impl IntoView {
     let st = trace_state();
+    // The picked MCP frame's server and clock offset: known once the family has come (a link may come first).
+    let picked_lane = Memo::new(move |_| {
+        let (trace, _) = st.query.with(|q| q.mcp_pick())?;
+        st.family.lanes.with(|l| l.iter().find(|l| l.trace_id == trace).map(|l| (l.name.clone(), l.offset_ns)))
+    });
     let body = move || {
         if let Some(pick) = st.query.with(|q| q.mcp_pick()) {
+            let lane = picked_lane.get();
             return st.family.detail.with(|d| match d {
-                Some((k, Ok(detail))) if *k == pick => mcp_detail_view(pick.0, detail.clone()).into_any(),
+                Some((k, Ok(detail))) if *k == pick => mcp_detail_view(pick.0, lane, detail.clone()).into_any(),
                 Some((k, Err(e))) if *k == pick => {
                     view! { <div class="notice error">{e.message.clone()}</div> }.into_any()
                 }
@@ -334,15 +340,12 @@ fn detail_view(d: FrameDetail) -> impl IntoView {
     }
 }
 
-/// A frame of MCP child trace `trace` (picked on its lane): its server, its time on this trace's clock and
-/// its own, a link to it in its trace, and its payload.
-fn mcp_detail_view(trace: i64, d: FrameDetail) -> impl IntoView {
+/// A frame of MCP child trace `trace` (picked on its lane; `lane`: its server's name and clock offset, when
+/// known): its server, its time on this trace's clock and its own, a link to it in its trace, its payload.
+fn mcp_detail_view(trace: i64, lane: Option<(String, i64)>, d: FrameDetail) -> impl IntoView {
     let st = trace_state();
-    let lane = st
-        .family
-        .lanes
-        .with_untracked(|l| l.iter().find(|l| l.trace_id == trace).map(|l| (l.name.clone(), l.offset_ns)));
-    let (server, offset) = lane.unwrap_or_else(|| (format!("trace {trace}"), 0));
+    let offset = lane.as_ref().map(|l| l.1);
+    let server = lane.map_or_else(|| format!("trace {trace}"), |l| l.0);
     let f = d.frame.clone();
     let title = f.method.clone().unwrap_or_else(|| f.kind.as_str().to_owned());
     let direction = match f.dir {
@@ -354,7 +357,14 @@ fn mcp_detail_view(trace: i64, d: FrameDetail) -> impl IntoView {
         ("server", server.clone()),
         (
             "time",
-            format!("{} (in its trace {})", format::exact_offset_ns(f.t_ns + offset), format::exact_offset_ns(f.t_ns)),
+            match offset {
+                Some(o) => format!(
+                    "{} (in its trace {})",
+                    format::exact_offset_ns(f.t_ns + o),
+                    format::exact_offset_ns(f.t_ns)
+                ),
+                None => format!("{} in its trace", format::exact_offset_ns(f.t_ns)),
+            },
         ),
         ("direction", direction),
         ("kind", f.kind.as_str().to_owned()),
