@@ -344,7 +344,7 @@ mod tests {
         let p = place(&[row(100.0, 0.0), row(101.0, ROW_H)], false, &events);
         let ys: Vec<f64> = p.placed.iter().map(|p| p.y).collect();
         assert!(ys.windows(2).all(|w| w[1] >= w[0] + MIN_DY - 1e-9), "{ys:?}");
-        assert!(ys.iter().all(|&y| y >= ARROW_Y + PAD && y <= ROW_H + ARROW_Y - PAD), "{ys:?}");
+        assert!(ys.iter().all(|&y| (ARROW_Y + PAD..=ROW_H + ARROW_Y - PAD).contains(&y)), "{ys:?}");
         let labelled = p.placed.iter().filter(|p| p.labelled).count();
         assert!((1..6).contains(&labelled), "{labelled} labelled");
         // Too many for the room at MIN_DY: evenly over it.
