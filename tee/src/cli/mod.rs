@@ -307,14 +307,18 @@ fn state_of(s: &TraceSummary) -> &'static str {
 }
 
 /// The recorder outlives the relay on purpose: a Ctrl-C or hang-up must not
-/// stop it before it has stored what it was handed. SIGXFSZ (a file size
-/// limit reached) must not kill it either: the write then fails with EFBIG,
-/// which the store writer counts like a full disk.
+/// stop it before it has stored what it was handed, nor a SIGTERM sent to
+/// every process under the agent's client (acpx does so when it closes an
+/// agent, as tree-killing clients do): it ends when the relay's handoff
+/// does. SIGXFSZ (a file size limit reached) must not kill it either: the
+/// write then fails with EFBIG, which the store writer counts like a full
+/// disk.
 fn ignore_terminal_signals() {
     // SAFETY: setting a signal's disposition to SIG_IGN has no preconditions.
     unsafe {
         libc::signal(libc::SIGINT, libc::SIG_IGN);
         libc::signal(libc::SIGHUP, libc::SIG_IGN);
+        libc::signal(libc::SIGTERM, libc::SIG_IGN);
         libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
     }
 }

@@ -160,6 +160,38 @@ fn signals_are_passed_on_to_the_agent() {
 }
 
 #[test]
+fn a_sigterm_to_every_process_under_the_client_loses_nothing() {
+    // As acpx closes an agent: SIGTERM to the process it started and every
+    // process under it, the recorder first here (the worst order). The
+    // recorder keeps storing until the relay's handoff ends.
+    let store = TempStore::new();
+    let agent = sh("trap 'echo got-TERM >&2; echo bye; exit 42' TERM; echo $$; while :; do sleep 0.05; done");
+    let mut cmd = tee_command(&store.db, &[], &as_strs(&agent));
+    cmd.stderr(Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    let mut first = Vec::new();
+    while !first.ends_with(b"\n") {
+        first.extend(read_exact_from(&mut child, 1));
+    }
+    let agent_pid: u32 = String::from_utf8(first).unwrap().trim().parse().unwrap();
+    let recorder = recorder_of(child.id());
+    for pid in [recorder, child.id(), agent_pid] {
+        // The agent may be gone already: acp-tee passed the first on.
+        // SAFETY: kill(2) with a signal; no memory is involved.
+        unsafe { libc::kill(pid as i32, libc::SIGTERM) };
+    }
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(42));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("got-TERM"));
+    let trace = store.only_trace();
+    assert_eq!((trace.missing_frames, trace.missing_unknown), (0, false), "{:?}", trace.end_reason);
+    assert!(!trace.end_reason.as_deref().unwrap_or_default().contains("recorder"), "{:?}", trace.end_reason);
+    // (The shell may say first that its `sleep` was terminated.)
+    assert!(store.stream(trace.id, Direction::AgentStderr).ends_with(b"got-TERM\n"));
+    assert!(store.stream(trace.id, Direction::AgentToClient).ends_with(b"bye\n"));
+}
+
+#[test]
 fn sigterm_escalates_to_sigkill_for_an_agent_ignoring_it() {
     let store = TempStore::new();
     let agent = sh("trap '' TERM; echo ready; while :; do sleep 0.05; done");

@@ -87,6 +87,9 @@ fn an_mcp_server_the_agent_started_is_a_linked_child_shown_under_the_tool_call_i
     assert_eq!(acp.parent_trace, None);
     assert_eq!(mcp.parent_trace, Some(acp.id), "the MCP trace is linked to the ACP trace of its agent");
     assert_eq!(mcp.name.as_deref(), Some("time"));
+    // acpx closes the agent with a SIGTERM to every process under it: the
+    // recorders store all the same.
+    assert_eq!((acp.missing_frames, mcp.missing_frames), (0, 0), "{:?} / {:?}", acp.end_reason, mcp.end_reason);
 
     // The chain: the MCP relay's parent is the agent the ACP relay started,
     // and the chain ends at the ACP relay.
