@@ -38,6 +38,10 @@ pub const HINT_DEPTH: usize = 3;
 /// How many strings of one request's `_meta` are kept as hints.
 pub const HINTS_MAX: usize = 16;
 
+/// The longest string of `_meta` taken as a hint (ids are short; a longer
+/// string names no tool call and is not kept).
+pub const HINT_MAX_BYTES: usize = 256;
+
 /// An MCP request of a child trace, read for linking.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct McpRequest {
@@ -53,15 +57,16 @@ pub fn serves_tool_calls(method: &str) -> bool {
     !matches!(method, "initialize" | "ping") && !method.ends_with("/list") && !method.starts_with("notifications/")
 }
 
-/// The strings in `meta` (a request's `_meta`), up to [`HINT_DEPTH`] levels
-/// down and [`HINTS_MAX`] of them.
+/// The strings in `meta` (a request's `_meta`) of at most
+/// [`HINT_MAX_BYTES`], up to [`HINT_DEPTH`] levels down and [`HINTS_MAX`]
+/// of them.
 pub fn hints_of(meta: &serde_json::Value) -> Vec<String> {
     fn walk(v: &serde_json::Value, depth: usize, out: &mut Vec<String>) {
         if out.len() >= HINTS_MAX {
             return;
         }
         match v {
-            serde_json::Value::String(s) => out.push(s.clone()),
+            serde_json::Value::String(s) if s.len() <= HINT_MAX_BYTES => out.push(s.clone()),
             serde_json::Value::Object(o) if depth < HINT_DEPTH => o.values().for_each(|v| walk(v, depth + 1, out)),
             serde_json::Value::Array(a) if depth < HINT_DEPTH => a.iter().for_each(|v| walk(v, depth + 1, out)),
             _ => {}

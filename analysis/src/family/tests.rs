@@ -133,4 +133,6 @@ fn hints_are_the_strings_of_meta_bounded_in_depth_and_number() {
     assert_eq!(found, ["c", "s"]);
     let many = serde_json::Value::Array((0..100).map(|i| serde_json::Value::String(i.to_string())).collect());
     assert_eq!(hints_of(&many).len(), HINTS_MAX);
+    let long = serde_json::json!({"id": "x".repeat(HINT_MAX_BYTES + 1), "ok": "y".repeat(HINT_MAX_BYTES)});
+    assert_eq!(hints_of(&long), ["y".repeat(HINT_MAX_BYTES)]);
 }

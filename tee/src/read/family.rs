@@ -21,7 +21,8 @@ pub const REQUESTS_MAX: usize = 10_000;
 /// How many requests of a whole family are read for linking at most.
 pub const FAMILY_REQUESTS_MAX: usize = 100_000;
 
-/// How many characters of an error's text are kept.
+/// How many characters of an error's text, a tool's or server's name are
+/// kept (`…` marks a cut).
 const ERROR_MAX_CHARS: usize = 200;
 
 /// Trace `parent`'s children, oldest first, with their servers' names and
@@ -30,7 +31,10 @@ const ERROR_MAX_CHARS: usize = 200;
 pub fn members(store: &Store, parent: &TraceMeta, redactor: &Redactor) -> Result<TraceFamily, StoreError> {
     let mut children = Vec::new();
     for child in store.children(parent.id)? {
-        let server = if child.protocol == Some(Protocol::Mcp) { server_name(store, child.id, redactor)? } else { None };
+        let server = match child.protocol {
+            Some(Protocol::Mcp) => server_name(store, child.id, redactor)?.as_deref().map(cut),
+            _ => None,
+        };
         let live = store.trace_summary(child.id).map(|s| s.live).unwrap_or(false);
         let offset_ns = offset_ns(parent, &child);
         let meta = if redactor.is_noop() { child } else { crate::export::mask_meta(child, redactor) };
@@ -95,7 +99,7 @@ pub struct Requests {
 pub fn requests(store: &Store, family: &TraceFamily, redactor: &Redactor) -> Result<Requests, StoreError> {
     let mut out = Requests::default();
     for child in family.children.iter().filter(|c| c.meta.protocol == Some(Protocol::Mcp)) {
-        let server = child.server.clone().or_else(|| child.meta.name.clone());
+        let server = child.server.as_deref().or(child.meta.name.as_deref()).map(cut);
         let first = out.requests.len();
         // The request's index by its JSON-RPC id, until answered.
         let mut open: HashMap<String, usize> = HashMap::new();
@@ -111,6 +115,7 @@ pub fn requests(store: &Store, family: &TraceFamily, redactor: &Redactor) -> Res
                     let raw = redactor.redact(f.raw);
                     let params = serde_json::from_slice::<Request>(&raw).ok().and_then(|r| r.params);
                     let (name, meta) = params.map(|p| (p.name.or(p.uri), p.meta)).unwrap_or_default();
+                    let name = name.as_deref().map(cut);
                     if let Some(id) = f.rpc_id {
                         open.insert(id.to_owned(), out.requests.len());
                     }
