@@ -117,12 +117,22 @@ impl Default for CheckOptions {
 
 /// Checks trace `trace_id` of `store`, every frame stored.
 pub fn check_trace(store: &Store, trace_id: i64, opts: CheckOptions) -> Result<TraceFindings, StoreError> {
+    check_trace_of(store, trace_id, opts, false)
+}
+
+/// [`check_trace`] of a trace that is `live` or not ([`Checker::report_of`]).
+pub fn check_trace_of(
+    store: &Store,
+    trace_id: i64,
+    opts: CheckOptions,
+    live: bool,
+) -> Result<TraceFindings, StoreError> {
     let mut checker = Checker::new(opts);
     if let Some(protocol) = store.trace(trace_id)?.protocol {
         checker.set_protocol(protocol);
     }
     checker.catch_up(store, trace_id)?;
-    Ok(checker.report(trace_id))
+    Ok(checker.report_of(trace_id, live))
 }
 
 /// A request's id and who sent it: ids are scoped per direction.

@@ -7,6 +7,13 @@ impl Checker {
     /// The findings so far, with every request still unanswered: the
     /// checker goes on with the frames that follow (a live trace).
     pub fn report(&self, trace_id: i64) -> TraceFindings {
+        self.report_of(trace_id, false)
+    }
+
+    /// [`Checker::report`] of a trace that is `live` (still being recorded
+    /// or finishing): a request not answered yet is said to be so, not to
+    /// be never answered.
+    pub fn report_of(&self, trace_id: i64, live: bool) -> TraceFindings {
         let mut open: Vec<&Request> = self.in_flight.values().collect();
         open.sort_by_key(|r| r.seq);
         let mut findings = self.findings.clone();
@@ -18,8 +25,13 @@ impl Checker {
                 left_out += 1;
                 continue;
             }
+            let answer = if live {
+                "has not answered yet (the trace is still being recorded)"
+            } else {
+                "never answered by the end of the trace"
+            };
             let message = format!(
-                "{} sent {} (id {}), which {} never answered by the end of the trace",
+                "{} sent {} (id {}), which {} {answer}",
                 self.who(r.from_client),
                 quote(&r.method),
                 r.id,
@@ -56,7 +68,7 @@ impl Checker {
             findings,
             left_out,
             conversation: self.conversation,
-            live: false,
+            live,
         }
     }
 }

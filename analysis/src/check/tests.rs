@@ -42,6 +42,23 @@ fn an_open_prompt_is_unanswered_at_the_end() {
 }
 
 #[test]
+fn a_live_traces_open_request_is_not_yet_answered_not_never() {
+    let mut checker = Checker::new(CheckOptions::default());
+    for f in &crate::testing::framed(&CLEAN) {
+        checker.feed(&FrameRef::from(f));
+    }
+    let ended = checker.report_of(1, false);
+    let live = checker.report_of(1, true);
+    assert!(!ended.live && live.live);
+    assert!(ended.findings[0].message.ends_with("which the agent never answered by the end of the trace"));
+    assert_eq!(
+        live.findings[0].message,
+        "the client sent `session/prompt` (id 2), which the agent has not answered yet (the trace is still being recorded)"
+    );
+    assert_eq!((live.findings[0].code.as_str(), live.counts), ("rpc.unanswered", ended.counts));
+}
+
+#[test]
 fn requests_in_flight_are_bounded() {
     let mut checker = Checker::new(CheckOptions::default());
     let lines: Vec<String> =

@@ -3,7 +3,7 @@
 
 use super::args::StoreArg;
 use super::trace_ref::{self, TraceInput, TraceRef};
-use crate::check::{check_trace, CheckOptions, DEFAULT_MAX_LINE_BYTES};
+use crate::check::{check_trace, check_trace_of, CheckOptions, DEFAULT_MAX_LINE_BYTES};
 use crate::import::{ImportFormat, ImportOptions};
 use crate::store::Store;
 use crate::text::printable;
@@ -157,8 +157,7 @@ fn checked(a: &CheckArgs, opts: CheckOptions) -> anyhow::Result<Vec<TraceFinding
                 // Never a partial trace judged as if complete: a finishing one
                 // is waited for, and one still live is reported as such.
                 let before = super::settle(&store, trace.id, !a.no_wait, "the check judges")?;
-                let mut report = check_trace(&store, trace.id, opts)?;
-                report.live = before.live;
+                let report = check_trace_of(&store, trace.id, opts, before.live)?;
                 reports.push(report);
             }
             return Ok(reports);

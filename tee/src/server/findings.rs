@@ -63,8 +63,7 @@ impl Checks {
         // One request at a time brings a trace's checker up to date.
         let mut checker = checker.lock().unwrap_or_else(|e| e.into_inner());
         checker.catch_up(store, id)?;
-        let mut report = checker.report(id);
-        report.live = trace.live;
+        let report = checker.report_of(id, trace.live);
         if !trace.live {
             self.remember(id, trace.meta.frame_count, report.counts);
         }
