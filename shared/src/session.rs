@@ -521,6 +521,10 @@ pub struct Permission {
     pub t_ns: i64,
     /// The options offered (`optionId: kind`).
     pub options: Vec<String>,
+    /// Each option's `name`, what the client showed the user, in the order
+    /// of `options` (empty for one without); absent when none had one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub option_names: Vec<String>,
     /// The answer, when it came.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub response_seq: Option<i64>,
@@ -533,6 +537,9 @@ pub struct Permission {
     /// The option chosen, when one was.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub option_id: Option<String>,
+    /// The chosen option's `name`, when the request offered it with one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub option_name: Option<String>,
     /// Options past the first [`PER_TOOL_MAX`], not listed.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub options_left_out: u64,

@@ -139,6 +139,11 @@ fn a_page_of_turns_assembles_messages_tool_calls_and_waits() {
     assert_eq!((p.request_seq, p.response_seq, p.waited_ns), (10, Some(11), Some(50_000_000)));
     assert_eq!((p.outcome.as_deref(), p.option_id.as_deref()), (Some("selected"), Some("allow")));
     assert_eq!(p.options, ["allow: allow_once", "no: reject_once"]);
+    // The names the user saw, and the chosen one's.
+    assert_eq!(
+        (p.option_names.as_slice(), p.option_name.as_deref()),
+        (&["Allow".to_owned(), "No".to_owned()][..], Some("Allow"))
+    );
     let fs = &t.client_calls[0];
     assert_eq!(
         (fs.method.as_str(), fs.subject.as_deref(), fs.duration_ns),

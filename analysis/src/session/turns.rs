@@ -205,11 +205,8 @@ impl Builder {
             return;
         }
         let options_left_out = params.options.as_ref().map_or(0, |o| o.len().saturating_sub(PER_TOOL_MAX)) as u64;
-        let options = params
-            .options
-            .iter()
-            .flatten()
-            .take(PER_TOOL_MAX)
+        let offered = || params.options.iter().flatten().take(PER_TOOL_MAX);
+        let options = offered()
             .map(|o| {
                 let id = cut(o.option_id.as_deref().unwrap_or("?"), SHORT_MAX);
                 match &o.kind {
@@ -218,10 +215,16 @@ impl Builder {
                 }
             })
             .collect();
+        let mut option_names: Vec<String> =
+            offered().map(|o| o.name.as_deref().map(|n| cut(n, SHORT_MAX)).unwrap_or_default()).collect();
+        if option_names.iter().all(String::is_empty) {
+            option_names.clear();
+        }
         call.permissions.push(Permission {
             request_seq: f.seq,
             t_ns: f.t_ns,
             options,
+            option_names,
             options_left_out,
             ..Permission::default()
         });
@@ -467,6 +470,19 @@ impl Builder {
                     (None, Some(o)) => {
                         p.outcome = o.outcome.as_deref().map(|s| cut(s, 64));
                         p.option_id = o.option_id.as_deref().map(|s| cut(s, SHORT_MAX));
+                        // The name the user saw beside the id chosen.
+                        p.option_name = p.option_id.as_ref().and_then(|id| {
+                            // `options` holds `id` or `id: kind`, and kinds
+                            // have no ": " (one that does names no option).
+                            let of_id = |o: &String| {
+                                o == id
+                                    || o.strip_prefix(id.as_str())
+                                        .and_then(|rest| rest.strip_prefix(": "))
+                                        .is_some_and(|kind| !kind.contains(": "))
+                            };
+                            let at = p.options.iter().position(of_id)?;
+                            p.option_names.get(at).filter(|n| !n.is_empty()).cloned()
+                        });
                     }
                     (None, None) => {}
                 }

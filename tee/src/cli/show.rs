@@ -443,23 +443,30 @@ fn turn_text(t: &Turn, out: &mut impl Write) -> anyhow::Result<()> {
         let kind = c.kind.as_deref().map(|k| format!(" ({})", printable(k))).unwrap_or_default();
         writeln!(out, "    tool call {}{title}{kind}: {}", printable(&c.tool_call_id), tool_steps(c))?;
         for p in &c.permissions {
+            // An option's name is what the user saw, quoted beside its id.
+            let named = |name: Option<&String>| match name.filter(|n| !n.is_empty()) {
+                Some(n) => format!(" \"{}\"", printable(n)),
+                None => String::new(),
+            };
             let answer = match (p.response_seq, &p.outcome) {
                 (Some(seq), outcome) => format!(
-                    "→ #{seq} after {}: {}{}",
+                    "→ #{seq} after {}: {}{}{}",
                     took(p.waited_ns.unwrap_or(0)),
                     printable(outcome.as_deref().unwrap_or("answered")),
-                    p.option_id.as_deref().map(|o| format!(" {}", printable(o))).unwrap_or_default()
+                    p.option_id.as_deref().map(|o| format!(" {}", printable(o))).unwrap_or_default(),
+                    named(p.option_name.as_ref())
                 ),
                 (None, _) => "never answered".into(),
             };
             let more =
                 if p.options_left_out > 0 { format!(", … {} more", p.options_left_out) } else { String::new() };
-            writeln!(
-                out,
-                "      permission #{} {answer} (options {}{more})",
-                p.request_seq,
-                printable(&p.options.join(", "))
-            )?;
+            let options: Vec<String> = p
+                .options
+                .iter()
+                .enumerate()
+                .map(|(i, o)| format!("{}{}", printable(o), named(p.option_names.get(i))))
+                .collect();
+            writeln!(out, "      permission #{} {answer} (options {}{more})", p.request_seq, options.join(", "))?;
         }
         more_text(c.permissions_left_out, "permission requests", "a tool call", PER_TOOL_MAX, "      ", out)?;
         for m in &c.mcp_calls {

@@ -289,6 +289,9 @@ pub struct Outcome<'a> {
 pub struct PermissionOption<'a> {
     #[serde(borrow, default, deserialize_with = "leaf")]
     pub option_id: Option<Str<'a>>,
+    /// What the client shows the user.
+    #[serde(borrow, default, deserialize_with = "leaf")]
+    pub name: Option<Str<'a>>,
     #[serde(borrow, default, deserialize_with = "leaf")]
     pub kind: Option<Str<'a>>,
 }

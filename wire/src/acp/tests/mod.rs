@@ -52,6 +52,9 @@ pub(super) struct UpdateSeen {
 /// name, title, version.
 type InfoSeen = Texts3;
 
+/// A permission option as read: its id, name and kind.
+type OptionSeen = (Option<String>, Option<String>, Option<String>);
+
 /// The members [`Params`] reads.
 #[derive(Debug, PartialEq, Default)]
 pub(super) struct ParamsSeen {
@@ -64,8 +67,8 @@ pub(super) struct ParamsSeen {
     /// type, text.
     prompt: Option<Vec<(Option<String>, Option<String>)>>,
     tool_call: Option<UpdateSeen>,
-    /// optionId, kind.
-    options: Option<Vec<(Option<String>, Option<String>)>>,
+    /// optionId, name, kind.
+    options: Option<Vec<OptionSeen>>,
     path: Option<String>,
     command: Option<String>,
     args: Option<Vec<String>>,
@@ -150,7 +153,10 @@ pub(super) fn params_seen(p: &Params) -> ParamsSeen {
         value: p.value.map(decoded),
         prompt: p.prompt.as_ref().map(|b| b.iter().map(|b| (owned(&b.kind), owned(&b.text))).collect()),
         tool_call: p.tool_call.as_ref().map(update_seen),
-        options: p.options.as_ref().map(|o| o.iter().map(|o| (owned(&o.option_id), owned(&o.kind))).collect()),
+        options: p
+            .options
+            .as_ref()
+            .map(|o| o.iter().map(|o| (owned(&o.option_id), owned(&o.name), owned(&o.kind))).collect()),
         path: owned(&p.path),
         command: owned(&p.command),
         args: p.args.as_ref().map(|a| a.iter().map(|a| a.to_string()).collect()),

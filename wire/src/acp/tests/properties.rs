@@ -100,7 +100,12 @@ proptest! {
         let held = ParamsSeen {
             session_id: Some(session),
             tool_call: Some(call),
-            options: Some(options.iter().map(|o| (Some(o.option_id.0.to_string()), Some(name(&o.kind)))).collect()),
+            options: Some(
+                options
+                    .iter()
+                    .map(|o| (Some(o.option_id.0.to_string()), Some(o.name.clone()), Some(name(&o.kind))))
+                    .collect(),
+            ),
             ..Default::default()
         };
         prop_assert_eq!(read_params(&raw), held);
