@@ -304,6 +304,9 @@ pub struct Turn {
     /// The error that answered it instead.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// That error's `data` as written (JSON text, cut like `error`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_data: Option<String>,
     /// `session/cancel` sent during the turn.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cancel_seq: Option<i64>,

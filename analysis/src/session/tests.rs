@@ -219,6 +219,25 @@ fn loads_that_replay_nothing_or_twice_and_cancels_not_honoured_are_noted() {
 }
 
 #[test]
+fn a_turn_answered_by_an_error_keeps_its_data() {
+    let prompt = |id: u32| {
+        format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"session/prompt","params":{{"sessionId":"s1","prompt":[]}}}}"#)
+    };
+    let lines = vec![
+        (C2A, 0, prompt(1)),
+        (A2C, 1, r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"Internal error","data":{"details":"model overloaded"}}}"#.to_owned()),
+        (C2A, 2, prompt(2)),
+        (A2C, 3, r#"{"jsonrpc":"2.0","id":2,"error":{"code":-32603,"message":"Internal error","data":null}}"#.to_owned()),
+    ];
+    let store = trace(&as_refs(&lines));
+    let model = model_of(&store);
+    let turns = model.turns_of(&store, 1, "s1", 0, 5, None).unwrap().unwrap();
+    assert_eq!(turns[0].error.as_deref(), Some("-32603: Internal error"));
+    assert_eq!(turns[0].error_data.as_deref(), Some(r#"{"details":"model overloaded"}"#));
+    assert_eq!(turns[1].error_data, None, "a null data says nothing");
+}
+
+#[test]
 fn v2_turns_end_with_their_state_update() {
     let lines = vec![
         (C2A, 0, r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":2}}"#.to_owned()),

@@ -131,7 +131,12 @@ impl Builder {
                 let Some(awaits) = f.reply_to_seq.and_then(|r| self.pending.remove(&r)) else { return };
                 let mut keep = None;
                 let (answer, error) = wire::reply(f.raw, &mut keep);
+                let data = error.as_ref().and_then(|e| e.data).filter(|d| d.get() != "null");
+                let data = data.map(|d| cut(d.get(), SHORT_MAX));
                 let error = error.map(|e| cut(&e.describe(), SHORT_MAX));
+                if let (Awaits::Prompt(Some(turn)), Some(_)) = (&awaits, &error) {
+                    self.turns[*turn].error_data = data;
+                }
                 self.response(f, awaits, answer, error);
             }
             _ => {}

@@ -434,6 +434,9 @@ fn turn_text(t: &Turn, out: &mut impl Write) -> anyhow::Result<()> {
     let first = t.first_chunk_ns.map(|n| format!(", first chunk after {}", took(n))).unwrap_or_default();
     let cancel = t.cancel_seq.map(|s| format!(", cancel sent #{s}")).unwrap_or_default();
     writeln!(out, "  turn {} #{}{end}{reason}{first}{cancel}", t.index + 1, t.request_seq)?;
+    if let (Some(data), None) = (&t.error_data, &t.stop_reason) {
+        writeln!(out, "    error data: {}", printable(data))?;
+    }
     line("prompt", &t.prompt, out)?;
     line("thought", &t.thought, out)?;
     line("agent", &t.message, out)?;

@@ -60,6 +60,10 @@ pub struct RpcError<'a> {
     pub code: Option<i64>,
     #[serde(borrow, default, deserialize_with = "leaf")]
     pub message: Option<Str<'a>>,
+    /// `data`, as written: what the peer adds to the message (a cause, a
+    /// backtrace, the details an agent has).
+    #[serde(borrow, default)]
+    pub data: Option<&'a RawValue>,
 }
 
 impl RpcError<'_> {
