@@ -50,10 +50,19 @@ fn report_view(a: i64, b: i64, d: TraceDiff) -> impl IntoView {
             <span id="compare-verdict" class=format!("badge {verdict}")>{verdict}</span>
             {format!(" {} messages equal, {} different (aligned by {})", d.equal_messages, d.changed_messages, d.alignment)}
         </p>
-        <table id="compare-messages" class="compare">
-            <thead><tr><th>"a"</th><th>"change"</th><th>"message"</th><th>"b"</th><th>"values (a → b)"</th></tr></thead>
-            <tbody>{d.messages.into_iter().map(|m| message_row(a, b, m)).collect_view()}</tbody>
-        </table>
+        {if d.changed_messages == 0 {
+            // An empty table would say nothing; this says what was found.
+            view! { <p id="compare-no-differences">"No differences: every message of a has its equal in b."</p> }
+                .into_any()
+        } else {
+            view! {
+                <table id="compare-messages" class="compare">
+                    <thead><tr><th>"a"</th><th>"change"</th><th>"message"</th><th>"b"</th><th>"values (a → b)"</th></tr></thead>
+                    <tbody>{d.messages.into_iter().map(|m| message_row(a, b, m)).collect_view()}</tbody>
+                </table>
+            }
+            .into_any()
+        }}
         {(more > 0).then(|| view! { <p class="dim">{format!("… and {more} more")}</p> })}
         {(!d.capabilities.is_empty()).then(|| view! {
             <h2>"initialize capabilities"</h2>

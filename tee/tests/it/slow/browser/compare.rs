@@ -56,6 +56,20 @@ fn two_traces_ticked_in_the_list_open_their_comparison() {
 }
 
 #[test]
+fn equal_runs_say_there_is_no_difference_rather_than_show_an_empty_table() {
+    let store = TempStore::new();
+    import_trace(&store, "one", &session_pairs(2, 1.0));
+    import_trace(&store, "the same", &session_pairs(2, 1.0));
+    let server = Server::start(&store.db);
+    let b = Browser::start();
+    b.goto(&format!("{}/compare/1/2", server.url));
+    b.wait_for("the verdict", |b| !b.find_all("#compare-verdict").is_empty());
+    assert_eq!(b.texts("#compare-verdict"), ["equivalent"]);
+    assert_eq!(b.texts("#compare-no-differences"), ["No differences: every message of a has its equal in b."]);
+    assert!(b.find_all("#compare-messages").is_empty(), "an empty table of changes");
+}
+
+#[test]
 fn comparing_a_trace_that_does_not_exist_says_so() {
     let store = TempStore::new();
     import_trace(&store, "one", &pairs(1, 1.0));
