@@ -7,7 +7,6 @@ use crate::format;
 use crate::state::TraceState;
 use acp_tee_shared::session::{OpenRequest, Plan, SessionDetail, TokenUsage, TraceSessions};
 use leptos::prelude::*;
-use std::time::Duration;
 
 /// How long something has waited, as people say it: `850 ms`, `48 s`, `3m 05s`.
 pub fn age_text(ns: i64) -> String {
@@ -37,20 +36,14 @@ pub fn usage_text(u: &TokenUsage) -> String {
 }
 
 /// The requests of the trace nobody answered: on a live trace how long each has been waiting (counted on
-/// between refreshes), on an ended one how long it was open when the trace ended.
-pub fn open_requests(st: TraceState, o: &TraceSessions) -> Option<impl IntoView> {
+/// with the tab's clock `now` between refreshes), on an ended one how long it was open when the trace ended.
+pub fn open_requests(st: TraceState, o: &TraceSessions, now: Memo<i64>) -> Option<impl IntoView> {
     if o.open_requests.is_empty() {
         return None;
     }
     let live = o.live;
-    // Ages grow while nothing new arrives: they are counted on here, from when the overview came.
-    let since = js_sys::Date::now();
-    let tick = RwSignal::new(since);
-    if live {
-        if let Ok(handle) = set_interval_with_handle(move || tick.set(js_sys::Date::now()), Duration::from_secs(1)) {
-            on_cleanup(move || handle.clear());
-        }
-    }
+    // The ages came measured at the overview's present; they grow by what the clock counted since.
+    let then = o.now_t_ns;
     let several =
         o.open_requests.iter().filter_map(|r| r.session_id.as_ref()).collect::<std::collections::HashSet<_>>().len()
             > 1;
@@ -59,10 +52,7 @@ pub fn open_requests(st: TraceState, o: &TraceSessions) -> Option<impl IntoView>
         .iter()
         .map(|r| {
             let r = r.clone();
-            let age = move || {
-                let extra = if live { ((tick.get() - since) * 1e6) as i64 } else { 0 };
-                age_text(r.age_ns + extra)
-            };
+            let age = move || age_text(r.age_ns + (now.get() - then).max(0));
             open_request_item(st, &r, live, several, age)
         })
         .collect_view();

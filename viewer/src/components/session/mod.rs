@@ -4,6 +4,9 @@
 //! (prompt, thoughts, agent message, tool-call cards, client work, stop reason, usage), a page of
 //! [`PAGE_TURNS`] at a time. Every item links to its frame in the diagram.
 //!
+//! Ages (how long a turn or a request has been open, the waterfall's axis and open bars) are measured
+//! against one [`trace_clock`], which counts on once a second while the trace is live.
+//!
 //! # Layout
 //! - [`facts`]: the open-requests banner, the picker, the session's facts and plan.
 //! - [`turn`]: one turn and its tool calls.
@@ -23,6 +26,7 @@ use crate::state::TraceState;
 use crate::view_query::Tab;
 use acp_tee_shared::session::{SessionDetail, TraceSessions, Turn};
 use leptos::prelude::*;
+use std::time::Duration;
 
 /// The URL of the Diagram tab with frame `seq` selected.
 pub fn frame_href(st: TraceState, seq: i64) -> impl Fn() -> String + Copy + Send + Sync + 'static {
@@ -63,6 +67,7 @@ pub fn SessionTab() -> impl IntoView {
         })
     });
     let overview = Memo::new(move |_| sd.overview.with(|o| o.as_ref().and_then(|o| o.as_ref().ok().cloned())));
+    let now = trace_clock(st, overview);
     let body = move || match shape.get() {
         Shape::Loading => view! { <div class="notice">"Loading sessions…"</div> }.into_any(),
         Shape::Failed(message) => view! { <div class="notice error">{message}</div> }.into_any(),
@@ -75,16 +80,49 @@ pub fn SessionTab() -> impl IntoView {
         .into_any(),
         Shape::Sessions => view! {
             {move || overview.with(|o| o.as_ref().map(|o| facts::picker(st, o)))}
-            <SessionPage overview=overview />
+            <SessionPage overview=overview now=now />
         }
         .into_any(),
     };
     view! {
         <div class="session-tab">
-            {move || overview.with(|o| o.as_ref().map(|o| facts::open_requests(st, o)))}
+            {move || overview.with(|o| o.as_ref().map(|o| facts::open_requests(st, o, now)))}
             {body}
         </div>
     }
+}
+
+/// The present on the trace's clock (a `t_ns`), what the tab's ages are measured against: the overview's
+/// `now_t_ns` plus the time the browser has counted since that overview came. On a live trace it counts on
+/// once a second (the one timer, gone when the trace ends or the tab closes); on an ended one it is the
+/// trace's last frame.
+///
+/// Counted from the server's present and not from the trace's `started_at` and the browser's clock: the
+/// server measures `now_t_ns` from `started_at` on its own clock, the one beside the store the recorder
+/// wrote it to, while the browser may run on another machine whose clock is off by any amount; the time
+/// that elapses on the browser's clock is right however far off it is, and each refresh starts the count
+/// again from the server's present.
+fn trace_clock(st: TraceState, overview: Memo<Option<TraceSessions>>) -> Memo<i64> {
+    let live = Memo::new(move |_| overview.with(|o| o.as_ref().is_some_and(|o| o.live)));
+    let tick = RwSignal::new(js_sys::Date::now());
+    Effect::new(move |_| {
+        if live.get() {
+            tick.set(js_sys::Date::now());
+            let ticking = set_interval_with_handle(move || tick.set(js_sys::Date::now()), Duration::from_secs(1));
+            // Cleared when the trace ends (the effect runs again) or the tab closes.
+            if let Ok(handle) = ticking {
+                on_cleanup(move || handle.clear());
+            }
+        }
+    });
+    Memo::new(move |_| {
+        let Some((base, live)) = overview.with(|o| o.as_ref().map(|o| (o.now_t_ns, o.live))) else { return 0 };
+        if !live {
+            return base;
+        }
+        let since_ms = (tick.get() - st.sessions.overview_at_ms.get_value()).max(0.0);
+        base + (since_ms * 1e6) as i64
+    })
 }
 
 /// What the tab has to show.
@@ -98,7 +136,7 @@ enum Shape {
 
 /// The chosen session: its facts and the page of turns the URL asks for.
 #[component]
-fn SessionPage(overview: Memo<Option<TraceSessions>>) -> impl IntoView {
+fn SessionPage(overview: Memo<Option<TraceSessions>>, now: Memo<i64>) -> impl IntoView {
     let st = trace_state();
     let sd = st.sessions;
     let page = Memo::new(move |_| sd.current_page());
@@ -107,7 +145,6 @@ fn SessionPage(overview: Memo<Option<TraceSessions>>) -> impl IntoView {
         let sid = wanted.with(|w| w.as_ref().map(|w| w.sid.clone()));
         overview.with(|o| o.as_ref().is_some_and(|o| o.sessions.iter().any(|s| Some(&s.session_id) == sid.as_ref())))
     });
-    let now_t_ns = Memo::new(move |_| overview.with(|o| o.as_ref().map_or(0, |o| o.now_t_ns)));
     let shape = Memo::new(move |_| match (known.get(), page.with(|p| p.as_ref().map(|r| r.as_ref().err().cloned()))) {
         (false, _) => PageShape::Unknown,
         (true, None) => PageShape::Loading,
@@ -126,8 +163,8 @@ fn SessionPage(overview: Memo<Option<TraceSessions>>) -> impl IntoView {
         PageShape::Failed(message) => view! { <div class="notice error">{message}</div> }.into_any(),
         // The turns stay drawn across refreshes of a live trace: only turns that changed are drawn again.
         PageShape::Ready => view! {
-            {move || detail.with(|d| d.as_ref().map(|d| page_head(st, d, now_t_ns.get())))}
-            <TurnList detail=detail now_t_ns=now_t_ns />
+            {move || detail.with(|d| d.as_ref().map(|d| page_head(st, d, now)))}
+            <TurnList detail=detail now=now />
             {move || detail.with(|d| d.as_ref().filter(|d| d.turns.len() > 3).map(|d| pager(st, d.offset, d.summary.turns, d.turns.len())))}
         }
         .into_any(),
@@ -145,21 +182,21 @@ enum PageShape {
 }
 
 /// The session's facts and plan, the page's waterfall, and the pager.
-fn page_head(st: TraceState, detail: &SessionDetail, now_t_ns: i64) -> impl IntoView {
+fn page_head(st: TraceState, detail: &SessionDetail, now: Memo<i64>) -> impl IntoView {
     let total = detail.summary.turns;
     view! {
         <div class="session-cards">
             {facts::summary_card(st, detail)}
             {detail.plan.as_ref().map(|p| facts::plan_card(st, p))}
         </div>
-        {(total > 0).then(|| waterfall::waterfall(st, &detail.turns, now_t_ns))}
+        {(total > 0).then(|| waterfall::waterfall(st, &detail.turns, now))}
         {pager(st, detail.offset, total, detail.turns.len())}
     }
 }
 
 /// The page's turns; a turn is drawn again only when what it shows changed.
 #[component]
-fn TurnList(detail: Memo<Option<SessionDetail>>, now_t_ns: Memo<i64>) -> impl IntoView {
+fn TurnList(detail: Memo<Option<SessionDetail>>, now: Memo<i64>) -> impl IntoView {
     let st = trace_state();
     // When the page is empty: how many turns the session has.
     let empty = Memo::new(move |_| detail.with(|d| d.as_ref().filter(|d| d.turns.is_empty()).map(|d| d.summary.turns)));
@@ -176,7 +213,7 @@ fn TurnList(detail: Memo<Option<SessionDetail>>, now_t_ns: Memo<i64>) -> impl In
             <div class="turns">
                 <For each=move || detail.with(|d| d.as_ref().map(|d| d.turns.clone()).unwrap_or_default())
                     key=turn_key let(t)>
-                    {turn::turn_card(st, t, now_t_ns.get_untracked())}
+                    {turn::turn_card(st, t, now)}
                 </For>
             </div>
         }

@@ -11,8 +11,8 @@ use crate::state::TraceState;
 use acp_tee_shared::session::{ClientCall, Permission, Text, ToolCall, Turn};
 use leptos::prelude::*;
 
-/// One turn (`article#turn-N`).
-pub fn turn_card(st: TraceState, t: Turn, now_t_ns: i64) -> impl IntoView {
+/// One turn (`article#turn-N`); its open ages count on with `now`, the present on the trace's clock.
+pub fn turn_card(st: TraceState, t: Turn, now: Memo<i64>) -> impl IntoView {
     let index = t.index;
     let mut blocks: Vec<(i64, AnyView)> = Vec::new();
     if !t.thought.is_empty() {
@@ -29,7 +29,7 @@ pub fn turn_card(st: TraceState, t: Turn, now_t_ns: i64) -> impl IntoView {
         blocks.push((t.message.first_seq.unwrap_or(i64::MAX), text_block(st, "agent", "Agent", &t.message).into_any()));
     }
     for call in &t.tool_calls {
-        blocks.push((call.first_seq, tool_card(st, call, t.start_t_ns, now_t_ns).into_any()));
+        blocks.push((call.first_seq, tool_card(st, call, t.start_t_ns, now).into_any()));
     }
     blocks.sort_by_key(|(seq, _)| *seq);
     let ids = (t.messages.len() > 1).then(|| {
@@ -53,7 +53,7 @@ pub fn turn_card(st: TraceState, t: Turn, now_t_ns: i64) -> impl IntoView {
     let blocks = blocks.into_iter().map(|(_, v)| v).collect_view();
     view! {
         <article class="turn" id=format!("turn-{index}") data-turn=index>
-            {turn_head(st, &t, now_t_ns)}
+            {turn_head(st, &t, now)}
             {text_block(st, "prompt", "Prompt", &t.prompt)}
             {blocks}
             {client}
@@ -63,10 +63,11 @@ pub fn turn_card(st: TraceState, t: Turn, now_t_ns: i64) -> impl IntoView {
     }
 }
 
-fn turn_head(st: TraceState, t: &Turn, now_t_ns: i64) -> impl IntoView {
-    let took = match t.end_t_ns {
-        Some(end) => format::duration_ns(end - t.start_t_ns),
-        None => format!("open {}", age_text(now_t_ns - t.start_t_ns)),
+fn turn_head(st: TraceState, t: &Turn, now: Memo<i64>) -> impl IntoView {
+    let (start, end) = (t.start_t_ns, t.end_t_ns);
+    let took = move || match end {
+        Some(end) => format::duration_ns(end - start),
+        None => format!("open {}", age_text((now.get() - start).max(0))),
     };
     let first =
         t.first_chunk_ns.map(|ns| view! { <span>{format!("first words after {}", format::duration_ns(ns))}</span> });
@@ -129,7 +130,7 @@ fn text_block(st: TraceState, class: &'static str, label: &'static str, text: &T
 }
 
 /// A tool call: kind, title, latest status, its status timeline, permission requests, paths and payloads.
-fn tool_card(st: TraceState, c: &ToolCall, turn_start: i64, now_t_ns: i64) -> impl IntoView {
+fn tool_card(st: TraceState, c: &ToolCall, turn_start: i64, now: Memo<i64>) -> impl IntoView {
     let title = c.title.clone().unwrap_or_else(|| c.tool_call_id.clone());
     let status = c.status.clone().unwrap_or_else(|| "no status".to_owned());
     let timeline = c
@@ -145,7 +146,7 @@ fn tool_card(st: TraceState, c: &ToolCall, turn_start: i64, now_t_ns: i64) -> im
             }
         })
         .collect_view();
-    let permissions = c.permissions.iter().map(|p| permission(st, p, now_t_ns)).collect_view();
+    let permissions = c.permissions.iter().map(|p| permission(st, p, now)).collect_view();
     let locations = (!c.locations.is_empty()).then(|| view! { <div class="locations">{c.locations.join(", ")}</div> });
     let content = (!c.content.is_empty()).then(|| {
         let list = c.content.iter().map(|k| format!("{} ×{}", k.kind, k.count)).collect::<Vec<_>>().join(", ");
@@ -179,7 +180,7 @@ fn tool_card(st: TraceState, c: &ToolCall, turn_start: i64, now_t_ns: i64) -> im
 }
 
 /// A permission request: the options, the answer and how long the client took, or how long it has waited.
-fn permission(st: TraceState, p: &Permission, now_t_ns: i64) -> impl IntoView {
+fn permission(st: TraceState, p: &Permission, now: Memo<i64>) -> impl IntoView {
     let options = p.options.join(", ");
     let answer = match (p.response_seq, p.waited_ns) {
         (Some(seq), waited) => {
@@ -191,10 +192,11 @@ fn permission(st: TraceState, p: &Permission, now_t_ns: i64) -> impl IntoView {
             let after = waited.map(|w| format!(" after {}", format::duration_ns(w))).unwrap_or_default();
             view! { <span class="outcome">{format!("→ {outcome}{after}")}</span> " " {seq_link(st, seq)} }.into_any()
         }
-        (None, _) => view! {
-            <span class="outcome unanswered">{format!("→ no answer after {}", age_text(now_t_ns - p.t_ns))}</span>
+        (None, _) => {
+            let asked = p.t_ns;
+            let waited = move || format!("→ no answer after {}", age_text((now.get() - asked).max(0)));
+            view! { <span class="outcome unanswered">{waited}</span> }.into_any()
         }
-        .into_any(),
     };
     view! {
         <div class="permission" data-seq=p.request_seq>

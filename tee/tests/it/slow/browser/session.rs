@@ -390,3 +390,61 @@ fn a_real_python_sdk_agents_tool_call_shows_its_statuses_and_its_permission_answ
     assert!(answer.starts_with("→ selected allow-once after "), "{answer}");
     assert!(b.find_all("#open-requests").is_empty(), "yopo answered everything");
 }
+
+/// An age as the Session tab writes it (`850 ms`, `48 s`, `3m 05s`, `+12.34 s`), in seconds.
+fn seconds_in(text: &str) -> f64 {
+    let words: Vec<&str> = text.split_whitespace().map(|w| w.trim_start_matches('+')).collect();
+    for pair in words.windows(2) {
+        let n = pair[0].parse::<f64>().ok();
+        let minutes = pair[0].strip_suffix('m').and_then(|m| m.parse::<f64>().ok());
+        let secs = pair[1].strip_suffix('s').and_then(|s| s.parse::<f64>().ok());
+        match (n, pair[1], minutes, secs) {
+            (Some(n), "s", _, _) => return n,
+            (Some(n), "ms", _, _) => return n / 1e3,
+            (Some(n), "µs", _, _) => return n / 1e6,
+            (_, _, Some(m), Some(s)) => return m * 60.0 + s,
+            _ => {}
+        }
+    }
+    panic!("no age in {text:?}")
+}
+
+#[test]
+fn ages_on_the_session_tab_count_on_while_a_live_permission_waits_and_no_frame_arrives() {
+    // A real open permission: the official Python SDK agent asks, acpx on a terminal waits for a person.
+    let wait = crate::sessions::record::start_permission_wait(&[]);
+    let server = Server::start(&wait.store.db);
+    let b = Browser::start();
+    b.goto(&format!("{}/traces/{}?tab=session", server.url, wait.trace_id));
+    let (turn, asked, axis) = (
+        "#turn-0 .turn-head .took",
+        "#turn-0 .permission .outcome.unanswered",
+        "#waterfall .wf-axis .wf-tick:last-child",
+    );
+    b.wait_for("the open turn and its unanswered permission", |b| {
+        text_of(b, turn).starts_with("open ") && text_of(b, asked).starts_with("→ no answer after ")
+    });
+    b.wait_for("the waterfall", |b| !b.find_all(axis).is_empty());
+    let frames = wait.frames().len();
+    let since = std::time::Instant::now();
+    let (turn0, asked0, axis0) =
+        (seconds_in(&text_of(&b, turn)), seconds_in(&text_of(&b, asked)), seconds_in(&text_of(&b, axis)));
+
+    // Nothing arrives, yet the ages count on.
+    b.wait_for("the turn's age counted on by 2 s", |b| {
+        since.elapsed().as_secs_f64() >= 2.0 && seconds_in(&text_of(b, turn)) >= turn0 + 2.0
+    });
+    let (turn1, asked1, axis1) =
+        (seconds_in(&text_of(&b, turn)), seconds_in(&text_of(&b, asked)), seconds_in(&text_of(&b, axis)));
+    let elapsed = since.elapsed().as_secs_f64();
+    assert_eq!(wait.frames().len(), frames, "a frame arrived: the ages may have come from a refresh");
+    // Whole seconds on the cards, read a tick apart: within 1.5 s of the time that passed.
+    for (what, before, after) in [("the turn's open age", turn0, turn1), ("the permission's wait", asked0, asked1)] {
+        let grew = after - before;
+        assert!((grew - elapsed).abs() <= 1.5, "{what} grew {grew} s in {elapsed:.2} s ({before} → {after})");
+    }
+    assert!(axis1 - axis0 >= elapsed - 1.5, "the waterfall's axis grew {} s in {elapsed:.2} s", axis1 - axis0);
+    let banner = text_of(&b, "#open-requests");
+    assert!(banner.contains("session/request_permission waiting"), "{banner}");
+    b.screenshot("session-live-ages");
+}
