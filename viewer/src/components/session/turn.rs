@@ -181,11 +181,26 @@ fn tool_card(st: TraceState, c: &ToolCall, turn_start: i64, now: Memo<i64>) -> i
 
 /// A permission request: the options, the answer and how long the client took, or how long it has waited.
 fn permission(st: TraceState, p: &Permission, now: Memo<i64>) -> impl IntoView {
-    let options = p.options.join(", ");
+    // The names the user saw come first; the ids and kinds the agent sent
+    // after them.
+    let name_of = |i: usize| p.option_names.get(i).filter(|n| !n.is_empty());
+    let options = p
+        .options
+        .iter()
+        .enumerate()
+        .map(|(i, o)| match name_of(i) {
+            Some(name) => format!("{name} ({o})"),
+            None => o.clone(),
+        })
+        .collect::<Vec<_>>()
+        .join(", ");
     let answer = match (p.response_seq, p.waited_ns) {
         (Some(seq), waited) => {
             let outcome = match (&p.outcome, &p.option_id) {
-                (Some(o), Some(id)) => format!("{o} {id}"),
+                (Some(o), Some(id)) => match &p.option_name {
+                    Some(name) => format!("{o} {name} ({id})"),
+                    None => format!("{o} {id}"),
+                },
                 (Some(o), None) => o.clone(),
                 _ => "answered".to_owned(),
             };

@@ -119,8 +119,9 @@ fn the_session_tab_reads_a_turn_as_a_conversation_and_links_each_part_to_its_fra
     );
     assert_eq!(statuses, json!(["pending", "in_progress", "completed"]));
     let permission = text_of(&b, "#turn-0 .tool[data-tool-call-id=t1] .permission");
-    assert!(permission.contains("allow: allow_once, no: reject_once"), "{permission}");
-    assert!(permission.contains("selected allow after 50.0 ms"), "{permission}");
+    // The names the user saw, with the ids and kinds the agent sent.
+    assert!(permission.contains("Allow (allow: allow_once), No (no: reject_once)"), "{permission}");
+    assert!(permission.contains("selected Allow (allow) after 50.0 ms"), "{permission}");
     assert!(text_of(&b, "#turn-0 .client-calls").contains("fs/write_text_file /w/parser.rs"));
     assert_eq!(text_of(&b, "#turn-0 .turn-end .stop"), "end_turn");
     assert!(text_of(&b, "#turn-0 .turn-end").contains("30 tokens (20 in, 10 out)"));
@@ -387,7 +388,7 @@ fn a_real_python_sdk_agents_tool_call_shows_its_statuses_and_its_permission_answ
     let statuses = b.texts("#turn-0 .tool .status .status-name");
     assert_eq!(statuses, ["pending", "in_progress", "completed"]);
     let answer = text_of(&b, "#turn-0 .tool .permission .outcome");
-    assert!(answer.starts_with("→ selected allow-once after "), "{answer}");
+    assert!(answer.starts_with("→ selected Allow (allow-once) after "), "{answer}");
     assert!(b.find_all("#open-requests").is_empty(), "yopo answered everything");
 }
 
