@@ -139,8 +139,9 @@ fn Toolbar() -> impl IntoView {
                     on:change=move |ev| st.follow.set(event_target_checked(&ev)) />
                 "follow"
             </label>
-            <span class="grow"></span>
-            // Every export is redacted (the server's default rules mask secrets).
+            // Every export is redacted (the server's default rules mask secrets). One group, at the right
+            // end, on a line of its own when the window is too narrow for the whole toolbar.
+            <span class="exports">
             <span class="export-label" title="secrets are masked">"Export (redacted):"</span>
             <a id="export-json" class="button" href=export_url(id, "json") download=format!("acp-tee-trace-{id}.json")
                 title="acp-tee-trace JSON document">"JSON"</a>
@@ -150,6 +151,7 @@ fn Toolbar() -> impl IntoView {
                 title="the conductor's .jsons, for agent-client-protocol-trace-viewer">".jsons"</a>
             <a id="export-perfetto" class="button" href=export_url(id, "perfetto") download=format!("acp-tee-trace-{id}.perfetto.json")
                 title="Chrome trace-event JSON for ui.perfetto.dev">"Perfetto"</a>
+            </span>
         </div>
     }
 }

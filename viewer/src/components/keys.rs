@@ -1,6 +1,7 @@
 //! The trace view's keyboard: `j`/`k` or the arrows step through frames, Home/End go to the first and last
 //! frame, Enter selects a focused frame (on the row itself), Esc leaves a text field or clears the
-//! selection, `/` focuses the search. Keys typed into text fields are theirs, except Esc.
+//! selection, `/` focuses the search. Keys typed into text fields are theirs, except Esc, which leaves the
+//! field and keeps what it holds (the search stays).
 
 use crate::state::{loader, TraceState};
 use crate::view_query::Tab;
@@ -40,6 +41,9 @@ pub fn trace_keys(st: TraceState) {
         }
         if typing {
             if let (Action::Escape, Some(el)) = (act, target) {
+                // Only leaves the field: without this, Esc in the search (type=search) would also empty it
+                // (the browser's own Esc), and the emptied search would leave the URL.
+                ev.prevent_default();
                 let _ = el.blur();
             }
             return;

@@ -66,6 +66,26 @@ impl Browser {
         self.js(script, serde_json::json!([css, key]));
     }
 
+    /// Presses `key` ("Escape" or a printable character) on the real keyboard: a trusted key event, so the
+    /// browser's own handling of the key (what a synthetic event never gets) follows unless prevented.
+    pub fn press(&self, key: &str) {
+        let (code, vk, text) = match key {
+            "Escape" => ("Escape".to_owned(), 27, None),
+            "/" => ("Slash".to_owned(), 191, Some("/")),
+            c => (format!("Key{}", c.to_uppercase()), u32::from(c.to_uppercase().chars().next().unwrap()), Some(c)),
+        };
+        let down = serde_json::json!({"type": if text.is_some() { "keyDown" } else { "rawKeyDown" }, "key": key,
+            "code": code, "windowsVirtualKeyCode": vk, "text": text.unwrap_or("")});
+        self.inner.cdp("Input.dispatchKeyEvent", down).unwrap();
+        let up = serde_json::json!({"type": "keyUp", "key": key, "code": code, "windowsVirtualKeyCode": vk});
+        self.inner.cdp("Input.dispatchKeyEvent", up).unwrap();
+    }
+
+    /// Types `text` into the focused field on the real keyboard (trusted `input` events).
+    pub fn type_text(&self, text: &str) {
+        self.inner.cdp("Input.insertText", serde_json::json!({"text": text})).unwrap();
+    }
+
     /// Types `text` into the input matching `css` as a user would: its value changes and an `input` event
     /// follows (no `change`, no Enter).
     pub fn type_into(&self, css: &str, text: &str) {

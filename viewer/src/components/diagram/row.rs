@@ -150,6 +150,17 @@ fn arrow(f: &FrameSummary, colour: &str, geo: Geometry) -> impl IntoView {
     }
 }
 
+/// Widths of a row's labels (style.css): a method name's characters (12 px monospace) and padding, a tag's
+/// characters (11 px) and its gap before, an id label's distance from its lane, the least room between an
+/// id and the name, the least width an id is given.
+const NAME_CHAR_W: f64 = 7.4;
+const NAME_PAD: f64 = 10.0;
+const TAG_CHAR_W: f64 = 6.8;
+const TAG_GAP: f64 = 6.0;
+const ID_MARGIN: f64 = 8.0;
+const ID_GAP: f64 = 6.0;
+const MIN_ID_W: f64 = 36.0;
+
 /// Method label over the acp-tee lane, JSON-RPC id at the sender's end, preview under the arrow (or in
 /// the stderr lane for stderr lines). Whatever is cut short shows whole in its tooltip.
 fn labels(f: &FrameSummary, colour: &str, geo: Geometry, words: &[String]) -> impl IntoView {
@@ -162,17 +173,38 @@ fn labels(f: &FrameSummary, colour: &str, geo: Geometry, words: &[String]) -> im
         (None, kind) => Some(view! { <span class="label">{kind.as_str()}</span> }.into_any()),
     };
     let mcp = f.mcp_method.clone().map(|m| view! { <span class="mcp">{format!("mcp · {m}")}</span> });
+    // A tag after the name: its text, if any.
+    let tag = match (f.kind, f.tool_error) {
+        (FrameKind::Error, _) => Some("error"),
+        (_, true) => Some("tool error"),
+        _ => None,
+    };
+    // Ids stay clear of the method name centred over the acp-tee lane, in the room its width (guessed from
+    // its characters, the font being monospace) leaves them, but never narrower than MIN_ID_W: a name too
+    // long for that is cut short instead (whole in its tooltip).
+    let name_len = f.method.as_deref().map_or_else(|| f.kind.as_str().chars().count(), |m| m.chars().count());
+    let tags_w = [tag.map(str::len), f.mcp_method.as_ref().map(|m| m.chars().count() + 6)]
+        .into_iter()
+        .flatten()
+        .map(|n| TAG_GAP + TAG_CHAR_W * n as f64)
+        .sum::<f64>();
+    let names_w = geo.span() - 48.0;
+    let name_w = (NAME_PAD + NAME_CHAR_W * name_len as f64 + tags_w).min(names_w);
+    let id_w = (geo.span() / 2.0 - name_w / 2.0 - ID_MARGIN - ID_GAP).clamp(MIN_ID_W, 140.0);
+    let names_w = match f.id {
+        Some(_) => names_w.min(geo.span() - 2.0 * (ID_MARGIN + id_w + ID_GAP)).max(0.0),
+        None => names_w,
+    };
+    let names_left = geo.tee_x - names_w / 2.0;
     let names_title = [f.method.clone(), f.mcp_method.clone().map(|m| format!("mcp · {m}"))]
         .into_iter()
         .flatten()
         .collect::<Vec<_>>()
         .join("  ");
-    // Ids stay clear of a method name of up to ~16 characters centred over the acp-tee lane.
-    let id_w = (geo.span() / 2.0 - 64.0).clamp(40.0, 140.0);
     let id = f.id.as_ref().map(|id| {
         let (left, align) = match f.dir {
-            Direction::ClientToAgent => (geo.client_x + 8.0, "left"),
-            _ => (geo.agent_x - 8.0 - id_w, "right"),
+            Direction::ClientToAgent => (geo.client_x + ID_MARGIN, "left"),
+            _ => (geo.agent_x - ID_MARGIN - id_w, "right"),
         };
         let text = format!("id {id}");
         let title = text.clone();
@@ -194,12 +226,7 @@ fn labels(f: &FrameSummary, colour: &str, geo: Geometry, words: &[String]) -> im
         }
     });
     // A tool's failure is a JSON-RPC success: tagged apart from an error.
-    let kind_tag = match (f.kind, f.tool_error) {
-        (FrameKind::Error, _) => Some(view! { <span class="err-tag">"error"</span> }.into_any()),
-        (_, true) => Some(view! { <span class="err-tag">"tool error"</span> }.into_any()),
-        _ => None,
-    };
-    let (names_left, names_w) = (geo.client_x + 24.0, geo.span() - 48.0);
+    let kind_tag = tag.map(|t| view! { <span class="err-tag">{t}</span> });
     view! {
         {(!stderr).then(|| view! {
             <div class="names" title=names_title style:left=px(names_left) style:width=px(names_w)>{name}{kind_tag}{mcp}</div>

@@ -120,3 +120,45 @@ fn filters_apply_alike_show_bad_values_and_keys_and_history_work() {
     b.key(None, "/");
     assert_eq!(b.js("return document.activeElement.id;", json!([])), json!("search"));
 }
+
+#[test]
+fn esc_in_the_search_leaves_the_field_and_keeps_the_search() {
+    let store = TempStore::new();
+    import_trace(
+        &store,
+        "terminal",
+        &[
+            c2a(0.0, json!({"jsonrpc": "2.0", "id": 1, "method": "session/prompt", "params": {"sessionId": "s1"}})),
+            a2c(1.0, json!({"jsonrpc": "2.0", "id": 7, "method": "terminal/create", "params": {"command": "ls"}})),
+            c2a(2.0, json!({"jsonrpc": "2.0", "id": 7, "result": {"id": "t1"}})),
+            a2c(3.0, json!({"jsonrpc": "2.0", "id": 1, "result": {"stopReason": "end_turn"}})),
+        ],
+    );
+    let server = Server::start(&store.db);
+    let b = Browser::start();
+    b.goto(&format!("{}/traces/1", server.url));
+    b.wait_for("the four frames", |b| drawn_seqs(b) == vec![1, 2, 3, 4]);
+
+    // Real keys, so the browser's own Esc in a search field (emptying it) would happen if not prevented.
+    b.press("/");
+    b.wait_for("/ focusing the search", |b| b.js("return document.activeElement.id;", json!([])) == json!("search"));
+    b.type_text("terminal");
+    b.wait_for("the search applied", |b| {
+        b.current_url().contains("q=terminal") && (1..4).contains(&drawn_seqs(b).len())
+    });
+    let found = drawn_seqs(&b);
+    assert!(found.contains(&2), "terminal/create found: {found:?}");
+    b.press("Escape");
+    b.wait_for("Esc leaving the search field", |b| {
+        b.js("return document.activeElement.id;", json!([])) != json!("search")
+    });
+    // Longer than the typing pause, so an emptied field would have reached the URL.
+    std::thread::sleep(std::time::Duration::from_millis(1000));
+    assert_eq!(b.js("return document.getElementById('search').value;", json!([])), json!("terminal"));
+    assert!(b.current_url().contains("q=terminal"), "the search left the URL: {}", b.current_url());
+    assert_eq!(drawn_seqs(&b), found, "the frames the search found");
+    // Out of the field, keys are the view's again: j steps through what the search found.
+    b.press("j");
+    b.wait_for("j selecting a found frame", |b| selected_in_url(b) == Some(found[0]));
+    assert!(b.current_url().contains("q=terminal"), "{}", b.current_url());
+}

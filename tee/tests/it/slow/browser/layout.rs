@@ -57,6 +57,23 @@ fn after_the_timing_tab_the_diagram_draws_every_row_and_shows_a_slowest_response
 fn at_900_px_the_lanes_fit_beside_the_detail_and_the_trace_list_fits() {
     let store = TempStore::new();
     record_eliza(&store, "I would like to see my messages");
+    // Trace 2: methods with long names, whose ids have less room beside them.
+    let long = |t: f64, id: i64, method: &str| {
+        a2c(t, json!({"jsonrpc": "2.0", "id": id, "method": method, "params": {"sessionId": "s1"}}))
+    };
+    let answer = |t: f64, id: i64| c2a(t, json!({"jsonrpc": "2.0", "id": id, "result": {}}));
+    import_trace(
+        &store,
+        "long-methods",
+        &[
+            long(0.0, 1, "session/request_permission"),
+            answer(1.0, 1),
+            long(2.0, 12345, "fs/write_text_file"),
+            answer(3.0, 12345),
+            long(4.0, 7, "terminal/wait_for_exit"),
+            answer(5.0, 7),
+        ],
+    );
     let server = Server::start(&store.db);
     let b = Browser::start();
     // Screenshots of every screen at 1400 px first, for people to look at.
@@ -66,6 +83,16 @@ fn at_900_px_the_lanes_fit_beside_the_detail_and_the_trace_list_fits() {
     b.goto(&format!("{}/traces/1", server.url));
     b.wait_for("the diagram", |b| b.find_all(".frame").len() >= 9);
     b.screenshot("1400-diagram");
+    // At 1400 px the toolbar is one line, as it always was.
+    let mids = b.js(
+        &format!("{TOOLBAR_ITEMS} return items.map(e => {{ const r = e.getBoundingClientRect(); return (r.top + r.bottom) / 2; }});"),
+        json!([]),
+    );
+    let mids: Vec<f64> = mids.as_array().unwrap().iter().map(|t| t.as_f64().unwrap()).collect();
+    assert!(
+        mids.len() >= 8 && mids.iter().all(|m| (m - mids[0]).abs() < 3.0),
+        "the toolbar at 1400 px is not one line: {mids:?}"
+    );
     b.click(".frame[data-kind=\"request\"]");
     b.wait_for("the detail", |b| !b.find_all("#detail .json").is_empty());
     b.screenshot("1400-detail");
@@ -82,6 +109,11 @@ fn at_900_px_the_lanes_fit_beside_the_detail_and_the_trace_list_fits() {
     let exit = rect(&b, "tr.trace-row td:last-child");
     assert!(exit[2] <= 900.0, "the exit column ends at {} px", exit[2]);
 
+    b.goto(&format!("{}/traces/1", server.url));
+    b.wait_for("the diagram", |b| b.find_all(".frame").len() >= 9);
+    fits_at_900(&b);
+    let ids = b.find_all("#diagram-scroll .frame .rpc-id").len();
+    assert!(ids >= 6, "{ids} id labels drawn at 900 px, with room for all six");
     b.goto(&format!("{}/traces/1?frame=1", server.url));
     b.wait_for("the diagram and detail", |b| {
         // Frame 1 is the request or elizacp's first stderr line, whichever
@@ -89,6 +121,7 @@ fn at_900_px_the_lanes_fit_beside_the_detail_and_the_trace_list_fits() {
         b.find_all(".frame").len() >= 9 && !b.find_all("#detail h2").is_empty()
     });
     b.screenshot("900-detail");
+    fits_at_900(&b);
     let detail = rect(&b, "#detail");
     for lane in ["client", "tee", "agent"] {
         let head = rect(&b, &format!("[data-lane=\"{lane}\"]"));
@@ -105,6 +138,16 @@ fn at_900_px_the_lanes_fit_beside_the_detail_and_the_trace_list_fits() {
     );
     assert_eq!(covered, json!(false), "something covers the detail panel's title");
     b.screenshot("900-diagram");
+    for frame in ["", "?frame=1"] {
+        b.goto(&format!("{}/traces/2{frame}", server.url));
+        b.wait_for("the long method names", |b| drawn_seqs(b) == (1..=6).collect::<Vec<_>>());
+        fits_at_900(&b);
+        // Every id is drawn; a name too long for the room left is cut short.
+        assert_eq!(b.find_all("#diagram-scroll .frame .rpc-id").len(), 6, "ids beside long names");
+    }
+    b.screenshot("900-long-methods");
+    b.goto(&format!("{}/traces/1?frame=1", server.url));
+    b.wait_for("the diagram and detail", |b| b.find_all(".frame").len() >= 9 && !b.find_all("#detail h2").is_empty());
     b.click("#tab-timing");
     b.wait_for("the timing tab", |b| !b.find_all("#method-stats tbody tr").is_empty());
     b.screenshot("900-timing");
@@ -121,6 +164,48 @@ fn at_900_px_the_lanes_fit_beside_the_detail_and_the_trace_list_fits() {
         let lane = rect(b, ".spacer > .lane-line:nth-of-type(3)");
         ((head[0] + head[2]) / 2.0 - lane[0]).abs() < 2.0
     });
+}
+
+/// The toolbar's shown buttons, links and labels, as `items` in a script.
+const TOOLBAR_ITEMS: &str =
+    "const items = Array.from(document.querySelectorAll('.toolbar button, .toolbar a.button, .toolbar label')) \
+    .filter(e => e.offsetParent !== null);";
+
+/// A trace page at 900 px: the page does not scroll sideways, every toolbar button is inside the window,
+/// "collapse chunks" is one line, and no JSON-RPC id label runs into its row's method name.
+fn fits_at_900(b: &Browser) {
+    let page = b.js("const d = document.documentElement; return [d.scrollWidth, d.clientWidth];", json!([]));
+    let (scroll_w, client_w) = (page[0].as_f64().unwrap(), page[1].as_f64().unwrap());
+    assert!(scroll_w <= client_w, "the trace page scrolls sideways at 900 px: {scroll_w} > {client_w}");
+    let outside = b.js(
+        &format!(
+            "{TOOLBAR_ITEMS} return items.filter(e => {{ const r = e.getBoundingClientRect(); \
+             return r.left < 0 || r.right > document.documentElement.clientWidth; }}).map(e => e.textContent);"
+        ),
+        json!([]),
+    );
+    assert_eq!(outside, json!([]), "toolbar items outside the window at 900 px");
+    let lines = b.num(
+        "const l = document.getElementById('collapse').parentElement; \
+         const t = Array.from(l.childNodes).find(n => n.nodeType === 3 && n.textContent.includes('collapse chunks')); \
+         const r = document.createRange(); r.selectNodeContents(t); return r.getClientRects().length;",
+    );
+    assert_eq!(lines, 1.0, "'collapse chunks' takes {lines} lines at 900 px");
+    let overlaps = b.js(
+        "const hit = (a, b) => a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom; \
+         return Array.from(document.querySelectorAll('#diagram-scroll .frame')).flatMap(f => { \
+           const id = f.querySelector('.rpc-id'), name = f.querySelector('.names .method, .names .label'); \
+           if (!id || !name) return []; \
+           const a = id.getBoundingClientRect(), m = name.getBoundingClientRect(), box = name.parentElement.getBoundingClientRect(); \
+           const n = {left: Math.max(m.left, box.left), right: Math.min(m.right, box.right), top: m.top, bottom: m.bottom}; \
+           return hit(a, n) ? [[f.dataset.seq, id.textContent, name.textContent, a.left, a.right, n.left, n.right]] : []; });",
+        json!([]),
+    );
+    assert_eq!(
+        overlaps,
+        json!([]),
+        "id labels over method names at 900 px (seq, id, name, id's and name's left and right)"
+    );
 }
 
 #[test]
