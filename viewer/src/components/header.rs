@@ -142,15 +142,15 @@ fn Toolbar() -> impl IntoView {
             // Every export is redacted (the server's default rules mask secrets). One group, at the right
             // end, on a line of its own when the window is too narrow for the whole toolbar.
             <span class="exports">
-            <span class="export-label" title="secrets are masked">"Export (redacted):"</span>
-            <a id="export-json" class="button" href=export_url(id, "json") download=format!("acp-tee-trace-{id}.json")
-                title="acp-tee-trace JSON document">"JSON"</a>
-            <a id="export-ndjson" class="button" href=export_url(id, "ndjson") download=format!("acp-tee-trace-{id}.ndjson")
-                title="acp-tee-trace NDJSON">"NDJSON"</a>
-            <a id="export-jsons" class="button" href=export_url(id, "jsons") download=format!("acp-tee-trace-{id}.jsons")
-                title="the conductor's .jsons, for agent-client-protocol-trace-viewer">".jsons"</a>
-            <a id="export-perfetto" class="button" href=export_url(id, "perfetto") download=format!("acp-tee-trace-{id}.perfetto.json")
-                title="Chrome trace-event JSON for ui.perfetto.dev">"Perfetto"</a>
+                <span class="export-label" title="secrets are masked">"Export (redacted):"</span>
+                <a id="export-json" class="button" href=export_url(id, "json") download=format!("acp-tee-trace-{id}.json")
+                    title="acp-tee-trace JSON document">"JSON"</a>
+                <a id="export-ndjson" class="button" href=export_url(id, "ndjson") download=format!("acp-tee-trace-{id}.ndjson")
+                    title="acp-tee-trace NDJSON">"NDJSON"</a>
+                <a id="export-jsons" class="button" href=export_url(id, "jsons") download=format!("acp-tee-trace-{id}.jsons")
+                    title="the conductor's .jsons, for agent-client-protocol-trace-viewer">".jsons"</a>
+                <a id="export-perfetto" class="button" href=export_url(id, "perfetto") download=format!("acp-tee-trace-{id}.perfetto.json")
+                    title="Chrome trace-event JSON for ui.perfetto.dev">"Perfetto"</a>
             </span>
         </div>
     }
