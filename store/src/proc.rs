@@ -51,7 +51,16 @@ pub const ANCESTORS_MAX: usize = 32;
 /// same pid shares. `None` when /proc does not tell (the process is gone).
 pub fn process_key(pid: u32) -> Option<String> {
     let (_, start) = stat_fields(pid)?;
-    Some(format!("{}:{pid}:{start}", boot_id()))
+    Some(key(&boot_id(), pid, start))
+}
+
+/// The parent of process `pid`, unless that is init (or `pid` is gone).
+pub fn parent_of(pid: u32) -> Option<u32> {
+    stat_fields(pid).map(|(parent, _)| parent).filter(|&p| p > 1)
+}
+
+fn key(boot: &str, pid: u32, start: u64) -> String {
+    format!("{boot}:{pid}:{start}")
 }
 
 /// The keys ([`process_key`]) of process `pid`'s parent, its parent and so
@@ -59,19 +68,18 @@ pub fn process_key(pid: u32) -> Option<String> {
 /// most [`ANCESTORS_MAX`]; init is left out); and whether an acp-tee ended
 /// the chain.
 pub fn ancestry(pid: u32) -> (Vec<String>, bool) {
+    let boot = boot_id();
     let mut keys = Vec::new();
-    let mut at = pid;
-    while keys.len() < ANCESTORS_MAX {
-        let Some((parent, _)) = stat_fields(at) else { break };
-        if parent <= 1 {
-            break;
-        }
-        let Some(key) = process_key(parent) else { break };
-        keys.push(key);
-        if is_acp_tee(parent) {
+    // Each process's stat gives its start (for its key) and its parent
+    // (the next step): one read per ancestor.
+    let mut next = parent_of(pid);
+    while let Some(at) = next.filter(|_| keys.len() < ANCESTORS_MAX) {
+        let Some((parent, start)) = stat_fields(at) else { break };
+        keys.push(key(&boot, at, start));
+        if is_acp_tee(at) {
             return (keys, true);
         }
-        at = parent;
+        next = Some(parent).filter(|&p| p > 1);
     }
     (keys, false)
 }

@@ -214,12 +214,12 @@ pub struct Relay {
 }
 
 impl Relay {
-    /// The relay `pid` as /proc tells it now.
-    pub fn of(pid: u32, client_pid: Option<u32>) -> Relay {
+    /// The relay `pid` as /proc tells it now: its parent is the client.
+    pub fn of(pid: u32) -> Relay {
         let (ancestors, ancestors_end_at_acp_tee) = crate::proc::ancestry(pid);
         Relay {
             pid: Some(pid),
-            client_pid,
+            client_pid: crate::proc::parent_of(pid),
             key: crate::proc::process_key(pid),
             ancestors,
             ancestors_end_at_acp_tee,

@@ -481,15 +481,7 @@ fn relay() -> Relay {
     // SAFETY: getppid has no preconditions.
     let parent = unsafe { libc::getppid() };
     match u32::try_from(parent).ok().filter(|&p| p > 1) {
-        Some(pid) => Relay::of(pid, parent_of(pid)),
+        Some(pid) => Relay::of(pid),
         None => Relay::default(),
     }
-}
-
-/// The parent of process `pid` (for the relay: the client that started it).
-fn parent_of(pid: u32) -> Option<u32> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // After the parenthesised command name: state, then the parent's pid.
-    let parent = stat.rsplit(')').next()?.split_whitespace().nth(1)?.parse().ok()?;
-    Some(parent).filter(|&p: &u32| p > 1)
 }
