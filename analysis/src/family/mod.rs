@@ -99,22 +99,19 @@ pub fn attach(turns: &mut [Turn], session_id: &str, sessions: &[&str], requests:
         if !serves_tool_calls(&request.call.method) {
             continue;
         }
+        // A hint naming another session of the trace says the request is
+        // not this session's.
+        if request.hints.iter().any(|h| h != session_id && sessions.contains(&h.as_str())) {
+            continue;
+        }
         let named: Vec<&Span> = spans
             .iter()
             .filter(|s| request.hints.iter().any(|h| *h == turns[s.turn].tool_calls[s.call].tool_call_id))
             .collect();
         if !named.is_empty() {
-            let other_session = request.hints.iter().any(|h| h != session_id && sessions.contains(&h.as_str()));
-            if !other_session {
-                for s in named {
-                    push(&mut turns[s.turn].tool_calls[s.call], request, LinkedBy::Meta, 0);
-                }
+            for s in named {
+                push(&mut turns[s.turn].tool_calls[s.call], request, LinkedBy::Meta, 0);
             }
-            continue;
-        }
-        // A hint naming a session or tool call elsewhere in the trace
-        // says the request is not this session's.
-        if request.hints.iter().any(|h| h != session_id && sessions.contains(&h.as_str())) {
             continue;
         }
         let t = request.call.t_ns;

@@ -58,18 +58,16 @@ fn batches(
     let mut batch = Batch::default();
     for trace in traces {
         let mut mapper = Mapper::new(&trace.started_at, trace.name.as_deref(), opts.otlp.clone(), None);
-        let epoch = chrono::DateTime::parse_from_rfc3339(&trace.started_at)
-            .ok()
-            .and_then(|t| t.timestamp_nanos_opt())
-            .and_then(|n| u64::try_from(n).ok())
-            .unwrap_or(0);
-        let mut tools = ToolSpans::new(epoch);
+        // The tool spans are noted only for a trace with MCP children, whose
+        // calls go under them.
+        let family = crate::read::family::members(store, trace, &opts.redactor)?;
+        let mut tools = crate::read::family::has_mcp(&family).then(|| ToolSpans::new(mapper.epoch_ns()));
         let mut last_t = 0;
         each_frame(store, trace, opts, &mut summary, |f| {
             last_t = f.t_ns;
             mapper.feed(&FrameIn::from(&f));
             for span in mapper.take_done() {
-                tools.observe(&span);
+                tools.iter_mut().for_each(|t| t.observe(&span));
                 if batch.push(span) {
                     each(batch.take())?;
                 }
@@ -78,14 +76,12 @@ fn batches(
         })?;
         mapper.finish(end_t_ns(trace).unwrap_or(last_t));
         for span in mapper.take_done() {
-            tools.observe(&span);
+            tools.iter_mut().for_each(|t| t.observe(&span));
             if batch.push(span) {
                 each(batch.take())?;
             }
         }
-        // The calls of its MCP children, under the tool spans they served.
-        let family = crate::read::family::members(store, trace, &opts.redactor)?;
-        if family.children.iter().any(|c| c.meta.protocol == Some(acp_tee_shared::Protocol::Mcp)) {
+        if let Some(tools) = tools {
             let requests = crate::read::family::requests(store, &family, &opts.redactor)?;
             for span in tools.mcp_spans(&requests.requests) {
                 if batch.push(span) {

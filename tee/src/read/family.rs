@@ -43,6 +43,11 @@ pub fn members(store: &Store, parent: &TraceMeta, redactor: &Redactor) -> Result
     Ok(TraceFamily { parent_trace: parent.parent_trace, children })
 }
 
+/// Whether `family` has an MCP child, whose calls can go under tool calls.
+pub fn has_mcp(family: &TraceFamily) -> bool {
+    family.children.iter().any(|c| c.meta.protocol == Some(Protocol::Mcp))
+}
+
 /// Nanoseconds from `parent`'s start to `child`'s (their wall-clock starts,
 /// to the microsecond); 0 when either does not parse.
 pub fn offset_ns(parent: &TraceMeta, child: &TraceMeta) -> i64 {
@@ -174,7 +179,7 @@ impl Linker {
         redactor: &Redactor,
     ) -> Result<Option<Linker>, StoreError> {
         let family = members(store, &trace.meta, redactor)?;
-        if !family.children.iter().any(|c| c.meta.protocol == Some(Protocol::Mcp)) {
+        if !has_mcp(&family) {
             return Ok(None);
         }
         let requests = requests(store, &family, redactor)?;

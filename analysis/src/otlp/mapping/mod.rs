@@ -175,6 +175,11 @@ impl Mapper {
         }
     }
 
+    /// The trace's start, Unix nanoseconds (0 when it does not parse).
+    pub fn epoch_ns(&self) -> u64 {
+        self.epoch_ns
+    }
+
     /// The spans ended since the last call.
     pub fn take_done(&mut self) -> Vec<Span> {
         std::mem::take(&mut self.done)
