@@ -98,25 +98,43 @@ pub fn busy_spans(w: &FrameWindow, l: &Layout, rows: Range<usize>, live: bool) -
         };
         spans.entry(span.req_seq).or_insert(span);
     }
-    assign_columns(spans.into_values().collect())
+    let mut spans: Vec<BusySpan> = spans.into_values().collect();
+    assign_columns(
+        &mut spans,
+        MAX_COLUMNS,
+        |s| usize::from(s.callee == Callee::Agent),
+        |s| (s.y0, s.y1),
+        |s, c| s.column = c,
+    );
+    spans
 }
 
 /// Most side-by-side columns per lane; more concurrent requests share the last one.
 const MAX_COLUMNS: usize = 4;
 
-/// Puts overlapping spans of a lane side by side, greedily by start.
-fn assign_columns(mut spans: Vec<BusySpan>) -> Vec<BusySpan> {
-    spans.sort_by(|a, b| a.y0.total_cmp(&b.y0));
-    let mut ends: [Vec<f64>; 2] = [Vec::new(), Vec::new()];
-    for s in &mut spans {
-        let lane = &mut ends[usize::from(s.callee == Callee::Agent)];
-        let col = lane.iter().position(|&end| end < s.y0).unwrap_or(lane.len());
+/// Puts overlapping spans of each lane (`lane`) side by side, greedily by
+/// start: sorts `spans` by their start (`ys`: start and end) and gives each
+/// the first column free when it starts (`set`), at most `max - 1` (more
+/// concurrent spans share the last one). The busy bars and the MCP lanes'
+/// spans are laid out by it.
+pub fn assign_columns<T>(
+    spans: &mut [T],
+    max: usize,
+    lane: impl Fn(&T) -> usize,
+    ys: impl Fn(&T) -> (f64, f64),
+    set: impl Fn(&mut T, usize),
+) {
+    spans.sort_by(|a, b| ys(a).0.total_cmp(&ys(b).0));
+    let mut ends: std::collections::HashMap<usize, Vec<f64>> = std::collections::HashMap::new();
+    for s in spans.iter_mut() {
+        let (y0, y1) = ys(s);
+        let lane = ends.entry(lane(s)).or_default();
+        let col = lane.iter().position(|&end| end < y0).unwrap_or(lane.len());
         if col == lane.len() {
-            lane.push(s.y1);
+            lane.push(y1);
         } else {
-            lane[col] = s.y1;
+            lane[col] = y1;
         }
-        s.column = col.min(MAX_COLUMNS - 1);
+        set(s, col.min(max - 1));
     }
-    spans
 }

@@ -6,6 +6,7 @@
 //!
 //! Only the rows drawn are looked at, so this costs the same on a trace of a million frames.
 
+use super::busy::assign_columns;
 use super::family::McpLane;
 use super::layout::{FOLD_H, PX_PER_MS, ROW_H};
 use acp_tee_shared::api::FrameSummary;
@@ -234,28 +235,12 @@ pub fn spans(lanes: &[McpLane], anchors: &[Anchor], placement: &Placement, live:
             out.push(McpSpan { lane: li, req_seq: req.seq, y0, y1, open_end, label, error, column: 0 });
         }
     }
-    assign_columns(&mut out);
+    assign_columns(&mut out, MAX_COLUMNS, |s| s.lane, |s| (s.y0, s.y1), |s, c| s.column = c);
     out
 }
 
 /// Most side-by-side columns per lane; more concurrent requests share the last one.
 const MAX_COLUMNS: usize = 3;
-
-/// Puts overlapping spans of a lane side by side, greedily by start.
-fn assign_columns(spans: &mut [McpSpan]) {
-    spans.sort_by(|a, b| a.y0.total_cmp(&b.y0));
-    let mut ends: HashMap<usize, Vec<f64>> = HashMap::new();
-    for s in spans.iter_mut() {
-        let lane = ends.entry(s.lane).or_default();
-        let col = lane.iter().position(|&end| end < s.y0).unwrap_or(lane.len());
-        if col == lane.len() {
-            lane.push(s.y1);
-        } else {
-            lane[col] = s.y1;
-        }
-        s.column = col.min(MAX_COLUMNS - 1);
-    }
-}
 
 /// The extra height the rows need below the last one for the frames placed there.
 pub fn tail_room(placement: &Placement, layout_height: f64) -> f64 {
@@ -265,26 +250,10 @@ pub fn tail_room(placement: &Placement, layout_height: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::state::testing::summary;
 
     fn frame(seq: i64, t_ms: f64, dir: Direction, kind: FrameKind) -> FrameSummary {
-        FrameSummary {
-            seq,
-            t_ns: (t_ms * 1e6) as i64,
-            dir,
-            kind,
-            id: None,
-            method: Some("tools/call".into()),
-            session_id: None,
-            reply_to_seq: None,
-            latency_ns: None,
-            reply_seq: None,
-            size: 1,
-            preview: None,
-            mcp: false,
-            mcp_method: None,
-            update: None,
-            tool_error: false,
-        }
+        FrameSummary { method: Some("tools/call".into()), ..summary(seq, (t_ms * 1e6) as i64, dir, kind) }
     }
 
     fn lane(offset_ms: f64, frames: Vec<FrameSummary>) -> McpLane {
