@@ -301,6 +301,7 @@ pub fn merge(lanes: &mut Vec<McpLane>, child: FamilyMember, frames: Vec<FrameSum
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::state::testing::summary;
     use acp_tee_shared::{Direction, FrameKind, TraceMeta};
 
     fn member(frame_count: i64, live: bool) -> FamilyMember {
@@ -328,24 +329,8 @@ mod tests {
     }
 
     fn frame(seq: i64, kind: FrameKind, reply_to: Option<i64>) -> FrameSummary {
-        FrameSummary {
-            seq,
-            t_ns: seq,
-            dir: if kind == FrameKind::Request { Direction::ClientToAgent } else { Direction::AgentToClient },
-            kind,
-            id: None,
-            method: Some("tools/call".into()),
-            session_id: None,
-            reply_to_seq: reply_to,
-            latency_ns: None,
-            reply_seq: None,
-            size: 1,
-            preview: None,
-            mcp: false,
-            mcp_method: None,
-            update: None,
-            tool_error: false,
-        }
+        let dir = if kind == FrameKind::Request { Direction::ClientToAgent } else { Direction::AgentToClient };
+        FrameSummary { method: Some("tools/call".into()), reply_to_seq: reply_to, ..summary(seq, seq, dir, kind) }
     }
 
     #[test]

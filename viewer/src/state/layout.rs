@@ -314,28 +314,12 @@ impl Scroller {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::state::testing::summary;
     use acp_tee_shared::api::{FramePage, FrameSummary};
     use acp_tee_shared::{Direction, FrameKind};
 
     fn at(seq: i64, t_ms: f64) -> FrameSummary {
-        FrameSummary {
-            seq,
-            t_ns: (t_ms * 1e6) as i64,
-            dir: Direction::ClientToAgent,
-            kind: FrameKind::Notification,
-            id: None,
-            method: None,
-            session_id: None,
-            reply_to_seq: None,
-            latency_ns: None,
-            reply_seq: None,
-            size: 1,
-            preview: None,
-            mcp: false,
-            mcp_method: None,
-            update: None,
-            tool_error: false,
-        }
+        summary(seq, (t_ms * 1e6) as i64, Direction::ClientToAgent, FrameKind::Notification)
     }
 
     #[test]

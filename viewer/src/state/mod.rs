@@ -17,6 +17,8 @@ pub mod layout;
 pub mod loader;
 pub mod mcp;
 pub mod sessions;
+#[cfg(test)]
+pub mod testing;
 pub mod window;
 
 use crate::api::ApiFailure;

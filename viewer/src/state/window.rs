@@ -169,26 +169,14 @@ impl FrameWindow {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::state::testing::summary;
     use acp_tee_shared::{Direction, FrameKind};
 
     fn frame(seq: i64) -> FrameSummary {
         FrameSummary {
-            seq,
-            t_ns: seq * 1000,
-            dir: Direction::ClientToAgent,
-            kind: FrameKind::Notification,
-            id: None,
             method: Some("m".into()),
-            session_id: None,
-            reply_to_seq: None,
-            latency_ns: None,
-            reply_seq: None,
             size: 10,
-            preview: None,
-            mcp: false,
-            mcp_method: None,
-            update: None,
-            tool_error: false,
+            ..summary(seq, seq * 1000, Direction::ClientToAgent, FrameKind::Notification)
         }
     }
 

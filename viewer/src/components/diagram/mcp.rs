@@ -255,25 +255,13 @@ pub fn McpNotes() -> impl IntoView {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::state::testing::summary;
 
     fn call(kind: FrameKind, preview: Option<&str>) -> FrameSummary {
         FrameSummary {
-            seq: 6,
-            t_ns: 0,
-            dir: Direction::ClientToAgent,
-            kind,
-            id: None,
             method: Some("tools/call".into()),
-            session_id: None,
-            reply_to_seq: None,
-            latency_ns: None,
-            reply_seq: None,
-            size: 1,
             preview: preview.map(str::to_owned),
-            mcp: false,
-            mcp_method: None,
-            update: None,
-            tool_error: false,
+            ..summary(6, 0, Direction::ClientToAgent, kind)
         }
     }
 
