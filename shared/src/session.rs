@@ -349,6 +349,69 @@ pub struct Turn {
     /// tool calls are).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub messages_left_out: u64,
+    /// The agent's message and thoughts as they came between the other
+    /// things that happened (a tool call began, a permission was asked, a
+    /// plan was sent, the client was asked something): `message` and
+    /// `thought` cut where those happened, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub parts: Vec<Part>,
+    /// Parts past the first [`PER_TURN_MAX`], not listed: the message and
+    /// thought text after the last listed part of each is not split.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub parts_left_out: u64,
+}
+
+impl Turn {
+    /// The kept text of `part` (shorter than `part.chars` when its
+    /// [`Text`] was cut at [`TEXT_MAX_CHARS`]; empty for a part of
+    /// another turn).
+    pub fn part_text(&self, part: &Part) -> &str {
+        let text = if part.role == "thought" { &self.thought.text } else { &self.message.text };
+        char_slice(text, part.from, part.chars)
+    }
+
+    /// What is kept of `role`'s text (`agent` or `thought`) after its last
+    /// listed part, which no part holds when parts were left out.
+    pub fn text_after_parts(&self, role: &str) -> &str {
+        let text = if role == "thought" { &self.thought.text } else { &self.message.text };
+        let from = self.parts.iter().filter(|p| p.role == role).map(|p| p.from + p.chars).max().unwrap_or(0);
+        char_slice(text, from, u64::MAX)
+    }
+}
+
+/// The characters `from..from + len` of `text`, as far as it has them.
+fn char_slice(text: &str, from: u64, len: u64) -> &str {
+    let at = |n: u64| text.char_indices().nth(n as usize).map_or(text.len(), |(i, _)| i);
+    let start = at(from);
+    let rest = &text[start..];
+    let end = rest.char_indices().nth(len.min(rest.len() as u64) as usize).map_or(rest.len(), |(i, _)| i);
+    &rest[..end]
+}
+
+/// A stretch of the agent's message or thoughts with nothing else
+/// happening in the turn (see [`Turn::parts`]).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Part {
+    /// `agent` (its message) or `thought`.
+    pub role: String,
+    /// Where it starts in that text, in characters.
+    pub from: u64,
+    /// Its characters.
+    pub chars: u64,
+    /// Blocks that were not text (`image`, ...).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub other_blocks: u64,
+    /// Its chunks.
+    pub chunks: u64,
+    /// Its first frame.
+    pub first_seq: i64,
+    /// Its last frame.
+    pub last_seq: i64,
+    /// What happened just before it, when something other than the last
+    /// part did (`tool call ID began`, `plan`, `permission asked`,
+    /// `fs/read_text_file`, ...), and in which frame.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after: Option<(i64, String)>,
 }
 
 /// An assembled text.

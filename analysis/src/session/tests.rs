@@ -1,6 +1,6 @@
 use super::*;
 use crate::store::testing::store_from;
-use acp_tee_shared::session::{Turn, OPEN_REQUESTS_MAX, SESSIONS_MAX};
+use acp_tee_shared::session::{Turn, OPEN_REQUESTS_MAX, PER_TURN_MAX, SESSIONS_MAX};
 use acp_tee_shared::Direction;
 use acp_tee_shared::Direction::{AgentToClient as A2C, ClientToAgent as C2A};
 use acp_tee_shared::FrameKind;
@@ -560,4 +560,86 @@ fn what_the_model_shows_is_masked_as_served_frames_are() {
     let plain = model_of(&store);
     let turn = &plain.turns_of(&store, 1, "s1", 0, 1, None).unwrap().unwrap()[0];
     assert!(format!("{:?} {turn:?}", plain.sessions(None)).contains("abc2") && turn.prompt.text.contains("abc1"));
+}
+
+/// A prompt answered with a thought, a message, a tool call that asks
+/// permission, more message, a plan, more message and an `fs` request.
+fn split_turn() -> Vec<(Direction, u64, String)> {
+    let chunk = |kind: &str, text: &str| {
+        update(&format!(r#"{{"sessionUpdate":"{kind}","content":{{"type":"text","text":"{text}"}}}}"#))
+    };
+    vec![
+        (C2A, 0, r#"{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"s1","prompt":[{"type":"text","text":"go"}]}}"#.into()),
+        (A2C, 1, chunk("agent_thought_chunk", "think")),
+        (A2C, 2, chunk("agent_message_chunk", "First ")),
+        (A2C, 3, chunk("agent_message_chunk", "I look.")),
+        (A2C, 4, update(r#"{"sessionUpdate":"tool_call","toolCallId":"t1","title":"Read","kind":"read"}"#)),
+        (A2C, 5, update(r#"{"sessionUpdate":"tool_call_update","toolCallId":"t1","status":"completed"}"#)),
+        (A2C, 6, chunk("agent_message_chunk", "Found it. ")),
+        (A2C, 7, r#"{"jsonrpc":"2.0","id":"p1","method":"session/request_permission","params":{"sessionId":"s1","toolCall":{"toolCallId":"t1"},"options":[]}}"#.into()),
+        (C2A, 8, r#"{"jsonrpc":"2.0","id":"p1","result":{"outcome":{"outcome":"cancelled"}}}"#.into()),
+        (A2C, 9, chunk("agent_message_chunk", "Asked.")),
+        (A2C, 10, update(r#"{"sessionUpdate":"plan","entries":[]}"#)),
+        (A2C, 11, chunk("agent_message_chunk", "Planned.")),
+        (A2C, 12, r#"{"jsonrpc":"2.0","id":"f1","method":"fs/read_text_file","params":{"sessionId":"s1","path":"/a"}}"#.into()),
+        (C2A, 13, r#"{"jsonrpc":"2.0","id":"f1","result":{"content":""}}"#.into()),
+        (A2C, 14, chunk("agent_message_chunk", "Read.")),
+        (A2C, 15, chunk("agent_thought_chunk", "more")),
+        (A2C, 16, chunk("agent_message_chunk", "End.")),
+        (A2C, 17, r#"{"jsonrpc":"2.0","id":2,"result":{"stopReason":"end_turn"}}"#.into()),
+    ]
+}
+
+#[test]
+fn a_message_is_split_where_something_else_happened_in_time_order() {
+    let lines = split_turn();
+    let store = trace(&as_refs(&lines));
+    let turn = model_of(&store).turns_of(&store, 1, "s1", 0, 1, None).unwrap().unwrap().remove(0);
+    assert_eq!(turn.message.text, "First I look.Found it. Asked.Planned.Read.End.");
+    let parts: Vec<(&str, &str, i64, i64, Option<&str>)> = turn
+        .parts
+        .iter()
+        .map(|p| (p.role.as_str(), turn.part_text(p), p.first_seq, p.last_seq, p.after.as_ref().map(|a| a.1.as_str())))
+        .collect();
+    assert_eq!(
+        parts,
+        [
+            ("thought", "think", 2, 2, None),
+            ("agent", "First I look.", 3, 4, None),
+            ("agent", "Found it. ", 7, 7, Some("tool call t1 began")),
+            ("agent", "Asked.", 10, 10, Some("permission asked")),
+            ("agent", "Planned.", 12, 12, Some("plan")),
+            ("agent", "Read.", 15, 15, Some("fs/read_text_file")),
+            ("thought", "more", 16, 16, None),
+            ("agent", "End.", 17, 17, None),
+        ]
+    );
+    assert_eq!(turn.parts[2].after.as_ref().map(|a| a.0), Some(5), "the tool call began in frame 5");
+    assert_eq!(turn.parts.iter().map(|p| p.chunks).sum::<u64>(), turn.message.chunks + turn.thought.chunks);
+    assert_eq!(turn.parts_left_out, 0);
+}
+
+#[test]
+fn parts_past_the_bound_are_counted_and_the_rest_of_the_text_kept_whole() {
+    let mut lines = vec![(
+        C2A,
+        0,
+        r#"{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"s1","prompt":[]}}"#.to_owned(),
+    )];
+    let parts = PER_TURN_MAX + 3;
+    for i in 0..parts {
+        let ms = 1 + 2 * i as u64;
+        lines.push((
+            A2C,
+            ms,
+            update(&format!(r#"{{"sessionUpdate":"agent_message_chunk","content":{{"type":"text","text":"p{i} "}}}}"#)),
+        ));
+        lines.push((A2C, ms + 1, update(r#"{"sessionUpdate":"plan","entries":[]}"#)));
+    }
+    let store = trace(&as_refs(&lines));
+    let turn = model_of(&store).turns_of(&store, 1, "s1", 0, 1, None).unwrap().unwrap().remove(0);
+    assert_eq!(turn.parts.len(), PER_TURN_MAX);
+    assert_eq!(turn.parts_left_out, 3);
+    assert_eq!(turn.part_text(turn.parts.last().unwrap()), format!("p{} ", PER_TURN_MAX - 1));
+    assert_eq!(turn.text_after_parts("agent"), format!("p{} p{} p{} ", parts - 3, parts - 2, parts - 1));
 }

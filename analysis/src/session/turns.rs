@@ -10,7 +10,7 @@ use super::wire::{self, Answer, ContentBlock, Params, ToolContent, Update};
 use super::SHORT_MAX;
 use crate::store::FrameRef;
 use acp_tee_shared::session::{
-    ClientCall, Message as TurnMessage, Permission, StatusChange, TokenUsage, ToolCall, Turn, PENDING_MAX,
+    ClientCall, Message as TurnMessage, Part, Permission, StatusChange, TokenUsage, ToolCall, Turn, PENDING_MAX,
     PER_TOOL_MAX, PER_TURN_MAX,
 };
 use acp_tee_shared::{Direction, FrameKind};
@@ -45,6 +45,11 @@ pub(super) struct Builder {
     tools: Vec<HashMap<String, usize>>,
     /// Per turn, message id to its place.
     messages: Vec<HashMap<String, usize>>,
+    /// Per turn, what happened since its last part began, when something
+    /// did: the next chunk begins a new part.
+    breaks: Vec<Option<(i64, String)>>,
+    /// Per turn, the role of its last chunk (`agent` or `thought`).
+    part_roles: Vec<Option<&'static str>>,
     pending: HashMap<i64, Awaits>,
     pub(super) v2: bool,
     /// What the page's lists left out, hashed with where it would have
@@ -83,6 +88,8 @@ impl Builder {
             open: Vec::new(),
             tools: Vec::new(),
             messages: Vec::new(),
+            breaks: Vec::new(),
+            part_roles: Vec::new(),
             pending: HashMap::new(),
             v2,
             left_out: Default::default(),
@@ -182,6 +189,8 @@ impl Builder {
             self.turns.push(turn);
             self.tools.push(HashMap::new());
             self.messages.push(HashMap::new());
+            self.breaks.push(None);
+            self.part_roles.push(None);
             self.open.push(Some(self.turns.len() - 1));
             self.pending.insert(f.seq, Awaits::Prompt(Some(self.turns.len() - 1)));
             return;
@@ -234,6 +243,7 @@ impl Builder {
             ..Permission::default()
         });
         let permission = call.permissions.len() - 1;
+        self.breaks[turn] = Some((f.seq, "permission asked".into()));
         self.pending.insert(f.seq, Awaits::Permission { turn, tool, permission });
     }
 
@@ -257,6 +267,7 @@ impl Builder {
                 .or(params.message.as_deref())
                 .map(|s| cut(s, SHORT_MAX)),
         };
+        self.breaks[turn] = Some((f.seq, cut(method, SHORT_MAX)));
         calls.push(ClientCall {
             method: cut(method, SHORT_MAX),
             request_seq: f.seq,
@@ -290,6 +301,7 @@ impl Builder {
             ..ToolCall::default()
         });
         self.tools[turn].insert(id.to_owned(), calls.len() - 1);
+        self.breaks[turn] = Some((f.seq, format!("tool call {} began", cut(id, SHORT_MAX))));
         Some(calls.len() - 1)
     }
 
@@ -328,13 +340,17 @@ impl Builder {
                 let t = &mut self.turns[turn];
                 t.first_chunk_ns.get_or_insert(f.t_ns - t.start_t_ns);
                 if let Some(b) = read(update.content, &mut keep) {
+                    let from = t.message.chars;
                     add_block(&mut t.message, &b, f.seq, true);
+                    self.part(turn, "agent", from, &b, f.seq);
                     self.message(turn, update.message_id.as_deref(), "agent", &b, f.seq);
                 }
             }
             "agent_thought_chunk" | "agent_thought" => {
                 if let Some(b) = read(update.content, &mut keep) {
+                    let from = self.turns[turn].thought.chars;
                     add_block(&mut self.turns[turn].thought, &b, f.seq, true);
+                    self.part(turn, "thought", from, &b, f.seq);
                     self.message(turn, update.message_id.as_deref(), "thought", &b, f.seq);
                 }
             }
@@ -345,7 +361,10 @@ impl Builder {
                 }
             }
             "tool_call" | "tool_call_update" | "tool_call_content_chunk" => self.tool_update(turn, f, &update),
-            "plan" | "plan_update" => self.turns[turn].plans += 1,
+            "plan" | "plan_update" => {
+                self.turns[turn].plans += 1;
+                self.breaks[turn] = Some((f.seq, "plan".into()));
+            }
             "state_update" if self.v2 => {
                 if let Some(reason) = update.stop_reason.as_deref() {
                     let t = &mut self.turns[turn];
@@ -356,6 +375,42 @@ impl Builder {
                 }
             }
             _ => {}
+        }
+    }
+
+    /// Adds a chunk of `role` (`agent` or `thought`) whose text begins at
+    /// character `from` of that text to turn `turn`'s last part, or begins
+    /// a part when the role changed or something happened since.
+    fn part(&mut self, turn: usize, role: &'static str, from: u64, block: &ContentBlock<'_>, seq: i64) {
+        let after = self.breaks[turn].take();
+        let begins = after.is_some() || self.part_roles[turn] != Some(role);
+        self.part_roles[turn] = Some(role);
+        let t = &mut self.turns[turn];
+        let text = if role == "thought" { &t.thought } else { &t.message };
+        let chars = text.chars - from;
+        let other = u64::from(!matches!((block.kind.as_deref(), &block.text), (Some("text") | None, Some(_))));
+        if t.parts_left_out > 0 || (begins && t.parts.len() >= PER_TURN_MAX) {
+            // Past the bound, parts are counted, not listed.
+            t.parts_left_out += u64::from(begins);
+            return;
+        }
+        match t.parts.last_mut() {
+            Some(last) if !begins => {
+                last.chars += chars;
+                last.other_blocks += other;
+                last.chunks += 1;
+                last.last_seq = seq;
+            }
+            _ => t.parts.push(Part {
+                role: role.into(),
+                from,
+                chars,
+                other_blocks: other,
+                chunks: 1,
+                first_seq: seq,
+                last_seq: seq,
+                after,
+            }),
         }
     }
 

@@ -18,8 +18,8 @@ use crate::store::Store;
 use crate::text::printable;
 use acp_tee_shared::api::TraceSummary;
 use acp_tee_shared::session::{
-    LinkedBy, McpCall, OpenRequest, SessionSummary, ShowSession, Text, TraceSessions, Turn, OPEN_REQUESTS_MAX,
-    PENDING_MAX, PER_TOOL_MAX, PER_TURN_MAX, SESSIONS_LEFT_OUT_COUNTED, SESSIONS_MAX,
+    ClientCall, LinkedBy, McpCall, OpenRequest, Part, SessionSummary, ShowSession, Text, ToolCall, TraceSessions, Turn,
+    OPEN_REQUESTS_MAX, PENDING_MAX, PER_TOOL_MAX, PER_TURN_MAX, SESSIONS_LEFT_OUT_COUNTED, SESSIONS_MAX,
 };
 use anyhow::Context;
 use clap::{Args, ValueEnum};
@@ -438,60 +438,115 @@ fn turn_text(t: &Turn, out: &mut impl Write) -> anyhow::Result<()> {
         writeln!(out, "    error data: {}", printable(data))?;
     }
     line("prompt", &t.prompt, out)?;
-    line("thought", &t.thought, out)?;
-    line("agent", &t.message, out)?;
-    line("user (echoed)", &t.user, out)?;
-    for c in &t.tool_calls {
-        let title = c.title.as_deref().map(|t| format!(" \"{}\"", printable(t))).unwrap_or_default();
-        let kind = c.kind.as_deref().map(|k| format!(" ({})", printable(k))).unwrap_or_default();
-        writeln!(out, "    tool call {}{title}{kind}: {}", printable(&c.tool_call_id), tool_steps(c))?;
-        for p in &c.permissions {
-            // An option's name is what the user saw, quoted beside its id.
-            let named = |name: Option<&String>| match name.filter(|n| !n.is_empty()) {
-                Some(n) => format!(" \"{}\"", printable(n)),
-                None => String::new(),
-            };
-            let answer = match (p.response_seq, &p.outcome) {
-                (Some(seq), outcome) => format!(
-                    "→ #{seq} after {}: {}{}{}",
-                    took(p.waited_ns.unwrap_or(0)),
-                    printable(outcome.as_deref().unwrap_or("answered")),
-                    p.option_id.as_deref().map(|o| format!(" {}", printable(o))).unwrap_or_default(),
-                    named(p.option_name.as_ref())
-                ),
-                (None, _) => "never answered".into(),
-            };
-            let more =
-                if p.options_left_out > 0 { format!(", … {} more", p.options_left_out) } else { String::new() };
-            let options: Vec<String> = p
-                .options
-                .iter()
-                .enumerate()
-                .map(|(i, o)| format!("{}{}", printable(o), named(p.option_names.get(i))))
-                .collect();
-            writeln!(out, "      permission #{} {answer} (options {}{more})", p.request_seq, options.join(", "))?;
+    // What happened in the turn, in the order it happened: the agent's
+    // message and thoughts cut where a tool call began, a permission was
+    // asked, a plan was sent or the client was asked something.
+    enum Item<'a> {
+        Part(&'a Part),
+        Tool(&'a ToolCall),
+        Client(&'a ClientCall),
+        User,
+    }
+    let mut items: Vec<(i64, Item)> = Vec::new();
+    items.extend(t.parts.iter().map(|p| (p.first_seq, Item::Part(p))));
+    items.extend(t.user.first_seq.map(|seq| (seq, Item::User)));
+    items.extend(t.tool_calls.iter().map(|c| (c.first_seq, Item::Tool(c))));
+    items.extend(t.client_calls.iter().map(|c| (c.request_seq, Item::Client(c))));
+    items.sort_by_key(|(seq, _)| *seq);
+    let listed: std::collections::HashSet<i64> = items.iter().map(|(seq, _)| *seq).collect();
+    for (_, item) in items {
+        match item {
+            Item::Part(p) => part_text(t, p, &listed, out)?,
+            Item::Tool(c) => tool_call_text(c, out)?,
+            Item::Client(c) => client_call_text(c, out)?,
+            Item::User => line("user (echoed)", &t.user, out)?,
         }
-        more_text(c.permissions_left_out, "permission requests", "a tool call", PER_TOOL_MAX, "      ", out)?;
-        for m in &c.mcp_calls {
-            writeln!(out, "      {}", mcp_call_text(m))?;
+    }
+    if t.parts_left_out > 0 {
+        more_text(t.parts_left_out, "parts of the message and thoughts", "a turn", PER_TURN_MAX, "    ", out)?;
+        for (role, label) in [("thought", "thought, the rest"), ("agent", "agent, the rest")] {
+            let rest = t.text_after_parts(role);
+            if !rest.is_empty() {
+                writeln!(out, "    {label}: {}", printable(&rest.chars().take(TEXT_LINE_CHARS).collect::<String>()))?;
+            }
         }
-        more_text(c.mcp_calls_left_out, "MCP calls", "a tool call", PER_TOOL_MAX, "      ", out)?;
     }
     more_text(t.tool_calls_left_out, "tool calls", "a turn", PER_TURN_MAX, "    ", out)?;
-    for c in &t.client_calls {
-        let subject = c.subject.as_deref().map(|s| format!(" {}", printable(s))).unwrap_or_default();
-        let answer = match (c.response_seq, c.duration_ns) {
-            (Some(seq), Some(d)) => format!(" → #{seq}, {}", took(d)),
-            _ => ", never answered".into(),
-        };
-        let extra =
-            c.error.as_deref().or(c.result.as_deref()).map(|e| format!(": {}", printable(e))).unwrap_or_default();
-        writeln!(out, "    {} #{}{subject}{answer}{extra}", printable(&c.method), c.request_seq)?;
-    }
     more_text(t.client_calls_left_out, "client calls", "a turn", PER_TURN_MAX, "    ", out)?;
     if let Some(u) = &t.usage {
         writeln!(out, "    usage: {} tokens (in {}, out {})", u.total_tokens, u.input_tokens, u.output_tokens)?;
     }
+    Ok(())
+}
+
+/// One part of the agent's message or thoughts: `agent #A–B (after WHAT #SEQ): TEXT`; what came before it
+/// is named when it is not itself a line (`listed` holds the seqs of the lines).
+fn part_text(t: &Turn, p: &Part, listed: &std::collections::HashSet<i64>, out: &mut impl Write) -> anyhow::Result<()> {
+    let label = if p.role == "thought" { "thought" } else { "agent" };
+    let frames = if p.first_seq == p.last_seq {
+        format!("#{}", p.first_seq)
+    } else {
+        format!("#{}–{}", p.first_seq, p.last_seq)
+    };
+    let after = match &p.after {
+        Some((seq, what)) if !listed.contains(seq) => format!(" (after {} #{seq})", printable(what)),
+        _ => String::new(),
+    };
+    let kept = t.part_text(p);
+    let mut shown: String = kept.chars().take(TEXT_LINE_CHARS).collect();
+    if p.chars as usize > shown.chars().count() {
+        shown.push_str(&format!("… ({} chars)", p.chars));
+    }
+    let others = if p.other_blocks > 0 { format!(" [+ {} other blocks]", p.other_blocks) } else { String::new() };
+    writeln!(out, "    {label} {frames}{after}: {}{others}", printable(&shown))?;
+    Ok(())
+}
+
+fn tool_call_text(c: &ToolCall, out: &mut impl Write) -> anyhow::Result<()> {
+    let title = c.title.as_deref().map(|t| format!(" \"{}\"", printable(t))).unwrap_or_default();
+    let kind = c.kind.as_deref().map(|k| format!(" ({})", printable(k))).unwrap_or_default();
+    writeln!(out, "    tool call {}{title}{kind}: {}", printable(&c.tool_call_id), tool_steps(c))?;
+    for p in &c.permissions {
+        // An option's name is what the user saw, quoted beside its id.
+        let named = |name: Option<&String>| match name.filter(|n| !n.is_empty()) {
+            Some(n) => format!(" \"{}\"", printable(n)),
+            None => String::new(),
+        };
+        let answer = match (p.response_seq, &p.outcome) {
+            (Some(seq), outcome) => format!(
+                "→ #{seq} after {}: {}{}{}",
+                took(p.waited_ns.unwrap_or(0)),
+                printable(outcome.as_deref().unwrap_or("answered")),
+                p.option_id.as_deref().map(|o| format!(" {}", printable(o))).unwrap_or_default(),
+                named(p.option_name.as_ref())
+            ),
+            (None, _) => "never answered".into(),
+        };
+        let more = if p.options_left_out > 0 { format!(", … {} more", p.options_left_out) } else { String::new() };
+        let options: Vec<String> = p
+            .options
+            .iter()
+            .enumerate()
+            .map(|(i, o)| format!("{}{}", printable(o), named(p.option_names.get(i))))
+            .collect();
+        writeln!(out, "      permission #{} {answer} (options {}{more})", p.request_seq, options.join(", "))?;
+    }
+    more_text(c.permissions_left_out, "permission requests", "a tool call", PER_TOOL_MAX, "      ", out)?;
+    for m in &c.mcp_calls {
+        writeln!(out, "      {}", mcp_call_text(m))?;
+    }
+    more_text(c.mcp_calls_left_out, "MCP calls", "a tool call", PER_TOOL_MAX, "      ", out)?;
+    Ok(())
+}
+
+fn client_call_text(c: &ClientCall, out: &mut impl Write) -> anyhow::Result<()> {
+    let subject = c.subject.as_deref().map(|s| format!(" {}", printable(s))).unwrap_or_default();
+    let answer = match (c.response_seq, c.duration_ns) {
+        (Some(seq), Some(d)) => format!(" → #{seq}, {}", took(d)),
+        _ => ", never answered".into(),
+    };
+    let extra = c.error.as_deref().or(c.result.as_deref()).map(|e| format!(": {}", printable(e))).unwrap_or_default();
+    writeln!(out, "    {} #{}{subject}{answer}{extra}", printable(&c.method), c.request_seq)?;
     Ok(())
 }
 
