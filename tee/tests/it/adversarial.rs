@@ -241,7 +241,10 @@ fn show_reads_a_repeated_member_as_its_last() {
     assert_eq!((turn["updates"].as_u64(), counted), (Some(3), Some(3)), "{doc:#}");
     assert_eq!(turn["message"]["text"], "Hello, repeated world", "{session:#}");
     let text = String::from_utf8(tee(&store.db, &["show"])).unwrap();
-    assert!(text.contains("stop cancelled") && text.contains("    agent #") && text.contains(": Hello, repeated world\n"), "{text}");
+    assert!(
+        text.contains("stop cancelled") && text.contains("    agent #") && text.contains(": Hello, repeated world\n"),
+        "{text}"
+    );
     assert!(!text.contains("lost-"), "{text}");
 }
 

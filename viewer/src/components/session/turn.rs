@@ -1,5 +1,6 @@
-//! One prompt turn as a conversation: the prompt, then the agent's thoughts, message and tool calls in the
-//! order they began, the client work the agent asked for, and how the turn ended (stop reason, error or
+//! One prompt turn as a conversation: the prompt, then what happened in the order it happened (the agent's
+//! reply and thoughts cut where a tool call began, a permission was asked, a plan was sent or the client was
+//! asked something; tool calls; what the agent asked of the client), and how the turn ended (stop reason, error or
 //! cancel, usage). A tool call is a card with its status timeline, its permission requests (options,
 //! answer, how long the client took) and the MCP requests that served it (marked when one failed).
 
@@ -8,30 +9,61 @@ use super::{frame_link, seq_link};
 use crate::components::summary::plural;
 use crate::format;
 use crate::state::TraceState;
-use acp_tee_shared::session::{ClientCall, Permission, Text, ToolCall, Turn};
+use acp_tee_shared::session::{ClientCall, Part, Permission, Text, ToolCall, Turn, PER_TURN_MAX};
 use leptos::prelude::*;
 
 /// One turn (`article#turn-N`); its open ages count on with `now`, the present on the trace's clock.
 pub fn turn_card(st: TraceState, t: Turn, now: Memo<i64>) -> impl IntoView {
     let index = t.index;
-    let mut blocks: Vec<(i64, AnyView)> = Vec::new();
-    if !t.thought.is_empty() {
-        blocks.push((
-            t.thought.first_seq.unwrap_or(i64::MAX),
-            text_block(st, "thought", "Thought", &t.thought).into_any(),
-        ));
+    // What happened in the order it happened: parts of the reply and thoughts (cut where something else
+    // happened), tool cards, requests made of the client.
+    enum Item<'a> {
+        Part(&'a Part),
+        User,
+        Tool(&'a ToolCall),
+        Client(&'a ClientCall),
     }
-    if !t.user.is_empty() {
-        blocks
-            .push((t.user.first_seq.unwrap_or(i64::MAX), text_block(st, "user", "User (echoed)", &t.user).into_any()));
+    let mut items: Vec<(i64, Item)> = t.parts.iter().map(|p| (p.first_seq, Item::Part(p))).collect();
+    items.extend(t.user.first_seq.map(|seq| (seq, Item::User)));
+    items.extend(t.tool_calls.iter().map(|c| (c.first_seq, Item::Tool(c))));
+    items.extend(t.client_calls.iter().map(|c| (c.request_seq, Item::Client(c))));
+    items.sort_by_key(|(seq, _)| *seq);
+    let listed: std::collections::HashSet<i64> = items.iter().map(|(seq, _)| *seq).collect();
+    let mut blocks: Vec<AnyView> = Vec::new();
+    let mut asked: Vec<AnyView> = Vec::new();
+    for (_, item) in items {
+        if !matches!(item, Item::Client(_)) && !asked.is_empty() {
+            blocks.push(client_calls(std::mem::take(&mut asked)));
+        }
+        match item {
+            Item::Part(p) => blocks.push(part_block(st, &t, p, &listed).into_any()),
+            Item::User => blocks.push(text_block(st, "user", "User (echoed)", &t.user).into_any()),
+            Item::Tool(c) => blocks.push(tool_card(st, c, t.start_t_ns, now).into_any()),
+            Item::Client(c) => asked.push(client_call(st, c).into_any()),
+        }
     }
-    if !t.message.is_empty() {
-        blocks.push((t.message.first_seq.unwrap_or(i64::MAX), text_block(st, "agent", "Agent", &t.message).into_any()));
+    if !asked.is_empty() {
+        blocks.push(client_calls(asked));
     }
-    for call in &t.tool_calls {
-        blocks.push((call.first_seq, tool_card(st, call, t.start_t_ns, now).into_any()));
-    }
-    blocks.sort_by_key(|(seq, _)| *seq);
+    let rest = (t.parts_left_out > 0).then(|| {
+        let texts = [("thought", "Thought"), ("agent", "Agent")]
+            .into_iter()
+            .filter(|(role, _)| !t.text_after_parts(role).is_empty())
+            .map(|(role, label)| {
+                view! { <div class=format!("msg {role} rest")>
+                    <div class="msg-head"><span class="who">{format!("{label}, the rest")}</span></div>
+                    <div class="msg-text">{t.text_after_parts(role).to_owned()}</div>
+                </div> }
+            })
+            .collect_view();
+        view! {
+            <p class="hint parts-left-out">{format!(
+                "{} more parts of the reply and thoughts not listed (a turn lists at most {PER_TURN_MAX}): what came after the last part listed, in one block",
+                t.parts_left_out
+            )}</p>
+            {texts}
+        }
+    });
     let ids = (t.messages.len() > 1).then(|| {
         let list = t
             .messages
@@ -41,25 +73,56 @@ pub fn turn_card(st: TraceState, t: Turn, now: Memo<i64>) -> impl IntoView {
             .join(", ");
         view! { <p class="hint">{format!("{} by id: {list}", plural(t.messages.len() as i64, "message"))}</p> }
     });
-    let client = (!t.client_calls.is_empty()).then(|| {
-        let items = t.client_calls.iter().map(|c| client_call(st, c)).collect_view();
-        view! {
-            <section class="client-calls">
-                <h3>"Asked of the client"</h3>
-                <ul>{items}</ul>
-            </section>
-        }
-    });
-    let blocks = blocks.into_iter().map(|(_, v)| v).collect_view();
     view! {
         <article class="turn" id=format!("turn-{index}") data-turn=index>
             {turn_head(st, &t, now)}
             {text_block(st, "prompt", "Prompt", &t.prompt)}
             {blocks}
-            {client}
+            {rest}
             {ids}
             {turn_end(st, &t)}
         </article>
+    }
+}
+
+/// Requests the agent made of the client one after another, in one list.
+fn client_calls(items: Vec<AnyView>) -> AnyView {
+    view! {
+        <section class="client-calls">
+            <h3>"Asked of the client"</h3>
+            <ul>{items}</ul>
+        </section>
+    }
+    .into_any()
+}
+
+/// One part of the agent's reply or thoughts, with its frames and what happened just before it when that is
+/// not shown above it.
+fn part_block(st: TraceState, t: &Turn, p: &Part, listed: &std::collections::HashSet<i64>) -> impl IntoView {
+    let (role, label) = if p.role == "thought" { ("thought", "Thought") } else { ("agent", "Agent") };
+    let kept = t.part_text(p).to_owned();
+    let kept_chars = kept.chars().count() as u64;
+    let cut = (p.chars > kept_chars).then(|| {
+        format!(" · first {} of {} characters", format::count(kept_chars as i64), format::count(p.chars as i64))
+    });
+    let chunks = (p.chunks > 1).then(|| format!(" · {}", plural(p.chunks as i64, "chunk")));
+    let frames = if p.first_seq == p.last_seq {
+        seq_link(st, p.first_seq).into_any()
+    } else {
+        view! { {seq_link(st, p.first_seq)} "–" {seq_link(st, p.last_seq)} }.into_any()
+    };
+    let after = p.after.clone().filter(|(seq, _)| !listed.contains(seq)).map(|(seq, what)| {
+        view! { <span class="after">{format!(" · after {what} ")} {seq_link(st, seq)}</span> }
+    });
+    let others = (p.other_blocks > 0).then(
+        || view! { <span class="other-blocks">{format!("+ {}", plural(p.other_blocks as i64, "other block"))}</span> },
+    );
+    view! {
+        <div class=format!("msg {role} part") data-first-seq=p.first_seq data-last-seq=p.last_seq>
+            <div class="msg-head"><span class="who">{label}</span> {frames} {chunks} {cut} {after}</div>
+            <div class="msg-text">{kept}</div>
+            {others}
+        </div>
     }
 }
 

@@ -449,3 +449,63 @@ fn ages_on_the_session_tab_count_on_while_a_live_permission_waits_and_no_frame_a
     assert!(banner.contains("session/request_permission waiting"), "{banner}");
     b.screenshot("session-live-ages");
 }
+
+/// Broken 2 of the time machine: 60 chunks of the reply, a tool call (#62–#68), 30 more chunks. The reply was
+/// one block "90 chunks" above the tool card; now it is two, the tool card between them, in time order.
+#[test]
+fn the_reply_is_split_around_the_tool_call_that_came_between_its_chunks() {
+    let store = TempStore::new();
+    let chunk = |t: f64, text: String| {
+        update(t, "s1", json!({"sessionUpdate":"agent_message_chunk","content":{"type":"text","text": text}}))
+    };
+    let mut msgs = vec![c2a(
+        0.0,
+        json!({"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"sessionId":"s1","prompt":[{"type":"text","text":"go"}]}}),
+    )];
+    msgs.extend((0..60).map(|i| chunk(1.0 + f64::from(i), format!("a{i} "))));
+    msgs.push(update(
+        70.0,
+        "s1",
+        json!({"sessionUpdate":"tool_call","toolCallId":"t1","title":"Run tests","kind":"execute"}),
+    ));
+    msgs.push(a2c(
+        71.0,
+        json!({"jsonrpc":"2.0","id":"p1","method":"session/request_permission","params":{"sessionId":"s1","toolCall":{"toolCallId":"t1"},"options":[{"optionId":"ok","name":"Allow","kind":"allow_once"}]}}),
+    ));
+    msgs.push(c2a(
+        72.0,
+        json!({"jsonrpc":"2.0","id":"p1","result":{"outcome":{"outcome":"selected","optionId":"ok"}}}),
+    ));
+    msgs.push(update(73.0, "s1", json!({"sessionUpdate":"tool_call_update","toolCallId":"t1","status":"completed"})));
+    msgs.extend((0..30).map(|i| chunk(80.0 + f64::from(i), format!("b{i} "))));
+    msgs.push(update(120.0, "s1", json!({"sessionUpdate":"plan","entries":[]})));
+    msgs.push(chunk(121.0, "after the plan".into()));
+    msgs.push(a2c(130.0, json!({"jsonrpc":"2.0","id":1,"result":{"stopReason":"end_turn"}})));
+    import_trace(&store, "split", &msgs);
+    let server = Server::start(&store.db);
+    let b = Browser::start();
+    b.goto(&format!("{}/traces/1?tab=session", server.url));
+    b.wait_for("the turn", |b| !b.find_all("#turn-0 .msg.part").is_empty());
+    let order = b.js(
+        "return Array.from(document.querySelectorAll('#turn-0 .msg.part, #turn-0 .tool'), e =>
+            e.classList.contains('tool') ? 'tool ' + e.dataset.toolCallId
+                : e.querySelector('.msg-head').textContent.replace(/\\s+/g, ' ').trim());",
+        json!([]),
+    );
+    // (The label and the frames are apart by the label's margin, not a space.) Frames: the prompt #1, chunks #2–#61, the tool call #62, permission #63/#64, update #65, chunks #66–#95,
+    // the plan #96, a chunk #97.
+    assert_eq!(
+        order,
+        json!([
+            "Agent#2–#61 · 60 chunks",
+            "tool t1",
+            "Agent#66–#95 · 30 chunks · after permission asked #63",
+            "Agent#97 · after plan #96"
+        ])
+    );
+    let texts = b.texts("#turn-0 .msg.part .msg-text");
+    let first: String = (0..60).map(|i| format!("a{i} ")).collect();
+    let second: String = (0..30).map(|i| format!("b{i} ")).collect();
+    assert_eq!(texts, [first.as_str(), second.as_str(), "after the plan"]);
+    b.screenshot("session-split-reply");
+}
