@@ -690,6 +690,39 @@ pub struct OpenRequest {
     /// A `$/cancel_request` or `session/cancel` was sent for it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cancel_seq: Option<i64>,
+    /// How long nothing has come in its session (`quiet_of` = `session`)
+    /// or, for a request naming no session, in the trace (`trace`): from
+    /// the last frame (or the request, when later) to when `age_ns` is
+    /// measured. Small while an agent streams; as long as `age_ns` when
+    /// nothing has happened since the request.
+    #[serde(default)]
+    pub quiet_ns: i64,
+    /// `session` or `trace`: whose last frame `quiet_ns` counts from.
+    #[serde(default)]
+    pub quiet_of: String,
+}
+
+impl OpenRequest {
+    /// Whether its peer is still at work: `nothing came since it was sent`
+    /// (in its session, or the trace for a request naming none), or when
+    /// the last frame came (`last frame of its session 120 ms ago`; on an
+    /// ended trace `... 2 s before the end`; `frames of its session came up to
+    /// the end` when its last frame is the trace's). `quiet_ns` and `age_ns` are
+    /// this request's, as measured now; `duration` writes a time.
+    pub fn activity_text(&self, live: bool, quiet_ns: i64, age_ns: i64, duration: impl Fn(i64) -> String) -> String {
+        let whose = if self.quiet_of == "trace" { "the trace" } else { "its session" };
+        if quiet_ns >= age_ns {
+            format!("nothing came in {whose} since it was sent")
+        } else if quiet_ns == 0 && live {
+            format!("last frame of {whose} just now")
+        } else if quiet_ns == 0 {
+            format!("frames of {whose} came up to the end")
+        } else if live {
+            format!("last frame of {whose} {} ago", duration(quiet_ns))
+        } else {
+            format!("last frame of {whose} {} before the end", duration(quiet_ns))
+        }
+    }
 }
 
 /// What `acp-tee show --format json` writes: one document.

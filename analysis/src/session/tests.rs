@@ -106,6 +106,11 @@ fn sessions_sum_up_turns_tools_permissions_usage_and_open_requests() {
     let live = model_of(&store).sessions(Some(1_200_000_000));
     assert_eq!(live.open_requests[1].age_ns, 1_098_000_000);
     assert!(live.live);
+    // Stuck or streaming: how long since the last frame of the request's
+    // session (the cancel at 150 ms), or of the trace (the ping at 200 ms)
+    // for a request naming no session.
+    let quiet: Vec<(i64, &str)> = live.open_requests.iter().map(|o| (o.quiet_ns, o.quiet_of.as_str())).collect();
+    assert_eq!(quiet, [(1_050_000_000, "session"), (1_050_000_000, "session"), (1_000_000_000, "trace")]);
 }
 
 #[test]
@@ -642,4 +647,19 @@ fn parts_past_the_bound_are_counted_and_the_rest_of_the_text_kept_whole() {
     assert_eq!(turn.parts_left_out, 3);
     assert_eq!(turn.part_text(turn.parts.last().unwrap()), format!("p{} ", PER_TURN_MAX - 1));
     assert_eq!(turn.text_after_parts("agent"), format!("p{} p{} p{} ", parts - 3, parts - 2, parts - 1));
+}
+
+#[test]
+fn an_open_prompt_whose_agent_streams_is_told_from_one_left_hanging() {
+    let mut lines = split_turn();
+    lines.pop(); // the answer at 17 ms
+    let store = trace(&as_refs(&lines));
+    let open = &model_of(&store).sessions(Some(20_000_000)).open_requests;
+    assert_eq!(open.len(), 1);
+    // Waiting 20 ms, the last chunk 4 ms ago: streaming.
+    assert_eq!((open[0].age_ns, open[0].quiet_ns, open[0].quiet_of.as_str()), (20_000_000, 4_000_000, "session"));
+    lines.truncate(1); // only the prompt: nothing came since
+    let store = trace(&as_refs(&lines));
+    let open = &model_of(&store).sessions(Some(20_000_000)).open_requests;
+    assert_eq!((open[0].age_ns, open[0].quiet_ns), (20_000_000, 20_000_000));
 }

@@ -39,7 +39,7 @@ impl Model {
             .collect();
         TraceSessions {
             sessions,
-            open_requests: open.iter().take(OPEN_REQUESTS_MAX).map(|p| open_request(p, now)).collect(),
+            open_requests: open.iter().take(OPEN_REQUESTS_MAX).map(|p| self.open_request(p, now)).collect(),
             open_requests_total: open.len() as u64 + self.conv.pending_left_out,
             last_seq: self.last_seq,
             now_t_ns: now,
@@ -59,7 +59,7 @@ impl Model {
     pub fn open_requests_of(&self, sid: &str, now_t_ns: Option<i64>) -> Vec<OpenRequest> {
         let now = now_t_ns.unwrap_or(self.last_t_ns).max(self.last_t_ns);
         let open = self.conv.pending().into_iter().filter(|p| p.session.as_ref().is_some_and(|(_, s)| &**s == sid));
-        open.take(OPEN_REQUESTS_MAX).map(|p| open_request(p, now)).collect()
+        open.take(OPEN_REQUESTS_MAX).map(|p| self.open_request(p, now)).collect()
     }
 
     /// Where session `sid`'s turns start (seqs of their prompts).
@@ -122,16 +122,22 @@ pub struct Extras {
     pub left_out: ListsLeftOut,
 }
 
-fn open_request(p: &Request, now: i64) -> OpenRequest {
-    OpenRequest {
-        seq: p.seq,
-        dir: p.dir,
-        method: p.method.as_deref().map(str::to_owned),
-        rpc_id: p.rpc_id.as_deref().map(str::to_owned),
-        session_id: p.session.as_ref().map(|(_, s)| s.to_string()),
-        t_ns: p.t_ns,
-        age_ns: now.saturating_sub(p.t_ns).max(0),
-        waiting_for: if p.dir == Direction::ClientToAgent { "agent" } else { "client" }.into(),
-        cancel_seq: p.cancel_seq,
+impl Model {
+    fn open_request(&self, p: &Request, now: i64) -> OpenRequest {
+        // The last frame of its session (of the trace, when it names no session the model knows).
+        let last = p.session.as_ref().and_then(|(_, s)| self.index_of(s)).map(|i| self.sessions[i].summary.last_t_ns);
+        OpenRequest {
+            seq: p.seq,
+            dir: p.dir,
+            method: p.method.as_deref().map(str::to_owned),
+            rpc_id: p.rpc_id.as_deref().map(str::to_owned),
+            session_id: p.session.as_ref().map(|(_, s)| s.to_string()),
+            t_ns: p.t_ns,
+            age_ns: now.saturating_sub(p.t_ns).max(0),
+            waiting_for: if p.dir == Direction::ClientToAgent { "agent" } else { "client" }.into(),
+            cancel_seq: p.cancel_seq,
+            quiet_ns: now.saturating_sub(last.unwrap_or(self.last_t_ns).max(p.t_ns)).max(0),
+            quiet_of: if last.is_some() { "session" } else { "trace" }.into(),
+        }
     }
 }

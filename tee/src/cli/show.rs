@@ -610,5 +610,6 @@ fn open_text(o: &OpenRequest, live: bool) -> String {
     let session = o.session_id.as_deref().map(|s| format!(" in {}", printable(s))).unwrap_or_default();
     let cancel = o.cancel_seq.map(|s| format!(", cancel sent #{s}")).unwrap_or_default();
     let waited = if live { "waiting" } else { "never answered, waited" };
-    format!("#{} {method}{session}: {waited} {} for the {}{cancel}", o.seq, took(o.age_ns), o.waiting_for)
+    let activity = o.activity_text(live, o.quiet_ns, o.age_ns, took);
+    format!("#{} {method}{session}: {waited} {} for the {}{cancel}; {activity}", o.seq, took(o.age_ns), o.waiting_for)
 }

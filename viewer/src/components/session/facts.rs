@@ -52,8 +52,14 @@ pub fn open_requests(st: TraceState, o: &TraceSessions, now: Memo<i64>) -> Optio
         .iter()
         .map(|r| {
             let r = r.clone();
-            let age = move || age_text(r.age_ns + (now.get() - then).max(0));
-            open_request_item(st, &r, live, several, age)
+            let (age_ns, quiet_ns) = (r.age_ns, r.quiet_ns);
+            let age = move || age_text(age_ns + (now.get() - then).max(0));
+            let quiet = r.clone();
+            let activity = move || {
+                let since = (now.get() - then).max(0);
+                quiet.activity_text(live, quiet_ns + since, age_ns + since, age_text)
+            };
+            open_request_item(st, &r, live, several, age, activity)
         })
         .collect_view();
     let more = o.open_requests_total.saturating_sub(o.open_requests.len() as u64);
@@ -73,6 +79,7 @@ fn open_request_item(
     live: bool,
     several: bool,
     age: impl Fn() -> String + Send + Sync + 'static,
+    activity: impl Fn() -> String + Send + Sync + 'static,
 ) -> impl IntoView {
     let method = r.method.clone().unwrap_or_else(|| "a request".to_owned());
     let who = r.waiting_for.clone();
@@ -92,6 +99,7 @@ fn open_request_item(
     view! {
         <li class="open-request" data-seq=r.seq>
             <span class="open-text">{text}</span>{session} " " {seq_link(st, r.seq)} {cancel}
+            <span class="activity">" · " {activity}</span>
         </li>
     }
 }

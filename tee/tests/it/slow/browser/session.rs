@@ -292,6 +292,15 @@ fn a_live_session_shows_its_waiting_permission_request_growing_and_then_answered
         now.starts_with("session/request_permission waiting ") && now != first
     });
     assert!(text_of(&b, "#turn-0 .turn-end").contains("no answer yet"));
+    // Stuck or streaming: nothing came after the permission request; the prompt's session had that frame since.
+    let activity =
+        |seq: i64| text_of(&b, &format!("#open-requests li[data-seq=\"{seq}\"] .activity")).trim().to_owned();
+    assert_eq!(activity(2), "· nothing came in its session since it was sent");
+    let prompt = activity(1);
+    assert!(prompt.starts_with("· last frame of its session ") && prompt.ends_with(" ago"), "{prompt}");
+    b.wait_for("the session's quiet time counted on", |b| {
+        text_of(b, "#open-requests li[data-seq=\"1\"] .activity") != prompt
+    });
     b.screenshot("session-live");
 
     // The client answers: the banner empties and the turn ends, without a reload.
