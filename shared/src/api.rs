@@ -51,6 +51,11 @@ pub struct TraceSummary {
     pub finishing: bool,
     /// `t_ns` of its last frame (0 when it has none).
     pub last_t_ns: i64,
+    /// A live trace's present on its clock when this was read: the time
+    /// since `started_at` on the serving machine's clock (`None` once
+    /// ended). Its last frame came `now_t_ns - last_t_ns` ago.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub now_t_ns: Option<i64>,
     /// For imported traces: where they came from (`jsons file /x/t.jsons`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub imported_from: Option<String>,

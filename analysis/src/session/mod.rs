@@ -332,14 +332,10 @@ impl Model {
     }
 }
 
-/// The present as a `t_ns` of a live trace (its wall-clock start to now);
-/// `None` once it has ended.
+/// The present as a `t_ns` of a live trace (its wall-clock start to when
+/// the store read it, `TraceSummary::now_t_ns`); `None` once it has ended.
 pub fn now_t_ns(trace: &acp_tee_shared::api::TraceSummary) -> Option<i64> {
-    if !trace.live {
-        return None;
-    }
-    let started = chrono::DateTime::parse_from_rfc3339(&trace.meta.started_at).ok()?;
-    (chrono::Utc::now() - started.with_timezone(&chrono::Utc)).num_nanoseconds()
+    trace.now_t_ns.filter(|_| trace.live)
 }
 
 /// `raw` masked by `redact`, when given.

@@ -23,6 +23,12 @@ pub(super) fn summary_select() -> String {
     )
 }
 
+/// The time since `started_at` on this machine's clock, in nanoseconds.
+fn now_on_trace_clock(started_at: &str) -> Option<i64> {
+    let started = chrono::DateTime::parse_from_rfc3339(started_at).ok()?;
+    (chrono::Utc::now() - started.with_timezone(&chrono::Utc)).num_nanoseconds()
+}
+
 pub(super) fn summary_of_trace(row: &Row<'_>) -> rusqlite::Result<TraceSummary> {
     let meta = trace_from_row(row)?;
     let at = crate::queries::TRACE_COLUMN_COUNT;
@@ -34,14 +40,9 @@ pub(super) fn summary_of_trace(row: &Row<'_>) -> rusqlite::Result<TraceSummary> 
         Ok(row.get::<_, Option<i64>>(col)?.is_some_and(|pid| !crate::proc::process_exists(pid)))
     };
     let finishing = live && (gone(at + 3)? || gone(at + 4)?);
-    Ok(TraceSummary {
-        meta,
-        live,
-        finishing,
-        last_t_ns: row.get::<_, Option<i64>>(at + 2)?.unwrap_or(0),
-        imported_from: row.get(at + 1)?,
-        findings: None,
-    })
+    let last_t_ns = row.get::<_, Option<i64>>(at + 2)?.unwrap_or(0);
+    let now_t_ns = live.then(|| now_on_trace_clock(&meta.started_at)).flatten().map(|now| now.max(last_t_ns));
+    Ok(TraceSummary { now_t_ns, meta, live, finishing, last_t_ns, imported_from: row.get(at + 1)?, findings: None })
 }
 
 impl Store {

@@ -303,7 +303,15 @@ mod tests {
             pinned: false,
             bytes: id * 700,
         };
-        TraceSummary { live: id == 3, finishing: false, meta, last_t_ns: 0, imported_from: None, findings: None }
+        TraceSummary {
+            live: id == 3,
+            finishing: false,
+            meta,
+            last_t_ns: 0,
+            now_t_ns: None,
+            imported_from: None,
+            findings: None,
+        }
     }
 
     #[test]

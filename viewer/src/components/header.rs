@@ -1,6 +1,7 @@
 //! The trace view's header: name, command, counts, live badge, a warning when the server is gone, and the
 //! toolbar (tabs Diagram, Timing, Session; axis and follow on the diagram tab; export).
 
+use super::session::facts::age_text;
 use super::summary::{exit_text, plural, status_badge, trace_duration, trace_name};
 use super::trace_state;
 use crate::api::export_url;
@@ -11,7 +12,7 @@ use acp_tee_shared::api::TraceSummary;
 use leptos::prelude::*;
 use leptos_router::components::A;
 
-fn summary_line(t: &TraceSummary) -> impl IntoView {
+fn summary_line(t: &TraceSummary, clock: Memo<i64>) -> impl IntoView {
     let (exit, reason) = exit_text(t);
     let missing = (t.meta.missing_frames > 0 || t.meta.missing_unknown).then(|| {
         // Unknown: no recorder survived to count them; the count is a lower bound.
@@ -22,7 +23,7 @@ fn summary_line(t: &TraceSummary) -> impl IntoView {
         <div class="summary">
             <span>{plural(t.meta.frame_count, "frame")}</span>
             <span class:err=t.meta.error_count != 0>{plural(t.meta.error_count, "error")}</span>
-            <span>{trace_duration(t)}</span>
+            {running(t, clock)}
             <span>{format::wall_clock(&t.meta.started_at)}</span>
             <span>{t.meta.mode.clone()}</span>
             {(!exit.is_empty()).then(|| view! { <span title=reason.clone()>{exit}</span> })}
@@ -33,10 +34,31 @@ fn summary_line(t: &TraceSummary) -> impl IntoView {
     }
 }
 
+/// How long the run took; while live, how long it has been running and, once nothing has come for a second
+/// or more, for how long (`idle 16 s`), both counting on with `clock`.
+fn running(t: &TraceSummary, clock: Memo<i64>) -> AnyView {
+    if !t.live {
+        return view! { <span>{trace_duration(t)}</span> }.into_any();
+    }
+    let (last, started) = (t.last_t_ns, t.meta.started_at.clone());
+    let idle = move || {
+        let idle = clock.get() - last;
+        (idle >= 1_000_000_000).then(|| {
+            view! { <span id="idle" class="idle" title="time since the last frame">{format!("idle {}", age_text(idle))}</span> }
+        })
+    };
+    view! {
+        <span id="running" title=format!("started {started}")>{move || format!("running {}", age_text(clock.get()))}</span>
+        {idle}
+    }
+    .into_any()
+}
+
 /// The header of a trace view.
 #[component]
 pub fn TraceHeader() -> impl IntoView {
     let st = trace_state();
+    let clock = st.clock;
     let head = move || {
         let t = st.trace.get();
         let command = t.meta.command.join(" ");
@@ -56,7 +78,7 @@ pub fn TraceHeader() -> impl IntoView {
                 {badge}
                 <code class="cmd" title=title>{command}</code>
             </div>
-            {summary_line(&t)}
+            {summary_line(&t, clock)}
         }
     };
     let lost = move || {

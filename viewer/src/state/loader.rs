@@ -217,7 +217,7 @@ fn on_live_frames(ld: Loader, frames: Vec<FrameSummary>) {
 fn on_live_trace(ld: Loader, t: TraceSummary) {
     let ended = !t.live;
     ld.st.connection_lost.set(None);
-    ld.st.trace.set(t);
+    ld.st.heard_trace(t);
     refresh_stats(ld, if ended { 0 } else { 2000 });
     if ended {
         refresh_tail(ld);

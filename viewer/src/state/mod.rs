@@ -102,6 +102,13 @@ pub struct TraceState {
     pub findings: findings::FindingsData,
     /// The MCP children drawn as lanes, and the picked MCP frame's detail.
     pub family: family::FamilyData,
+    /// When `trace` was last heard from the server, on the browser's clock (ms).
+    pub trace_at_ms: StoredValue<f64>,
+    /// The present on the trace's clock (a `t_ns`): for a live trace the server's `now_t_ns` plus the time
+    /// the browser has counted since (counting on once a second: the view's one timer, gone when the trace
+    /// ends or the view closes); for an ended one its last frame. Counted from the server's present, not
+    /// from `started_at` and the browser's clock, which may be off by any amount on another machine.
+    pub clock: Memo<i64>,
 }
 
 impl TraceState {
@@ -123,11 +130,13 @@ impl TraceState {
                 l.rows_between(top - OVERSCAN_PX, top + vh + OVERSCAN_PX)
             })
         });
+        let (trace_at_ms, id) = (StoredValue::new(js_sys::Date::now()), trace.meta.id);
+        let trace = RwSignal::new(trace);
         TraceState {
-            id: trace.meta.id,
+            id,
             url,
             query,
-            trace: RwSignal::new(trace),
+            trace,
             stats: RwSignal::new(None),
             detail: RwSignal::new(None),
             window,
@@ -147,7 +156,15 @@ impl TraceState {
             sessions: SessionData::new(query),
             findings: findings::FindingsData::new(),
             family: family::FamilyData::new(),
+            trace_at_ms,
+            clock: clock(trace, trace_at_ms),
         }
+    }
+
+    /// Sets the trace as just heard from the server.
+    pub fn heard_trace(&self, t: TraceSummary) {
+        self.trace_at_ms.set_value(js_sys::Date::now());
+        self.trace.set(t);
     }
 
     /// True while the trace is being recorded (tracked).
@@ -212,4 +229,27 @@ impl TraceState {
         self.hidden.set(None);
         self.url.update(true, |q| q.pick_mcp(Some((trace, seq))));
     }
+}
+
+/// The present on the trace's clock (see [`TraceState::clock`]).
+fn clock(trace: RwSignal<TraceSummary>, at: StoredValue<f64>) -> Memo<i64> {
+    let live = Memo::new(move |_| trace.with(|t| t.live));
+    let tick = RwSignal::new(js_sys::Date::now());
+    Effect::new(move |_| {
+        if live.get() {
+            tick.set(js_sys::Date::now());
+            let ticking =
+                set_interval_with_handle(move || tick.set(js_sys::Date::now()), std::time::Duration::from_secs(1));
+            if let Ok(handle) = ticking {
+                on_cleanup(move || handle.clear());
+            }
+        }
+    });
+    Memo::new(move |_| {
+        let (now, last) = trace.with(|t| (t.now_t_ns.filter(|_| t.live), t.last_t_ns));
+        match now {
+            Some(base) => base + ((tick.get() - at.get_value()).max(0.0) * 1e6) as i64,
+            None => last,
+        }
+    })
 }

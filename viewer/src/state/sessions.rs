@@ -35,8 +35,6 @@ pub type Page = (PageKey, Result<SessionDetail, ApiFailure>);
 pub struct SessionData {
     /// The trace's sessions and open requests; `None` until first fetched.
     pub overview: RwSignal<Option<Result<TraceSessions, ApiFailure>>>,
-    /// When the overview shown came (`Date.now()`): its `now_t_ns` was the present then.
-    pub overview_at_ms: StoredValue<f64>,
     /// The last page of turns fetched.
     pub page: RwSignal<Option<Page>>,
     /// The page the URL asks for: its session (the URL's, else the trace's first) and offset.
@@ -67,7 +65,6 @@ impl SessionData {
         });
         SessionData {
             overview,
-            overview_at_ms: StoredValue::new(0.0),
             page: RwSignal::new(None),
             wanted,
             open: Memo::new(move |_| query.with(|q| q.tab == Tab::Session)),
@@ -147,7 +144,6 @@ fn refresh(st: TraceState) {
         match result {
             Ok(o) => {
                 if sd.overview.with_untracked(|old| old.as_ref().and_then(|r| r.as_ref().ok()) != Some(&o)) {
-                    sd.overview_at_ms.set_value(js_sys::Date::now());
                     sd.overview.set(Some(Ok(o)));
                 }
             }

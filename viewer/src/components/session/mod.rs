@@ -5,7 +5,7 @@
 //! [`PAGE_TURNS`] at a time. Every item links to its frame in the diagram.
 //!
 //! Ages (how long a turn or a request has been open, the waterfall's axis and open bars) are measured
-//! against one [`trace_clock`], which counts on once a second while the trace is live.
+//! against the trace view's one clock (`TraceState::clock`), which counts on once a second while the trace is live.
 //!
 //! # Layout
 //! - [`facts`]: the open-requests banner, the picker, the session's facts and plan.
@@ -26,7 +26,6 @@ use crate::state::TraceState;
 use crate::view_query::Tab;
 use acp_tee_shared::session::{SessionDetail, TraceSessions, Turn};
 use leptos::prelude::*;
-use std::time::Duration;
 
 /// The URL of the Diagram tab with frame `seq` selected.
 pub fn frame_href(st: TraceState, seq: i64) -> impl Fn() -> String + Copy + Send + Sync + 'static {
@@ -67,7 +66,7 @@ pub fn SessionTab() -> impl IntoView {
         })
     });
     let overview = Memo::new(move |_| sd.overview.with(|o| o.as_ref().and_then(|o| o.as_ref().ok().cloned())));
-    let now = trace_clock(st, overview);
+    let now = st.clock;
     let body = move || match shape.get() {
         Shape::Loading => view! { <div class="notice">"Loading sessions…"</div> }.into_any(),
         Shape::Failed(message) => view! { <div class="notice error">{message}</div> }.into_any(),
@@ -90,39 +89,6 @@ pub fn SessionTab() -> impl IntoView {
             {body}
         </div>
     }
-}
-
-/// The present on the trace's clock (a `t_ns`), what the tab's ages are measured against: the overview's
-/// `now_t_ns` plus the time the browser has counted since that overview came. On a live trace it counts on
-/// once a second (the one timer, gone when the trace ends or the tab closes); on an ended one it is the
-/// trace's last frame.
-///
-/// Counted from the server's present and not from the trace's `started_at` and the browser's clock: the
-/// server measures `now_t_ns` from `started_at` on its own clock, the one beside the store the recorder
-/// wrote it to, while the browser may run on another machine whose clock is off by any amount; the time
-/// that elapses on the browser's clock is right however far off it is, and each refresh starts the count
-/// again from the server's present.
-fn trace_clock(st: TraceState, overview: Memo<Option<TraceSessions>>) -> Memo<i64> {
-    let live = Memo::new(move |_| overview.with(|o| o.as_ref().is_some_and(|o| o.live)));
-    let tick = RwSignal::new(js_sys::Date::now());
-    Effect::new(move |_| {
-        if live.get() {
-            tick.set(js_sys::Date::now());
-            let ticking = set_interval_with_handle(move || tick.set(js_sys::Date::now()), Duration::from_secs(1));
-            // Cleared when the trace ends (the effect runs again) or the tab closes.
-            if let Ok(handle) = ticking {
-                on_cleanup(move || handle.clear());
-            }
-        }
-    });
-    Memo::new(move |_| {
-        let Some((base, live)) = overview.with(|o| o.as_ref().map(|o| (o.now_t_ns, o.live))) else { return 0 };
-        if !live {
-            return base;
-        }
-        let since_ms = (tick.get() - st.sessions.overview_at_ms.get_value()).max(0.0);
-        base + (since_ms * 1e6) as i64
-    })
 }
 
 /// What the tab has to show.

@@ -301,6 +301,12 @@ fn a_live_session_shows_its_waiting_permission_request_growing_and_then_answered
     b.wait_for("the session's quiet time counted on", |b| {
         text_of(b, "#open-requests li[data-seq=\"1\"] .activity") != prompt
     });
+    // The header: how long the run has gone on and how long nothing has come, counting on.
+    b.wait_for("idle 2 s in the header", |b| {
+        text_of(b, "#idle").starts_with("idle ") && seconds_in(&text_of(b, "#idle")) >= 2.0
+    });
+    let (running, idle) = (seconds_in(&text_of(&b, "#running")), seconds_in(&text_of(&b, "#idle")));
+    assert!(text_of(&b, "#running").starts_with("running ") && running >= idle, "running {running} s, idle {idle} s");
     b.screenshot("session-live");
 
     // The client answers: the banner empties and the turn ends, without a reload.
