@@ -161,7 +161,7 @@ pub fn picker(st: TraceState, o: &TraceSessions) -> impl IntoView {
 }
 
 /// The session's facts: how it began, where, its mode, its counts, waits, usage, and notes.
-pub fn summary_card(st: TraceState, d: &SessionDetail) -> impl IntoView {
+pub fn summary_card(st: TraceState, d: &SessionDetail, now: Memo<i64>) -> impl IntoView {
     let s = &d.summary;
     let mut rows: Vec<(&'static str, AnyView)> = Vec::new();
     let began = match s.began_seq {
@@ -186,13 +186,30 @@ pub fn summary_card(st: TraceState, d: &SessionDetail) -> impl IntoView {
     ));
     rows.push(("turns", format::count(s.turns as i64).into_any()));
     rows.push(("tool calls", format::count(s.tool_calls as i64).into_any()));
-    let waited = if s.permission_wait_ns > 0 {
-        // An open one counts up to now (or the trace's end).
-        format!(", waited {} for the client's answers", format::duration_ns(s.permission_wait_ns))
-    } else {
-        String::new()
+    // The waits of the permission requests still open count on with `now` (each came measured to its
+    // `t_ns + age_ns`); the answered ones are done.
+    let open: Vec<(i64, i64)> = d
+        .open_requests
+        .iter()
+        .filter(|r| r.method.as_deref() == Some("session/request_permission"))
+        .map(|r| (r.t_ns, r.age_ns))
+        .collect();
+    let (total, requests) = (s.permission_wait_ns, plural(s.permission_requests as i64, "request"));
+    let waited = move || {
+        let now = now.get();
+        let answered = total - open.iter().map(|(_, age)| age).sum::<i64>();
+        let all = answered + open.iter().map(|(t, age)| (now - t).max(*age)).sum::<i64>();
+        let still = match open.len() {
+            0 => String::new(),
+            n => format!(" ({} still open)", format::count(n as i64)),
+        };
+        if all > 0 {
+            format!("{requests}, waited {} for the client's answers{still}", format::duration_ns(all))
+        } else {
+            requests.clone()
+        }
     };
-    rows.push(("permissions", format!("{}{waited}", plural(s.permission_requests as i64, "request")).into_any()));
+    rows.push(("permissions", view! { <span id="permission-wait">{waited}</span> }.into_any()));
     let replayed = if s.replayed_updates > 0 {
         format!(" ({} replayed)", format::count(s.replayed_updates as i64))
     } else {

@@ -152,7 +152,7 @@ fn page_head(st: TraceState, detail: &SessionDetail, now: Memo<i64>) -> impl Int
     let total = detail.summary.turns;
     view! {
         <div class="session-cards">
-            {facts::summary_card(st, detail)}
+            {facts::summary_card(st, detail, now)}
             {detail.plan.as_ref().map(|p| facts::plan_card(st, p))}
         </div>
         {(total > 0).then(|| waterfall::waterfall(st, &detail.turns, now))}

@@ -445,6 +445,9 @@ fn ages_on_the_session_tab_count_on_while_a_live_permission_waits_and_no_frame_a
     let since = std::time::Instant::now();
     let (turn0, asked0, axis0) =
         (seconds_in(&text_of(&b, turn)), seconds_in(&text_of(&b, asked)), seconds_in(&text_of(&b, axis)));
+    let facts = "#permission-wait";
+    b.wait_for("the facts card's permission wait", |b| text_of(b, facts).contains("(1 still open)"));
+    let facts0 = seconds_in(text_of(&b, facts).split("waited ").nth(1).unwrap());
 
     // Nothing arrives, yet the ages count on.
     b.wait_for("the turn's age counted on by 2 s", |b| {
@@ -452,10 +455,15 @@ fn ages_on_the_session_tab_count_on_while_a_live_permission_waits_and_no_frame_a
     });
     let (turn1, asked1, axis1) =
         (seconds_in(&text_of(&b, turn)), seconds_in(&text_of(&b, asked)), seconds_in(&text_of(&b, axis)));
+    let facts1 = seconds_in(text_of(&b, facts).split("waited ").nth(1).unwrap());
     let elapsed = since.elapsed().as_secs_f64();
     assert_eq!(wait.frames().len(), frames, "a frame arrived: the ages may have come from a refresh");
     // Whole seconds on the cards, read a tick apart: within 1.5 s of the time that passed.
-    for (what, before, after) in [("the turn's open age", turn0, turn1), ("the permission's wait", asked0, asked1)] {
+    for (what, before, after) in [
+        ("the turn's open age", turn0, turn1),
+        ("the permission's wait", asked0, asked1),
+        ("the facts card's total wait", facts0, facts1),
+    ] {
         let grew = after - before;
         assert!((grew - elapsed).abs() <= 1.5, "{what} grew {grew} s in {elapsed:.2} s ({before} → {after})");
     }
