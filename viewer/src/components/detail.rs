@@ -67,7 +67,26 @@ pub fn Detail() -> impl IntoView {
             }
         })
     };
-    view! { <aside id="detail" aria-label="selected frame"><HiddenNotice />{measured}{body}</aside> }
+    // What the protocol checks found at the selected frame, above its bytes.
+    let found = move || {
+        let seq = st.query.with(|q| q.frame).filter(|_| st.query.with(|q| q.mcp_pick()).is_none())?;
+        let found = st.findings.at(seq);
+        (!found.is_empty()).then(|| {
+            let items = found
+                .into_iter()
+                .map(|(severity, code, message)| {
+                    view! { <li class=format!("sev-{}", severity.as_str())><code>{code}</code> " " {message}</li> }
+                })
+                .collect_view();
+            view! {
+                <section id="frame-findings" class="banner warn" role="note">
+                    <strong>"Found at this frame:"</strong>
+                    <ul>{items}</ul>
+                </section>
+            }
+        })
+    };
+    view! { <aside id="detail" aria-label="selected frame"><HiddenNotice />{measured}{found}{body}</aside> }
 }
 
 /// Says when the selected frame is hidden by the filters, with a way to show it.

@@ -22,7 +22,9 @@ fn summary_line(t: &TraceSummary, clock: Memo<i64>) -> impl IntoView {
     view! {
         <div class="summary">
             <span>{plural(t.meta.frame_count, "frame")}</span>
-            <span class:err=t.meta.error_count != 0>{plural(t.meta.error_count, "error")}</span>
+            <span id="error-responses" class:err=t.meta.error_count != 0
+                title="JSON-RPC error responses; what the protocol checks found is on the Findings tab">
+                {plural(t.meta.error_count, "error response")}</span>
             {running(t, clock)}
             <span>{format::wall_clock(&t.meta.started_at)}</span>
             <span>{t.meta.mode.clone()}</span>
@@ -54,6 +56,31 @@ fn running(t: &TraceSummary, clock: Memo<i64>) -> AnyView {
     .into_any()
 }
 
+/// What the protocol checks found, once known (the Findings tab's report, else the counts the trace list
+/// had): a link to the Findings tab.
+fn found(t: &TraceSummary) -> impl IntoView {
+    let st = trace_state();
+    let listed = t.findings;
+    move || {
+        let counts = st.findings.report.with(|r| match r {
+            Some(Ok(r)) => Some(r.counts),
+            _ => listed,
+        })?;
+        let total = counts.errors + counts.warnings + counts.infos;
+        let text = format!(
+            "{} ({}, {})",
+            plural(total as i64, "finding"),
+            plural(counts.errors as i64, "error"),
+            plural(counts.warnings as i64, "warning")
+        );
+        let has_errors = counts.errors > 0;
+        Some(view! {
+            <button id="findings-count" class="link" class:err=has_errors
+                on:click=move |_| st.url.update(true, |q| q.tab = Tab::Findings)>{text}</button>
+        })
+    }
+}
+
 /// The header of a trace view.
 #[component]
 pub fn TraceHeader() -> impl IntoView {
@@ -79,6 +106,7 @@ pub fn TraceHeader() -> impl IntoView {
                 <code class="cmd" title=title>{command}</code>
             </div>
             {summary_line(&t, clock)}
+            {found(&t)}
         }
     };
     let lost = move || {

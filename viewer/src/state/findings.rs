@@ -67,6 +67,19 @@ impl FindingsData {
         });
     }
 
+    /// The findings that name frame `seq` (any of their frames), as `(severity, code, message)` (tracked).
+    pub fn at(&self, seq: i64) -> Vec<(Severity, String, String)> {
+        self.report.with(|r| match r {
+            Some(Ok(r)) => r
+                .findings
+                .iter()
+                .filter(|f| f.seqs.contains(&seq))
+                .map(|f| (f.severity, f.code.clone(), f.message.clone()))
+                .collect(),
+            _ => Vec::new(),
+        })
+    }
+
     /// The marker of frame `seq`, if it has findings (tracked).
     pub fn marker(&self, seq: i64) -> Option<Marker> {
         self.markers.with(|m| m.get(&seq).cloned())

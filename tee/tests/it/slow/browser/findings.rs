@@ -61,5 +61,15 @@ fn findings_are_listed_filtered_linked_and_marked() {
     assert_eq!(b.find_all(".frame[data-seq=\"3\"] .finding-mark.sev-error").len(), 1);
     assert_eq!(b.find_all(".frame[data-seq=\"5\"] .finding-mark.sev-warning").len(), 1);
     assert!(b.find_all(".frame[data-seq=\"2\"] .finding-mark").is_empty(), "a clean frame has no marker");
+    // The selected frame's finding is in the detail panel; a clean frame has none.
+    b.wait_for("the finding in the detail panel", |b| !b.find_all("#frame-findings").is_empty());
+    let found = b.texts("#frame-findings li").join("\n");
+    assert!(found.starts_with("session.unknown") && found.contains("nope"), "{found}");
+    b.click(".frame[data-seq=\"2\"]");
+    b.wait_for("frame 2 selected", |b| selected_in_url(b) == Some(2));
+    assert!(b.find_all("#frame-findings").is_empty(), "frame 2 has no finding");
+    // The header tells error responses (none) from the checks' errors (3), which it links to.
+    assert_eq!(b.texts("#error-responses").join(""), "0 error responses");
+    assert_eq!(b.texts("#findings-count").join(""), "4 findings (3 errors, 1 warning)");
     b.screenshot("findings-marked");
 }
