@@ -144,6 +144,25 @@ fn histogram_section(st: TraceState, stats: &TraceStats, picked: Memo<Option<Str
     }
 }
 
+/// A bar's lower bound as the filter takes it: milliseconds cut down to three significant digits
+/// (2147.483648 → 2140), so the URL reads as a person would write it and no response of the bar is left out.
+fn threshold_ms(lo_ns: i64) -> f64 {
+    let ms = lo_ns as f64 / 1e6;
+    if ms <= 0.0 {
+        return 0.0;
+    }
+    let exp = ms.log10().floor() as i32;
+    let unit = 10f64.powi(exp - 2);
+    let cut = (ms / unit).floor() * unit;
+    // Written with exactly its digits and read again: 2140.0000000000005 would undo the point of cutting.
+    let decimals = (2 - exp).max(0) as usize;
+    format!("{cut:.decimals$}").parse().unwrap_or(ms)
+}
+
+/// The least height of a bar with any response in it: a single outlier among thousands stays visible and
+/// clickable.
+const MIN_BAR_PX: f64 = 3.0;
+
 /// Shows in the diagram the responses (of the picked method) at least as slow as a bar's lower bound.
 fn show_slower_than(st: TraceState, lo_ns: i64, method: Option<String>) {
     st.url.update(true, |q| {
@@ -151,7 +170,7 @@ fn show_slower_than(st: TraceState, lo_ns: i64, method: Option<String>) {
             q.accept(key);
         }
         q.tab = Tab::Diagram;
-        q.filters.min_latency_ms = Some(lo_ns as f64 / 1e6);
+        q.filters.min_latency_ms = Some(threshold_ms(lo_ns));
         q.filters.method = method;
         q.frame = None;
     });
@@ -166,7 +185,7 @@ fn histogram_svg(st: TraceState, bars: &[HistogramBucket], method: Option<String
         .iter()
         .enumerate()
         .map(|(i, b)| {
-            let h = b.count as f64 / max * plot_h;
+            let h = if b.count > 0 { (b.count as f64 / max * plot_h).max(MIN_BAR_PX) } else { 0.0 };
             let x = HIST_PAD + i as f64 * slot;
             let y = HIST_PAD + plot_h - h;
             let tip = format!(
@@ -174,7 +193,7 @@ fn histogram_svg(st: TraceState, bars: &[HistogramBucket], method: Option<String
                 format::duration_ns(b.lo_ns),
                 format::duration_ns(b.hi_ns),
                 plural(b.count, "response"),
-                format::duration_ns(b.lo_ns),
+                format::duration_ns((threshold_ms(b.lo_ns) * 1e6) as i64),
             );
             let (lo_ns, method) = (b.lo_ns, method.clone());
             let every = (bars.len() / 8).max(1);
@@ -182,7 +201,9 @@ fn histogram_svg(st: TraceState, bars: &[HistogramBucket], method: Option<String
                 view! { <text class="axis" x=x + slot / 2.0 y=HIST_H - 8.0 text-anchor="middle">{format::duration_ns(b.lo_ns)}</text> }
             });
             view! {
-                <g class="bucket" data-lo-ns=lo_ns on:click=move |_| show_slower_than(st, lo_ns, method.clone())>
+                <g class="bucket" data-lo-ns=lo_ns data-count=b.count on:click=move |_| show_slower_than(st, lo_ns, method.clone())>
+                    // The whole column takes the click, however short the bar.
+                    <rect class="hit" x=x y=HIST_PAD width=slot height=plot_h fill="transparent" />
                     <rect class="bar" x=x + 1.0 y=y width=(slot - 2.0).max(1.0) height=h.max(0.0)>
                         <title>{tip}</title>
                     </rect>
@@ -236,5 +257,21 @@ fn slowest(st: TraceState, stats: &TraceStats) -> impl IntoView {
             <h2>"Slowest responses"</h2>
             <ol id="slowest">{items}</ol>
         </section>
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::threshold_ms;
+
+    #[test]
+    fn a_bars_threshold_is_cut_to_three_digits_and_never_above_its_bound() {
+        assert_eq!(threshold_ms(2_147_483_648), 2140.0);
+        assert_eq!(threshold_ms(1_048_576), 1.04);
+        assert_eq!(threshold_ms(65_536), 0.0655);
+        assert_eq!(threshold_ms(0), 0.0);
+        for lo in [1i64, 999, 1_000, 123_456_789, 2_147_483_648, 9_999_999_999_999] {
+            assert!(threshold_ms(lo) * 1e6 <= lo as f64 + 1e-6, "{lo}");
+        }
     }
 }

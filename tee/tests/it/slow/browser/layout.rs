@@ -308,3 +308,30 @@ fn runs_of_streamed_chunks_collapse_into_one_row_and_keys_step_over_them() {
     assert!(!b.current_url().contains("collapse="), "{}", b.current_url());
     assert!(b.find_all("#diagram-scroll .frame .run").is_empty());
 }
+
+/// One slow response among 400 fast ones: its histogram bar is tall enough to see and click, and the
+/// filter it sets reads as a person would write it (not `min_latency_ms=2147.483648`).
+#[test]
+fn a_single_outliers_histogram_bar_is_visible_and_its_filter_reads_cleanly() {
+    let store = TempStore::new();
+    let mut msgs = pairs(400, 1.0);
+    let t = 400.0 * 6.0;
+    msgs.push(c2a(t, json!({"jsonrpc": "2.0", "id": 999, "method": "session/prompt", "params": {}})));
+    msgs.push(a2c(t + 2200.0, json!({"jsonrpc": "2.0", "id": 999, "result": {"stopReason": "end_turn"}})));
+    import_trace(&store, "outlier", &msgs);
+    let server = Server::start(&store.db);
+    let b = Browser::start();
+    b.goto(&format!("{}/traces/1?tab=timing", server.url));
+    b.wait_for("the histogram", |b| !b.find_all("#histogram g.bucket").is_empty());
+    let last = "#histogram g.bucket[data-count=\"1\"]:last-of-type";
+    let height = b
+        .js("return document.querySelector(arguments[0] + ' rect.bar').getBoundingClientRect().height;", json!([last]));
+    assert!(height.as_f64().unwrap() >= 2.0, "the outlier's bar is {height} px tall");
+    b.click(last);
+    b.wait_for("the outlier alone in the diagram", |b| drawn_seqs(b) == [802]);
+    let url = b.current_url();
+    let value = url.split("min_latency_ms=").nth(1).unwrap().split('&').next().unwrap();
+    let digits = value.chars().filter(char::is_ascii_digit).collect::<String>();
+    assert!(digits.trim_start_matches('0').trim_end_matches('0').len() <= 3, "min_latency_ms={value}");
+    assert!(value.parse::<f64>().unwrap() <= 2200.0, "min_latency_ms={value}");
+}
