@@ -335,3 +335,42 @@ fn a_single_outliers_histogram_bar_is_visible_and_its_filter_reads_cleanly() {
     assert!(digits.trim_start_matches('0').trim_end_matches('0').len() <= 3, "min_latency_ms={value}");
     assert!(value.parse::<f64>().unwrap() <= 2200.0, "min_latency_ms={value}");
 }
+
+/// At 1400 and 1200 px no column of the trace list but the name and command is cut: the start time, the
+/// duration, the counts, the status and the exit ("stopped (SIGTERM)") read whole.
+#[test]
+fn the_trace_lists_columns_read_whole_at_1400_and_1200_px() {
+    let store = TempStore::new();
+    import_trace(&store, "a-trace-with-a-rather-long-name-for-the-list", &pairs(3, 1.0));
+    // A run acp-tee stopped with SIGTERM after the client left.
+    let file = store.dir.path().join("stopped.ndjson");
+    let header = json!({"format": "acp-tee-trace", "version": 1, "trace": {
+        "id": 1, "name": "stopped", "command": ["some-agent", "--with", "flags"], "mode": "wrap",
+        "started_at": "2026-11-30T10:00:00.000000Z", "ended_at": "2026-11-30T10:01:05.000000Z",
+        "exit_code": null, "exit_signal": 15,
+        "end_reason": "the client closed its input; the agent was stopped after the grace period (SIGTERM)",
+        "frame_count": 0, "error_count": 0, "missing_frames": 0}});
+    std::fs::write(&file, format!("{header}\n")).unwrap();
+    let out = std::process::Command::new(bin())
+        .args(["import", "--db", store.db.to_str().unwrap(), file.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let server = Server::start(&store.db);
+    let b = Browser::start();
+    for width in [1400, 1200] {
+        b.resize(width, 900);
+        b.goto(&format!("{}/", server.url));
+        b.wait_for("both traces", |b| b.find_all("tr.trace-row").len() == 2);
+        assert!(b.texts("tr.trace-row td.exit").iter().any(|t| t.contains("stopped (SIGTERM)")));
+        let cut = b.js(
+            "return Array.from(document.querySelectorAll('tr.trace-row td'))
+                .filter(td => !td.classList.contains('name') && !td.classList.contains('cmd'))
+                .filter(td => td.scrollWidth > td.clientWidth)
+                .map(td => td.className + ': ' + td.textContent);",
+            json!([]),
+        );
+        assert_eq!(cut, json!([]), "cells cut at {width} px");
+        b.screenshot(&format!("{width}-list-columns"));
+    }
+}
