@@ -291,7 +291,8 @@ impl Scroller {
         Scroller { layout_h, scroll_h: layout_h.min(MAX_SCROLL_H), view_h }
     }
 
-    fn ratio(&self) -> f64 {
+    /// Layout pixels per scrolled pixel: 1 unless the content is taller than the scroll area can be.
+    pub fn ratio(&self) -> f64 {
         let (content, area) = (self.layout_h - self.view_h, self.scroll_h - self.view_h);
         if area <= 0.0 || content <= area {
             1.0

@@ -172,6 +172,11 @@ impl TraceState {
         self.trace.with(|t| t.live)
     }
 
+    /// The scroll mapping for the current layout, not tracked (for event handlers).
+    pub fn scroller_untracked(&self) -> Scroller {
+        Scroller::new(self.layout.with_untracked(|l| l.height()), self.view_h.get_untracked())
+    }
+
     /// The scroll mapping for the current layout (tracked).
     pub fn scroller(&self) -> Scroller {
         Scroller::new(self.layout.with(|l| l.height()), self.view_h.get())

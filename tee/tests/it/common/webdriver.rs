@@ -81,6 +81,13 @@ impl Browser {
         self.inner.cdp("Input.dispatchKeyEvent", up).unwrap();
     }
 
+    /// Turns the real mouse wheel by `delta_y` pixels (100 is one notch) with the pointer at `x`, `y` (CSS
+    /// pixels of the viewport): a trusted `wheel` event, then the browser's own scrolling unless prevented.
+    pub fn wheel(&self, x: f64, y: f64, delta_y: f64) {
+        let event = serde_json::json!({"type": "mouseWheel", "x": x, "y": y, "deltaX": 0, "deltaY": delta_y});
+        self.inner.cdp("Input.dispatchMouseEvent", event).unwrap();
+    }
+
     /// Types `text` into the focused field on the real keyboard (trusted `input` events).
     pub fn type_text(&self, text: &str) {
         self.inner.cdp("Input.insertText", serde_json::json!({"text": text})).unwrap();

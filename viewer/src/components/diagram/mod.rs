@@ -177,6 +177,7 @@ pub fn Diagram() -> impl IntoView {
     focus_follows_selection(st, items);
     keep_following(st, scroll_ref, tail);
     reveal_rows(st, scroll_ref);
+    wheel_by_rows(st, scroll_ref);
     let on_scroll = move |_| on_scroll(st, scroll_ref);
     view! {
         <div class="diagram">
@@ -343,6 +344,52 @@ fn track_size(st: TraceState, scroll_ref: NodeRef<html::Div>) {
     on_cleanup(move || {
         if let Some(Some((ro, _))) = observer.try_update_value(Option::take) {
             ro.disconnect();
+        }
+    });
+}
+
+/// A wheel notch moves the rows as far as it would move a page of the same height: on a trace too tall for
+/// the browser's scroll area (`MAX_SCROLL_H`), each scrolled pixel stands for several of the layout's, and a
+/// notch would skip a dozen rows at a million frames. There the wheel scrolls by itself, the layout's
+/// distance over the ratio (a listener that is not passive, so the browser's own step is stopped).
+fn wheel_by_rows(st: TraceState, scroll_ref: NodeRef<html::Div>) {
+    type Listener = (web_sys::HtmlDivElement, Closure<dyn FnMut(web_sys::WheelEvent)>);
+    let listener: StoredValue<Option<Listener>, LocalStorage> = StoredValue::new_local(None);
+    Effect::new(move |_| {
+        let Some(el) = scroll_ref.get() else { return };
+        let target = el.clone();
+        let callback = Closure::<dyn FnMut(web_sys::WheelEvent)>::new(move |ev: web_sys::WheelEvent| {
+            let scroller = st.scroller_untracked();
+            let ratio = scroller.ratio();
+            if ratio <= 1.0 || ev.ctrl_key() || ev.delta_y() == 0.0 {
+                return;
+            }
+            let unit = match ev.delta_mode() {
+                web_sys::WheelEvent::DOM_DELTA_LINE => ROW_H,
+                web_sys::WheelEvent::DOM_DELTA_PAGE => scroller.view_h,
+                _ => 1.0,
+            };
+            let step = ev.delta_y() * unit / ratio;
+            // At least a pixel, or a slow wheel would not move at all.
+            let step = if step.abs() < 1.0 { step.signum() } else { step.round() };
+            ev.prevent_default();
+            target.set_scroll_top(target.scroll_top() + step as i32);
+        });
+        let options = web_sys::AddEventListenerOptions::new();
+        options.set_passive(false);
+        let added = el.add_event_listener_with_callback_and_add_event_listener_options(
+            "wheel",
+            callback.as_ref().unchecked_ref(),
+            &options,
+        );
+        match added {
+            Ok(()) => listener.set_value(Some((el, callback))),
+            Err(e) => leptos::logging::warn!("cannot step the wheel by rows: {e:?}"),
+        }
+    });
+    on_cleanup(move || {
+        if let Some(Some((el, callback))) = listener.try_update_value(Option::take) {
+            let _ = el.remove_event_listener_with_callback("wheel", callback.as_ref().unchecked_ref());
         }
     });
 }

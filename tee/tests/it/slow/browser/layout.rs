@@ -374,3 +374,45 @@ fn the_trace_lists_columns_read_whole_at_1400_and_1200_px() {
         b.screenshot(&format!("{width}-list-columns"));
     }
 }
+
+/// On a million frames the scroll area is capped (`MAX_SCROLL_H`) and a scrolled pixel stands for several
+/// of the layout's: one wheel notch skipped 13 rows. Now it moves the rows as far as on a small trace
+/// (100 px: three or four rows).
+#[test]
+fn one_wheel_notch_moves_a_million_frames_by_a_few_rows() {
+    let server = Server::start(million());
+    let b = Browser::start();
+    b.goto(&format!("{}/traces/1?frame=500000", server.url));
+    b.wait_for("frame 500000 drawn", |b| !b.find_all(".frame[data-seq=\"500000\"]").is_empty());
+    let first_visible = |b: &Browser| {
+        b.num(
+            "const box = document.getElementById('diagram-scroll').getBoundingClientRect();
+             const rows = Array.from(document.querySelectorAll('#diagram-scroll .frame'))
+                 .filter(e => e.getBoundingClientRect().top >= box.top + 30);
+             return Math.min(...rows.map(e => +e.dataset.seq));",
+        )
+    };
+    let area = rect(&b, "#diagram-scroll");
+    let (x, y) = ((area[0] + area[2]) / 2.0, (area[1] + area[3]) / 2.0);
+    let scroll_top = |b: &Browser| b.num("return document.getElementById('diagram-scroll').scrollTop;");
+    let (before, top0) = (first_visible(&b), scroll_top(&b));
+    // Layout pixels per scrolled pixel, from what the page shows: the rows' pitch, the spacer's height.
+    let row_h = b.num(
+        "const a = document.querySelector('#diagram-scroll .frame[data-seq=\"500000\"]').getBoundingClientRect();
+         const b = document.querySelector('#diagram-scroll .frame[data-seq=\"500001\"]').getBoundingClientRect();
+         return b.top - a.top;",
+    );
+    let (spacer, view) = (
+        b.num("return document.querySelector('#diagram-scroll .spacer').offsetHeight;"),
+        b.num("return document.getElementById('diagram-scroll').clientHeight;"),
+    );
+    let ratio = (big::FRAMES as f64 * row_h - view) / (spacer - view);
+    assert!(ratio > 2.0, "the scroll area is not capped at a million frames (ratio {ratio})");
+    for _ in 0..3 {
+        b.wheel(x, y, 100.0);
+    }
+    let rows = (scroll_top(&b) - top0) * ratio / row_h;
+    assert!((6.0..=15.0).contains(&rows), "three notches moved the layout by {rows} rows");
+    // And the diagram follows: the rows now at the top are those.
+    b.wait_for("the rows three notches further", |b| (first_visible(b) - before - rows).abs() <= 2.0);
+}
