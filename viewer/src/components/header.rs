@@ -81,6 +81,48 @@ fn found(t: &TraceSummary) -> impl IntoView {
     }
 }
 
+/// Traces offered by "compare with…": the newest this many.
+const COMPARE_CHOICES: usize = 20;
+
+/// "compare with…": the newest other traces, fetched when opened, each a link to its comparison with this
+/// one (the older as a, as the trace list does).
+fn compare_with(id: i64) -> impl IntoView {
+    let opened = RwSignal::new(false);
+    let others = LocalResource::new(move || async move {
+        if !opened.get() {
+            return None;
+        }
+        Some(crate::api::traces().await)
+    });
+    let list = move || match others.get().flatten() {
+        None => view! { <p class="hint">"Loading…"</p> }.into_any(),
+        Some(Err(e)) => view! { <p class="notice error">{e.message}</p> }.into_any(),
+        Some(Ok(traces)) => {
+            let items = traces
+                .into_iter()
+                .filter(|t| t.meta.id != id)
+                .take(COMPARE_CHOICES)
+                .map(|t| {
+                    let other = t.meta.id;
+                    let (a, b) = (id.min(other), id.max(other));
+                    view! {
+                        <li><A href=format!("/compare/{a}/{b}") attr:data-trace-id=other>
+                            {format!("#{other} {}", trace_name(&t))}</A>
+                            " " <span class="dim">{format::wall_clock(&t.meta.started_at)}</span></li>
+                    }
+                })
+                .collect_view();
+            view! { <ul>{items}</ul> }.into_any()
+        }
+    };
+    view! {
+        <details id="compare-with" on:toggle=move |_| opened.set(true)>
+            <summary>"compare with…"</summary>
+            {list}
+        </details>
+    }
+}
+
 /// The header of a trace view.
 #[component]
 pub fn TraceHeader() -> impl IntoView {
@@ -121,6 +163,7 @@ pub fn TraceHeader() -> impl IntoView {
     view! {
         <header class="trace-head">
             <A href="/" attr:class="back">"← all traces"</A>
+            {compare_with(st.id)}
             {head}
             {lost}
             <Toolbar />

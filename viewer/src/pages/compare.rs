@@ -1,9 +1,10 @@
 //! `/compare/{a}/{b}`: two traces compared, as `acp-tee diff a b` compares
-//! them (`GET /api/diff/{a}/{b}`): the verdict, the messages added, missing
-//! and changed in two lanes (a's seq on the left, b's on the right, the
-//! values that differ between), the `initialize` capabilities, each turn's
-//! stop reason and the per-method latencies. Reached from the trace list by
-//! ticking two traces.
+//! them (`GET /api/diff/{a}/{b}`), read top-down: the verdict, then the
+//! summary (the `initialize` capabilities, each turn's stop reason, the
+//! per-method latencies), then the messages added, missing and changed in two
+//! lanes (a's seq on the left, b's on the right, the values that differ
+//! between). Reached from the trace list by ticking two traces, or from a
+//! trace view's "compare with…".
 
 use crate::api;
 use crate::components::title::use_title;
@@ -50,20 +51,6 @@ fn report_view(a: i64, b: i64, d: TraceDiff) -> impl IntoView {
             <span id="compare-verdict" class=format!("badge {verdict}")>{verdict}</span>
             {format!(" {} messages equal, {} different (aligned by {})", d.equal_messages, d.changed_messages, d.alignment)}
         </p>
-        {if d.changed_messages == 0 {
-            // An empty table would say nothing; this says what was found.
-            view! { <p id="compare-no-differences">"No differences: every message of a has its equal in b."</p> }
-                .into_any()
-        } else {
-            view! {
-                <table id="compare-messages" class="compare">
-                    <thead><tr><th>"a"</th><th>"change"</th><th>"message"</th><th>"b"</th><th>"values (a → b)"</th></tr></thead>
-                    <tbody>{d.messages.into_iter().map(|m| message_row(a, b, m)).collect_view()}</tbody>
-                </table>
-            }
-            .into_any()
-        }}
-        {(more > 0).then(|| view! { <p class="dim">{format!("… and {more} more")}</p> })}
         {(!d.capabilities.is_empty()).then(|| view! {
             <h2>"initialize capabilities"</h2>
             <table id="compare-capabilities" class="compare"><tbody>{values(d.capabilities)}</tbody></table>
@@ -97,6 +84,21 @@ fn report_view(a: i64, b: i64, d: TraceDiff) -> impl IntoView {
                 }).collect_view()}
             </tbody>
         </table>
+        <h2>"messages"</h2>
+        {if d.changed_messages == 0 {
+            // An empty table would say nothing; this says what was found.
+            view! { <p id="compare-no-differences">"No differences: every message of a has its equal in b."</p> }
+                .into_any()
+        } else {
+            view! {
+                <table id="compare-messages" class="compare">
+                    <thead><tr><th>"a"</th><th>"change"</th><th>"message"</th><th>"b"</th><th>"values (a → b)"</th></tr></thead>
+                    <tbody>{d.messages.into_iter().map(|m| message_row(a, b, m)).collect_view()}</tbody>
+                </table>
+            }
+            .into_any()
+        }}
+        {(more > 0).then(|| view! { <p class="dim">{format!("… and {more} more")}</p> })}
     }
 }
 

@@ -106,3 +106,27 @@ fn hostile_content_in_a_comparison_is_shown_as_text_never_run() {
     assert_eq!(injected, json!(0), "recorded markup became elements");
     assert_eq!(b.js("return window.__pwned === undefined;", json!([])), json!(true));
 }
+
+/// A trace view offers "compare with…" the other traces; the comparison reads top-down: verdict, turns,
+/// latency, then the messages.
+#[test]
+fn a_trace_view_compares_with_another_trace_and_the_summary_comes_first() {
+    let store = TempStore::new();
+    import_trace(&store, "two prompts", &session_pairs(2, 1.0));
+    import_trace(&store, "three prompts", &session_pairs(3, 4.0));
+    let server = Server::start(&store.db);
+    let b = Browser::start();
+    b.goto(&format!("{}/traces/2", server.url));
+    b.wait_for("the diagram", |b| !b.find_all(".frame").is_empty());
+    b.click("#compare-with summary");
+    b.wait_for("the other trace offered", |b| !b.find_all("#compare-with a[data-trace-id=\"1\"]").is_empty());
+    assert!(b.find_all("#compare-with a[data-trace-id=\"2\"]").is_empty(), "the trace is offered itself");
+    b.click("#compare-with a[data-trace-id=\"1\"]");
+    b.wait_for("the comparison", |b| !b.find_all("#compare-verdict").is_empty());
+    assert!(b.current_url().ends_with("/compare/1/2"), "{}", b.current_url());
+    let order = b.js(
+        "return Array.from(document.querySelectorAll('#compare-verdict, #compare-turns, #compare-latency, #compare-messages'), e => e.id);",
+        json!([]),
+    );
+    assert_eq!(order, json!(["compare-verdict", "compare-turns", "compare-latency", "compare-messages"]));
+}
