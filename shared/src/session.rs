@@ -359,6 +359,24 @@ pub struct Turn {
     /// thought text after the last listed part of each is not split.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub parts_left_out: u64,
+    /// For a turn answered with an error: the agent's last lines on stderr
+    /// (at most [`STDERR_LINES_MAX`], colour codes removed, each cut like a
+    /// preview) written while it was open. Stderr names no session: while
+    /// turns of several sessions were open, a line may be another's.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stderr: Vec<StderrLine>,
+}
+
+/// Lines of the agent's stderr an error turn keeps.
+pub const STDERR_LINES_MAX: usize = 5;
+
+/// A line the agent wrote to stderr.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct StderrLine {
+    /// Its frame.
+    pub seq: i64,
+    /// Its text.
+    pub text: String,
 }
 
 impl Turn {

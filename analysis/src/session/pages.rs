@@ -1,7 +1,7 @@
 //! Pages of turns: the passes over a trace's frames that build them with
 //! [`Builder`]s, within a bound on what they hold.
 
-use super::turns::Builder;
+use super::turns::{Builder, StderrTail};
 use super::Model;
 use crate::store::{FrameRef, Store, StoreError};
 use acp_tee_shared::session::Turn;
@@ -119,10 +119,15 @@ impl Model {
         }
         let mut left = by_sid.len();
         let mut held = 0u64;
+        let mut stderr = StderrTail::default();
         if left > 0 {
             reader.fold_frames_in_parallel(trace_id, from - 1, |f| {
                 if f.seq > horizon {
                     return false;
+                }
+                if f.kind == acp_tee_shared::FrameKind::Stderr {
+                    stderr.push(f, redact);
+                    return true;
                 }
                 let Some(&i) = f.session_id.and_then(|sid| by_sid.get(sid)) else { return true };
                 {
@@ -133,6 +138,7 @@ impl Model {
                         return left > 0;
                     }
                     r.b.feed_masked(f, redact);
+                    r.b.take_stderr(&stderr);
                     let cost = f.raw.len() as u64 + HELD_PER_FRAME;
                     r.held += cost;
                     held += cost;
@@ -286,6 +292,7 @@ struct Building<'a> {
     held_max: u64,
     only: Option<usize>,
     redact: Option<&'a crate::redact::Redactor>,
+    stderr: StderrTail,
 }
 
 impl Model {
@@ -305,8 +312,19 @@ impl Model {
         held_max: u64,
     ) -> Result<Built, StoreError> {
         debug_assert_eq!(self.last_seq, 0, "turns are built from the first frame");
-        let mut b = Building { builders: Vec::new(), cut: usize::MAX, held: 0, held_max, only: None, redact };
+        let mut b = Building {
+            builders: Vec::new(),
+            cut: usize::MAX,
+            held: 0,
+            held_max,
+            only: None,
+            redact,
+            stderr: StderrTail::default(),
+        };
         reader.fold_frames_in_parallel(trace_id, self.last_seq, |f| {
+            if f.kind == acp_tee_shared::FrameKind::Stderr {
+                b.stderr.push(f, redact);
+            }
             if let Some(at) = self.feed(f, redact) {
                 if b.only.is_none() && only == Some(self.sessions[at].summary.session_id.as_str()) {
                     b.only = Some(at);
@@ -341,6 +359,7 @@ impl Building<'_> {
         let (builder, held) = slot.as_mut().expect("begun above");
         builder.v2 = v2;
         builder.feed_masked(f, self.redact);
+        builder.take_stderr(&self.stderr);
         let cost = f.raw.len() as u64 + HELD_PER_FRAME;
         *held += cost;
         self.held += cost;

@@ -663,3 +663,33 @@ fn an_open_prompt_whose_agent_streams_is_told_from_one_left_hanging() {
     let open = &model_of(&store).sessions(Some(20_000_000)).open_requests;
     assert_eq!((open[0].age_ns, open[0].quiet_ns), (20_000_000, 20_000_000));
 }
+
+#[test]
+fn an_error_turn_keeps_the_agents_last_stderr_lines_written_while_it_was_open() {
+    let mut lines = vec![(Direction::AgentStderr, 0, "before the prompt".to_owned())];
+    lines.push((
+        C2A,
+        1,
+        r#"{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"s1","prompt":[]}}"#.into(),
+    ));
+    for i in 0..7 {
+        lines.push((Direction::AgentStderr, 2 + i, format!("\u{1b}[31mERROR\u{1b}[0m step {i}")));
+    }
+    lines.push((A2C, 10, r#"{"jsonrpc":"2.0","id":2,"error":{"code":-32603,"message":"boom"}}"#.into()));
+    lines.push((
+        C2A,
+        11,
+        r#"{"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{"sessionId":"s1","prompt":[]}}"#.into(),
+    ));
+    lines.push((Direction::AgentStderr, 12, "fine".into()));
+    lines.push((A2C, 13, r#"{"jsonrpc":"2.0","id":3,"result":{"stopReason":"end_turn"}}"#.into()));
+    let store = trace(&as_refs(&lines));
+    let turns = model_of(&store).turns_of(&store, 1, "s1", 0, 2, None).unwrap().unwrap();
+    let stderr: Vec<(i64, &str)> = turns[0].stderr.iter().map(|l| (l.seq, l.text.as_str())).collect();
+    // The last five of the seven, colour codes gone; none from before the prompt.
+    assert_eq!(
+        stderr,
+        [(5, "ERROR step 2"), (6, "ERROR step 3"), (7, "ERROR step 4"), (8, "ERROR step 5"), (9, "ERROR step 6")]
+    );
+    assert!(turns[1].stderr.is_empty(), "a turn that did not fail keeps none");
+}

@@ -10,8 +10,8 @@ use super::wire::{self, Answer, ContentBlock, Params, ToolContent, Update};
 use super::SHORT_MAX;
 use crate::store::FrameRef;
 use acp_tee_shared::session::{
-    ClientCall, Message as TurnMessage, Part, Permission, StatusChange, TokenUsage, ToolCall, Turn, PENDING_MAX,
-    PER_TOOL_MAX, PER_TURN_MAX,
+    ClientCall, Message as TurnMessage, Part, Permission, StatusChange, StderrLine, TokenUsage, ToolCall, Turn,
+    PENDING_MAX, PER_TOOL_MAX, PER_TURN_MAX, STDERR_LINES_MAX,
 };
 use acp_tee_shared::{Direction, FrameKind};
 use std::collections::HashMap;
@@ -50,12 +50,38 @@ pub(super) struct Builder {
     breaks: Vec<Option<(i64, String)>>,
     /// Per turn, the role of its last chunk (`agent` or `thought`).
     part_roles: Vec<Option<&'static str>>,
+    /// The turn just answered with an error, which takes the stderr lines
+    /// written while it was open ([`Builder::take_stderr`]).
+    errored: Option<usize>,
     pending: HashMap<i64, Awaits>,
     pub(super) v2: bool,
     /// What the page's lists left out, hashed with where it would have
     /// gone (tool calls, messages, paths), so each counts once; at most
     /// `PENDING_MAX`.
     left_out: std::collections::HashSet<u64>,
+}
+
+/// The agent's last [`STDERR_LINES_MAX`] lines on stderr, masked, as a
+/// pass over the frames met them: one for every session built in the pass
+/// (stderr names no session).
+#[derive(Default)]
+pub(super) struct StderrTail(std::collections::VecDeque<StderrLine>);
+
+impl StderrTail {
+    /// Keeps stderr frame `f`'s line (masked by `redact`), the oldest kept
+    /// going when full.
+    pub(super) fn push(&mut self, f: &FrameRef<'_>, redact: Option<&crate::redact::Redactor>) {
+        let raw = match redact {
+            Some(r) => r.redact(f.raw),
+            None => std::borrow::Cow::Borrowed(f.raw),
+        };
+        if let Some(text) = acp_tee_wire::frame::text_preview(&raw) {
+            if self.0.len() == STDERR_LINES_MAX {
+                self.0.pop_front();
+            }
+            self.0.push_back(StderrLine { seq: f.seq, text });
+        }
+    }
 }
 
 /// `PromptResponse.usage` as the API gives it.
@@ -90,6 +116,7 @@ impl Builder {
             messages: Vec::new(),
             breaks: Vec::new(),
             part_roles: Vec::new(),
+            errored: None,
             pending: HashMap::new(),
             v2,
             left_out: Default::default(),
@@ -143,6 +170,7 @@ impl Builder {
                 let error = error.map(|e| cut(&e.describe(), SHORT_MAX));
                 if let (Awaits::Prompt(Some(turn)), Some(_)) = (&awaits, &error) {
                     self.turns[*turn].error_data = data;
+                    self.errored = Some(*turn);
                 }
                 self.response(f, awaits, answer, error);
             }
@@ -375,6 +403,16 @@ impl Builder {
                 }
             }
             _ => {}
+        }
+    }
+
+    /// Gives the turn the last frame answered with an error the lines of
+    /// `tail` written while it was open; the caller calls it after each
+    /// frame it feeds.
+    pub(super) fn take_stderr(&mut self, tail: &StderrTail) {
+        if let Some(turn) = self.errored.take() {
+            let t = &mut self.turns[turn];
+            t.stderr = tail.0.iter().filter(|l| l.seq > t.request_seq).cloned().collect();
         }
     }
 

@@ -437,6 +437,9 @@ fn turn_text(t: &Turn, out: &mut impl Write) -> anyhow::Result<()> {
     if let (Some(data), None) = (&t.error_data, &t.stop_reason) {
         writeln!(out, "    error data: {}", printable(data))?;
     }
+    for l in &t.stderr {
+        writeln!(out, "    stderr #{}: {}", l.seq, printable(&l.text))?;
+    }
     line("prompt", &t.prompt, out)?;
     // What happened in the turn, in the order it happened: the agent's
     // message and thoughts cut where a tool call began, a permission was

@@ -149,7 +149,9 @@ fn turn_head(st: TraceState, t: &Turn, now: Memo<i64>) -> impl IntoView {
 fn turn_end(st: TraceState, t: &Turn) -> impl IntoView {
     let reason = match (&t.stop_reason, &t.error, t.response_seq) {
         (_, Some(e), Some(seq)) => {
-            view! { <span class="stop err">{format!("error: {e}")}</span> " " {seq_link(st, seq)} }.into_any()
+            let data =
+                t.error_data.clone().map(|d| view! { <pre class="error-data" title="the error's data">{d}</pre> });
+            view! { <span class="stop err">{format!("error: {e}")}</span> " " {seq_link(st, seq)} {data} }.into_any()
         }
         (Some(r), _, Some(seq)) => {
             view! { "stopped: " <span class="stop" data-stop=r.clone()>{r.clone()}</span> " " {seq_link(st, seq)} }
@@ -159,9 +161,23 @@ fn turn_end(st: TraceState, t: &Turn) -> impl IntoView {
         (_, _, None) => view! { <span class="stop open">"no answer yet"</span> }.into_any(),
     };
     let cancel = t.cancel_seq.map(|c| view! { <span class="cancel">"cancel sent " {seq_link(st, c)}</span> });
+    // What the agent wrote to stderr while the failed turn was open: often why it failed.
+    let stderr = (!t.stderr.is_empty()).then(|| {
+        let lines = t
+            .stderr
+            .iter()
+            .map(|l| view! { <li>{seq_link(st, l.seq)} " " <code>{l.text.clone()}</code></li> })
+            .collect_view();
+        view! {
+            <div class="turn-stderr" title="stderr names no session: with several turns open, a line may be another's">
+                "the agent's stderr while the turn was open (last lines):"
+                <ul>{lines}</ul>
+            </div>
+        }
+    });
     let usage = t.usage.as_ref().map(|u| view! { <span class="usage">{usage_text(u)}</span> });
     let plans = (t.plans > 0).then(|| view! { <span>{format!("plan sent {}", plural(t.plans as i64, "time"))}</span> });
-    view! { <footer class="turn-end">{reason}{cancel}{usage}{plans}</footer> }
+    view! { <footer class="turn-end">{reason}{cancel}{usage}{plans}{stderr}</footer> }
 }
 
 /// An assembled text with what it came in.

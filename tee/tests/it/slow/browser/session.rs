@@ -532,3 +532,35 @@ fn the_reply_is_split_around_the_tool_call_that_came_between_its_chunks() {
     assert_eq!(texts, [first.as_str(), second.as_str(), "after the plan"]);
     b.screenshot("session-split-reply");
 }
+
+/// A turn answered with an error shows the error's data and what the agent wrote to stderr while the turn was
+/// open, on the Session tab and in `acp-tee show`.
+#[test]
+fn a_failed_turn_shows_its_errors_data_and_the_agents_stderr_beside_it() {
+    let store = TempStore::new();
+    let msgs = vec![
+        stderr_line(0.0, "starting up"),
+        c2a(1.0, json!({"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"sessionId":"s1","prompt":[]}})),
+        stderr_line(2.0, "\u{1b}[31mERROR\u{1b}[0m model refused: quota exceeded"),
+        a2c(
+            3.0,
+            json!({"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"Internal error","data":{"retry_after":30}}}),
+        ),
+    ];
+    import_trace(&store, "failed", &msgs);
+    let server = Server::start(&store.db);
+    let b = Browser::start();
+    b.goto(&format!("{}/traces/1?tab=session", server.url));
+    b.wait_for("the failed turn", |b| !b.find_all("#turn-0 .turn-end .stop.err").is_empty());
+    assert_eq!(text_of(&b, "#turn-0 .turn-end .error-data"), r#"{"retry_after":30}"#);
+    let stderr = text_of(&b, "#turn-0 .turn-stderr li");
+    assert_eq!(stderr, "#3 ERROR model refused: quota exceeded", "only the line written while the turn was open");
+    b.screenshot("session-failed-turn");
+    let out = std::process::Command::new(bin()).args(["show", "--db", store.db.to_str().unwrap()]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("    error data: {\"retry_after\":30}\n    stderr #3: ERROR model refused: quota exceeded\n"),
+        "{text}"
+    );
+    assert!(!text.contains("starting up"), "{text}");
+}
