@@ -693,3 +693,25 @@ fn an_error_turn_keeps_the_agents_last_stderr_lines_written_while_it_was_open() 
     );
     assert!(turns[1].stderr.is_empty(), "a turn that did not fail keeps none");
 }
+
+#[test]
+fn a_failed_turns_stderr_lines_are_masked_in_both_passes() {
+    let lines = vec![
+        (
+            C2A,
+            1,
+            r#"{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"s1","prompt":[]}}"#.to_owned(),
+        ),
+        (Direction::AgentStderr, 2, "GET https://h/v1?api_key=abc7 failed".to_owned()),
+        (A2C, 3, r#"{"jsonrpc":"2.0","id":2,"error":{"code":-32603,"message":"boom"}}"#.into()),
+    ];
+    let store = trace(&as_refs(&lines));
+    let redactor = crate::redact::Redactor::new(Vec::new());
+    let mut m = Model::default();
+    m.catch_up(&store, 1, Some(&redactor)).unwrap();
+    let turn = &m.turns_of(&store, 1, "s1", 0, 1, Some(&redactor)).unwrap().unwrap()[0];
+    assert_eq!(turn.stderr.len(), 1);
+    assert!(!turn.stderr[0].text.contains("abc7") && turn.stderr[0].text.contains("[REDACTED]"), "{:?}", turn.stderr);
+    let built = Model::default().catch_up_building(&store, 1, Some(&redactor), None, u64::MAX).unwrap();
+    assert_eq!(built.turns[0].as_ref().map(|t| &t[0]), Some(turn));
+}
