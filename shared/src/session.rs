@@ -654,6 +654,15 @@ pub struct ClientCall {
     /// Terminal exit status or other short result, when there is one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub result: Option<String>,
+    /// The tool call it was made for, by the rule that it was the only
+    /// tool call of the turn in progress (not `completed` or `failed`)
+    /// when the request was sent; ACP names none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
+    /// Tool calls of the turn in progress when it was sent, when more than
+    /// one: which made it is unknown.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub tool_calls_in_progress: u64,
 }
 
 /// A plan as the agent last sent it.

@@ -715,3 +715,34 @@ fn a_failed_turns_stderr_lines_are_masked_in_both_passes() {
     let built = Model::default().catch_up_building(&store, 1, Some(&redactor), None, u64::MAX).unwrap();
     assert_eq!(built.turns[0].as_ref().map(|t| &t[0]), Some(turn));
 }
+
+#[test]
+fn a_client_call_belongs_to_the_tool_call_in_progress_when_only_one_is() {
+    let lines = conversation();
+    let store = trace(&as_refs(&lines));
+    let turn = &model_of(&store).turns_of(&store, 1, "s1", 0, 1, None).unwrap().unwrap()[0];
+    // fs/write_text_file at 80 ms, while t1 was in progress (since 79 ms) and no other.
+    let call = &turn.client_calls[0];
+    assert_eq!(
+        (call.method.as_str(), call.tool_call_id.as_deref(), call.tool_calls_in_progress),
+        ("fs/write_text_file", Some("t1"), 0)
+    );
+    // The split turn's fs/read_text_file came after t1 completed: no tool call's.
+    let lines = split_turn();
+    let store = trace(&as_refs(&lines));
+    let turn = &model_of(&store).turns_of(&store, 1, "s1", 0, 1, None).unwrap().unwrap()[0];
+    assert_eq!((turn.client_calls[0].tool_call_id.as_deref(), turn.client_calls[0].tool_calls_in_progress), (None, 0));
+    // Two tool calls in progress: which made it is unknown, and said so.
+    let mut lines = split_turn();
+    lines.insert(
+        5,
+        (A2C, 5, update(r#"{"sessionUpdate":"tool_call","toolCallId":"t2","title":"Run","kind":"execute"}"#)),
+    );
+    lines.insert(
+        6,
+        (A2C, 5, update(r#"{"sessionUpdate":"tool_call","toolCallId":"t3","title":"Run","kind":"execute"}"#)),
+    );
+    let store = trace(&as_refs(&lines));
+    let turn = &model_of(&store).turns_of(&store, 1, "s1", 0, 1, None).unwrap().unwrap()[0];
+    assert_eq!((turn.client_calls[0].tool_call_id.as_deref(), turn.client_calls[0].tool_calls_in_progress), (None, 2));
+}

@@ -282,7 +282,6 @@ impl Builder {
             t.client_calls_left_out += 1;
             return;
         }
-        let calls = &mut t.client_calls;
         let subject = match method {
             "terminal/create" => params.command.as_deref().map(|c| {
                 let args: Vec<&str> = params.args.iter().flatten().map(|a| a.as_ref()).collect();
@@ -296,11 +295,22 @@ impl Builder {
                 .map(|s| cut(s, SHORT_MAX)),
         };
         self.breaks[turn] = Some((f.seq, cut(method, SHORT_MAX)));
+        // Made for the tool call in progress, when only one is.
+        let mut running = t.tool_calls.iter().filter(|c| !matches!(c.status.as_deref(), Some("completed" | "failed")));
+        let (first, more) = (running.next(), running.count());
+        let (tool_call_id, tool_calls_in_progress) = match (first, more) {
+            (Some(c), 0) => (Some(c.tool_call_id.clone()), 0),
+            (Some(_), n) => (None, n as u64 + 1),
+            (None, _) => (None, 0),
+        };
+        let calls = &mut t.client_calls;
         calls.push(ClientCall {
             method: cut(method, SHORT_MAX),
             request_seq: f.seq,
             t_ns: f.t_ns,
             subject,
+            tool_call_id,
+            tool_calls_in_progress,
             ..ClientCall::default()
         });
         self.pending.insert(f.seq, Awaits::Client { turn, call: calls.len() - 1 });

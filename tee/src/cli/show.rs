@@ -454,14 +454,23 @@ fn turn_text(t: &Turn, out: &mut impl Write) -> anyhow::Result<()> {
     items.extend(t.parts.iter().map(|p| (p.first_seq, Item::Part(p))));
     items.extend(t.user.first_seq.map(|seq| (seq, Item::User)));
     items.extend(t.tool_calls.iter().map(|c| (c.first_seq, Item::Tool(c))));
-    items.extend(t.client_calls.iter().map(|c| (c.request_seq, Item::Client(c))));
+    // A client call made for a listed tool call is told under it; the others in their place.
+    let listed_tool =
+        |c: &ClientCall| c.tool_call_id.as_ref().is_some_and(|id| t.tool_calls.iter().any(|tc| &tc.tool_call_id == id));
+    items.extend(t.client_calls.iter().filter(|c| !listed_tool(c)).map(|c| (c.request_seq, Item::Client(c))));
     items.sort_by_key(|(seq, _)| *seq);
     let listed: std::collections::HashSet<i64> = items.iter().map(|(seq, _)| *seq).collect();
     for (_, item) in items {
         match item {
             Item::Part(p) => part_text(t, p, &listed, out)?,
-            Item::Tool(c) => tool_call_text(c, out)?,
-            Item::Client(c) => client_call_text(c, out)?,
+            Item::Tool(c) => {
+                tool_call_text(c, out)?;
+                let made = t.client_calls.iter().filter(|cc| cc.tool_call_id.as_ref() == Some(&c.tool_call_id));
+                for cc in made {
+                    client_call_text(cc, "      ", out)?;
+                }
+            }
+            Item::Client(c) => client_call_text(c, "    ", out)?,
             Item::User => line("user (echoed)", &t.user, out)?,
         }
     }
@@ -542,14 +551,19 @@ fn tool_call_text(c: &ToolCall, out: &mut impl Write) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn client_call_text(c: &ClientCall, out: &mut impl Write) -> anyhow::Result<()> {
+/// A request the agent made of the client, at `indent` (under the tool call it was made for, or in its place).
+fn client_call_text(c: &ClientCall, indent: &str, out: &mut impl Write) -> anyhow::Result<()> {
     let subject = c.subject.as_deref().map(|s| format!(" {}", printable(s))).unwrap_or_default();
     let answer = match (c.response_seq, c.duration_ns) {
         (Some(seq), Some(d)) => format!(" → #{seq}, {}", took(d)),
         _ => ", never answered".into(),
     };
     let extra = c.error.as_deref().or(c.result.as_deref()).map(|e| format!(": {}", printable(e))).unwrap_or_default();
-    writeln!(out, "    {} #{}{subject}{answer}{extra}", printable(&c.method), c.request_seq)?;
+    let during = match c.tool_calls_in_progress {
+        0 => String::new(),
+        n => format!(" (while {n} tool calls were in progress)"),
+    };
+    writeln!(out, "{indent}{} #{}{subject}{answer}{extra}{during}", printable(&c.method), c.request_seq)?;
     Ok(())
 }
 

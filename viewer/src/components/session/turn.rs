@@ -26,7 +26,10 @@ pub fn turn_card(st: TraceState, t: Turn, now: Memo<i64>) -> impl IntoView {
     let mut items: Vec<(i64, Item)> = t.parts.iter().map(|p| (p.first_seq, Item::Part(p))).collect();
     items.extend(t.user.first_seq.map(|seq| (seq, Item::User)));
     items.extend(t.tool_calls.iter().map(|c| (c.first_seq, Item::Tool(c))));
-    items.extend(t.client_calls.iter().map(|c| (c.request_seq, Item::Client(c))));
+    // A client call made for a listed tool call goes in its card; the others in their place.
+    let in_card =
+        |c: &ClientCall| c.tool_call_id.as_ref().is_some_and(|id| t.tool_calls.iter().any(|tc| &tc.tool_call_id == id));
+    items.extend(t.client_calls.iter().filter(|c| !in_card(c)).map(|c| (c.request_seq, Item::Client(c))));
     items.sort_by_key(|(seq, _)| *seq);
     let listed: std::collections::HashSet<i64> = items.iter().map(|(seq, _)| *seq).collect();
     let mut blocks: Vec<AnyView> = Vec::new();
@@ -38,7 +41,11 @@ pub fn turn_card(st: TraceState, t: Turn, now: Memo<i64>) -> impl IntoView {
         match item {
             Item::Part(p) => blocks.push(part_block(st, &t, p, &listed).into_any()),
             Item::User => blocks.push(text_block(st, "user", "User (echoed)", &t.user).into_any()),
-            Item::Tool(c) => blocks.push(tool_card(st, c, t.start_t_ns, now).into_any()),
+            Item::Tool(c) => {
+                let made: Vec<&ClientCall> =
+                    t.client_calls.iter().filter(|cc| cc.tool_call_id.as_ref() == Some(&c.tool_call_id)).collect();
+                blocks.push(tool_card(st, c, &made, t.start_t_ns, now).into_any())
+            }
             Item::Client(c) => asked.push(client_call(st, c).into_any()),
         }
     }
@@ -209,7 +216,7 @@ fn text_block(st: TraceState, class: &'static str, label: &'static str, text: &T
 }
 
 /// A tool call: kind, title, latest status, its status timeline, permission requests, paths and payloads.
-fn tool_card(st: TraceState, c: &ToolCall, turn_start: i64, now: Memo<i64>) -> impl IntoView {
+fn tool_card(st: TraceState, c: &ToolCall, made: &[&ClientCall], turn_start: i64, now: Memo<i64>) -> impl IntoView {
     let title = c.title.clone().unwrap_or_else(|| c.tool_call_id.clone());
     let status = c.status.clone().unwrap_or_else(|| "no status".to_owned());
     let timeline = c
@@ -249,6 +256,14 @@ fn tool_card(st: TraceState, c: &ToolCall, turn_start: i64, now: Memo<i64>) -> i
             </div>
             <ol class="timeline" aria-label="status timeline">{timeline}</ol>
             {permissions}
+            {(!made.is_empty()).then(|| {
+                let items = made.iter().map(|cc| client_call(st, cc)).collect_view();
+                view! {
+                    <div class="tool-client-calls" title="asked of the client while this was the only tool call in progress">
+                        <ul>{items}</ul>
+                    </div>
+                }
+            })}
             {super::mcp::mcp_calls(c)}
             {locations}
             {content}
@@ -311,9 +326,11 @@ fn client_call(st: TraceState, c: &ClientCall) -> impl IntoView {
         (None, _, None) => " → no answer".to_owned(),
     };
     let answer = c.response_seq.map(|seq| view! { " " {seq_link(st, seq)} });
+    let during = (c.tool_calls_in_progress > 0)
+        .then(|| view! { <span class="dim">{format!(" (while {} tool calls were in progress)", c.tool_calls_in_progress)}</span> });
     view! {
         <li class="client-call" data-method=c.method.clone()>
-            <code>{c.method.clone()}</code>{subject} " " {seq_link(st, c.request_seq)} {how} {answer}
+            <code>{c.method.clone()}</code>{subject} " " {seq_link(st, c.request_seq)} {how} {answer} {during}
         </li>
     }
 }

@@ -122,7 +122,10 @@ fn the_session_tab_reads_a_turn_as_a_conversation_and_links_each_part_to_its_fra
     // The names the user saw, with the ids and kinds the agent sent.
     assert!(permission.contains("Allow (allow: allow_once), No (no: reject_once)"), "{permission}");
     assert!(permission.contains("selected Allow (allow) after 50.0 ms"), "{permission}");
-    assert!(text_of(&b, "#turn-0 .client-calls").contains("fs/write_text_file /w/parser.rs"));
+    // The file write, made while t1 was the only tool call in progress, is in t1's card.
+    assert!(text_of(&b, "#turn-0 .tool[data-tool-call-id=t1] .tool-client-calls")
+        .contains("fs/write_text_file /w/parser.rs"));
+    assert!(b.find_all("#turn-0 > .client-calls").is_empty(), "the write is also listed apart from its tool call");
     assert_eq!(text_of(&b, "#turn-0 .turn-end .stop"), "end_turn");
     assert!(text_of(&b, "#turn-0 .turn-end").contains("30 tokens (20 in, 10 out)"));
     // The session's facts and plan; the waterfall has the turns and tool calls.
