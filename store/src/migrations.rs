@@ -19,6 +19,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/0012_retention.sql"),
     include_str!("../../migrations/0013_trace_protocol.sql"),
     include_str!("../../migrations/0014_trace_family.sql"),
+    include_str!("../../migrations/0015_requests_index.sql"),
 ];
 
 /// The schema version this build writes.
