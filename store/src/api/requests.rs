@@ -41,45 +41,18 @@ impl Store {
             .conn
             .prepare_cached("SELECT coalesce(sum(count), 0) FROM kind_counts WHERE trace_id = ?1 AND kind = 'request'")?
             .query_row(params![trace_id], |r| r.get(0))?;
-        let len = self.length_sql();
-        let desc = if q.desc == Some(true) { "DESC" } else { "ASC" };
-        let latency = "coalesce(p.latency_ns, b.latency_ns)";
-        let order = match q.sort.unwrap_or_default() {
-            RequestSort::Seq => format!("r.id {desc}"),
-            RequestSort::Method => format!("r.method IS NULL, r.method {desc}, r.id {desc}"),
-            // Numbers by value first, then strings as written.
-            RequestSort::Id => format!(
-                "r.rpc_id IS NULL, NOT (r.rpc_id GLOB '[0-9]*' OR r.rpc_id GLOB '-[0-9]*') {desc}, \
-                 CAST(r.rpc_id AS REAL) {desc}, r.rpc_id {desc}, r.id {desc}"
-            ),
-            RequestSort::Dir => format!("r.dir <> 'client_to_agent' {desc}, r.id {desc}"),
-            RequestSort::Status => format!(
-                "CASE WHEN p.id IS NULL AND b.batch_seq IS NULL THEN 2 WHEN p.kind = 'error' THEN 1 ELSE 0 END {desc}, \
-                 r.id {desc}"
-            ),
-            RequestSort::Latency => format!("{latency} IS NULL, {latency} {desc}, r.id {desc}"),
-            RequestSort::Size => format!(
-                "coalesce(p.id, b.batch_seq) IS NULL, {len}(coalesce(p.raw, bf.raw)) {desc}, {len}(r.raw) {desc}, \
-                 r.id {desc}"
-            ),
-            RequestSort::Session => format!("r.session_id IS NULL, r.session_id {desc}, r.id {desc}"),
+        let (sort, desc) = (q.sort.unwrap_or_default(), q.desc == Some(true));
+        let chosen = if sort == RequestSort::Latency && !self.has_batches(trace_id)? {
+            self.chosen_by_latency(trace_id, desc, limit, offset)?
+        } else {
+            self.chosen(trace_id, &page_sql(sort, desc, self.length_sql()), limit, offset)?
         };
-        // Sorting by size reads every answer's bytes; the batch frame only then.
-        let batch_frame = match q.sort {
-            Some(RequestSort::Size) => format!(
-                "LEFT JOIN frames bf ON b.batch_seq IS NOT NULL AND bf.id = (r.trace_id << {}) + b.batch_seq",
-                crate::SEQ_BITS
-            ),
-            _ => String::new(),
-        };
-        let sql = format!(
-            "SELECT r.id, p.id, b.batch_seq, b.latency_ns FROM frames r
-             LEFT JOIN frames p ON p.id = {REPLY_ID}
-             LEFT JOIN batch_replies b ON p.id IS NULL AND b.trace_id = r.trace_id AND b.request_seq = r.seq
-             {batch_frame}
-             WHERE r.trace_id = ?1 AND r.kind = 'request'
-             ORDER BY {order} LIMIT ?2 OFFSET ?3"
-        );
+        let requests = chosen.iter().map(|c| self.request_row(c)).collect::<Result<_, _>>()?;
+        Ok(RequestPage { requests, total, offset })
+    }
+
+    /// The rows `sql` ([`page_sql`]) chooses.
+    fn chosen(&self, trace_id: i64, sql: &str, limit: i64, offset: i64) -> Result<Vec<Chosen>, StoreError> {
         let chosen: Vec<Chosen> = self
             .conn
             .prepare_cached(&sql)?
@@ -92,8 +65,49 @@ impl Store {
                 })
             })?
             .collect::<Result<_, _>>()?;
-        let requests = chosen.iter().map(|c| self.request_row(c)).collect::<Result<_, _>>()?;
-        Ok(RequestPage { requests, total, offset })
+        Ok(chosen)
+    }
+
+    /// A page by latency of a trace without batches, read in the order of
+    /// the index of latencies (`frames_by_latency`) rather than by sorting
+    /// every request: the answered requests (ties by their answer's seq),
+    /// then, in seq order, those never answered.
+    fn chosen_by_latency(&self, trace_id: i64, desc: bool, limit: i64, offset: i64) -> Result<Vec<Chosen>, StoreError> {
+        let order = if desc { "DESC" } else { "ASC" };
+        let bits = crate::SEQ_BITS;
+        let answered = format!(
+            "SELECT r.id, p.id FROM frames p INDEXED BY frames_by_latency
+             JOIN frames r ON r.id = (p.trace_id << {bits}) + p.reply_to_seq AND r.kind = 'request'
+             WHERE p.trace_id = ?1 AND p.latency_ns IS NOT NULL AND p.reply_to_seq IS NOT NULL"
+        );
+        let row = |r: &rusqlite::Row<'_>| Ok(Chosen { request: r.get(0)?, answer: r.get(1)?, batch_latency: None });
+        let mut chosen: Vec<Chosen> = self
+            .conn
+            .prepare_cached(&format!("{answered} ORDER BY p.latency_ns {order}, p.id {order} LIMIT ?2 OFFSET ?3"))?
+            .query_map(params![trace_id, limit, offset], row)?
+            .collect::<Result<_, _>>()?;
+        if chosen.len() as i64 == limit {
+            return Ok(chosen);
+        }
+        // Past the answered ones: how many there are says where the rest begins.
+        let answered_count = match chosen.len() {
+            0 => self
+                .conn
+                .prepare_cached(&format!("SELECT count(*) FROM ({answered})"))?
+                .query_row(params![trace_id], |r| r.get(0))?,
+            n => offset + n as i64,
+        };
+        let rest = self
+            .conn
+            .prepare_cached(&format!(
+                "SELECT r.id, NULL FROM frames r WHERE r.trace_id = ?1 AND r.kind = 'request'
+                   AND NOT EXISTS (SELECT 1 FROM frames q WHERE q.trace_id = ?1 AND q.reply_to_seq = r.seq)
+                 ORDER BY r.id {order} LIMIT ?2 OFFSET ?3"
+            ))?
+            .query_map(params![trace_id, limit - chosen.len() as i64, (offset - answered_count).max(0)], row)?
+            .collect::<Result<Vec<_>, _>>()?;
+        chosen.extend(rest);
+        Ok(chosen)
     }
 
     /// The SQL function measuring a frame as this connection's reader sees it.
@@ -275,6 +289,50 @@ impl Store {
         }
         Ok(Some(out))
     }
+}
+
+/// The query choosing a page of requests (`?1` the trace, `?2` the limit,
+/// `?3` the offset) sorted by `sort`, largest first when `desc`; `len` is
+/// the SQL function measuring a frame as served.
+fn page_sql(sort: RequestSort, desc: bool, len: &str) -> String {
+    let desc = if desc { "DESC" } else { "ASC" };
+    let latency = "coalesce(p.latency_ns, b.latency_ns)";
+    let order = match sort {
+        RequestSort::Seq => format!("r.id {desc}"),
+        RequestSort::Method => format!("r.method IS NULL, r.method {desc}, r.id {desc}"),
+        // Numbers by value first, then strings as written.
+        RequestSort::Id => format!(
+            "r.rpc_id IS NULL, NOT (r.rpc_id GLOB '[0-9]*' OR r.rpc_id GLOB '-[0-9]*') {desc}, \
+             CAST(r.rpc_id AS REAL) {desc}, r.rpc_id {desc}, r.id {desc}"
+        ),
+        RequestSort::Dir => format!("r.dir <> 'client_to_agent' {desc}, r.id {desc}"),
+        RequestSort::Status => format!(
+            "CASE WHEN p.id IS NULL AND b.batch_seq IS NULL THEN 2 WHEN p.kind = 'error' THEN 1 ELSE 0 END {desc}, \
+             r.id {desc}"
+        ),
+        RequestSort::Latency => format!("{latency} IS NULL, {latency} {desc}, r.id {desc}"),
+        RequestSort::Size => format!(
+            "coalesce(p.id, b.batch_seq) IS NULL, {len}(coalesce(p.raw, bf.raw)) {desc}, {len}(r.raw) {desc}, \
+             r.id {desc}"
+        ),
+        RequestSort::Session => format!("r.session_id IS NULL, r.session_id {desc}, r.id {desc}"),
+    };
+    // Sorting by size reads every answer's bytes; the batch frame only then.
+    let batch_frame = match sort {
+        RequestSort::Size => format!(
+            "LEFT JOIN frames bf ON b.batch_seq IS NOT NULL AND bf.id = (r.trace_id << {}) + b.batch_seq",
+            crate::SEQ_BITS
+        ),
+        _ => String::new(),
+    };
+    format!(
+        "SELECT r.id, p.id, b.batch_seq, b.latency_ns FROM frames r
+         LEFT JOIN frames p ON p.id = {REPLY_ID}
+         LEFT JOIN batch_replies b ON p.id IS NULL AND b.trace_id = r.trace_id AND b.request_seq = r.seq
+         {batch_frame}
+         WHERE r.trace_id = ?1 AND r.kind = 'request'
+         ORDER BY {order} LIMIT ?2 OFFSET ?3"
+    )
 }
 
 /// The status an error frame's bytes (`None`: too large to read) tell.

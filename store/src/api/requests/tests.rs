@@ -108,21 +108,26 @@ fn every_column_sorts_both_ways_and_pages() {
 }
 
 #[test]
-fn a_page_by_seq_or_latency_reads_the_index_of_requests() {
+fn every_sort_reads_the_index_of_requests_and_by_seq_sorts_nothing() {
     let (store, id) = four_requests();
-    let plan: Vec<String> = store
-        .conn
-        .prepare(
-            "EXPLAIN QUERY PLAN SELECT r.id FROM frames r WHERE r.trace_id = ?1 AND r.kind = 'request' ORDER BY r.id",
-        )
-        .unwrap()
-        .query_map([id], |r| r.get(3))
-        .unwrap()
-        .collect::<Result<_, _>>()
-        .unwrap();
-    let plan = plan.join("; ");
-    assert!(plan.contains("frames_requests"), "{plan}");
-    assert!(!plan.contains("TEMP B-TREE"), "{plan}");
+    for sort in RequestSort::ALL {
+        for desc in [false, true] {
+            let sql = format!("EXPLAIN QUERY PLAN {}", super::page_sql(sort, desc, "length"));
+            let plan: Vec<String> = store
+                .conn
+                .prepare(&sql)
+                .unwrap()
+                .query_map(rusqlite::params![id, 10, 0], |r| r.get(3))
+                .unwrap()
+                .collect::<Result<_, _>>()
+                .unwrap();
+            let plan = plan.join("; ");
+            assert!(plan.contains("frames_requests"), "{sort:?}: {plan}");
+            if sort == RequestSort::Seq {
+                assert!(!plan.contains("TEMP B-TREE"), "{sort:?} {desc}: {plan}");
+            }
+        }
+    }
 }
 
 #[test]
@@ -176,4 +181,34 @@ fn an_unknown_trace_is_no_such_trace() {
     let (store, _) = four_requests();
     assert!(matches!(store.request_page(9, &RequestQuery::default()), Err(crate::StoreError::NoSuchTrace(9))));
     assert!(matches!(store.in_flight(9, 1), Err(crate::StoreError::NoSuchTrace(9))));
+}
+
+#[test]
+fn by_latency_the_index_of_latencies_pages_as_the_sort_does() {
+    let (store, id) = four_requests();
+    let ids = |c: Vec<super::Chosen>| c.iter().map(|c| (c.request, c.answer)).collect::<Vec<_>>();
+    for desc in [false, true] {
+        let sql = super::page_sql(RequestSort::Latency, desc, "length");
+        for offset in 0..6 {
+            for limit in 1..6 {
+                let fast = ids(store.chosen_by_latency(id, desc, limit, offset).unwrap());
+                let sorted = ids(store.chosen(id, &sql, limit, offset).unwrap());
+                assert_eq!(fast, sorted, "desc {desc}, offset {offset}, limit {limit}");
+            }
+        }
+    }
+    let plan: Vec<String> = store
+        .conn
+        .prepare(
+            "EXPLAIN QUERY PLAN SELECT r.id, p.id FROM frames p INDEXED BY frames_by_latency
+             JOIN frames r ON r.id = (p.trace_id << 40) + p.reply_to_seq AND r.kind = 'request'
+             WHERE p.trace_id = ?1 AND p.latency_ns IS NOT NULL AND p.reply_to_seq IS NOT NULL
+             ORDER BY p.latency_ns DESC, p.id DESC LIMIT 10",
+        )
+        .unwrap()
+        .query_map([id], |r| r.get(3))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert!(!plan.join("; ").contains("TEMP B-TREE"), "{plan:?}");
 }
