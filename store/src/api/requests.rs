@@ -55,7 +55,7 @@ impl Store {
     fn chosen(&self, trace_id: i64, sql: &str, limit: i64, offset: i64) -> Result<Vec<Chosen>, StoreError> {
         let chosen: Vec<Chosen> = self
             .conn
-            .prepare_cached(&sql)?
+            .prepare_cached(sql)?
             .query_map(params![trace_id, limit, offset], |row| {
                 let batch: Option<i64> = row.get(2)?;
                 Ok(Chosen {
@@ -243,7 +243,7 @@ impl Store {
         }
         // The walk back found them all unless it stopped at the bound.
         let unanswered = if found_unanswered < want { found_unanswered } else { unanswered };
-        open.sort_by(|a, b| b.0.cmp(&a.0));
+        open.sort_by_key(|r| std::cmp::Reverse(r.0));
         open.truncate(IN_FLIGHT_MAX);
         let requests = open
             .iter()
