@@ -180,10 +180,15 @@ impl Store {
         // Requests answered by a frame after `at`: (request seq, answer rowid).
         let answered_sql = "SELECT reply_to_seq, id FROM frames INDEXED BY frames_by_reply
              WHERE trace_id = ?1 AND reply_to_seq IS NOT NULL AND reply_to_seq < ?2 AND id > ?3";
-        let answered_after: i64 = self
+        // One walk of the answers to requests before `at` counts those
+        // answered after it and the requests answered at all.
+        let (answered_after, replied): (i64, i64) = self
             .conn
-            .prepare_cached(&format!("SELECT count(*) FROM ({answered_sql})"))?
-            .query_row(params![trace_id, at, before], |r| r.get(0))?;
+            .prepare_cached(
+                "SELECT coalesce(sum(id > ?3), 0), count(DISTINCT reply_to_seq) FROM frames INDEXED BY frames_by_reply
+                 WHERE trace_id = ?1 AND reply_to_seq IS NOT NULL AND reply_to_seq < ?2",
+            )?
+            .query_row(params![trace_id, at, before], |r| Ok((r.get(0)?, r.get(1)?)))?;
         let mut open: Vec<(i64, Option<i64>)> = self
             .conn
             .prepare_cached(&format!("{answered_sql} ORDER BY reply_to_seq DESC LIMIT ?4"))?
@@ -211,13 +216,6 @@ impl Store {
             .conn
             .prepare_cached("SELECT count(*) FROM frames WHERE trace_id = ?1 AND kind = 'request' AND id < ?2")?
             .query_row(params![trace_id, before], |r| r.get(0))?;
-        let replied: i64 = self
-            .conn
-            .prepare_cached(
-                "SELECT count(DISTINCT reply_to_seq) FROM frames INDEXED BY frames_by_reply
-                 WHERE trace_id = ?1 AND reply_to_seq IS NOT NULL AND reply_to_seq < ?2",
-            )?
-            .query_row(params![trace_id, at], |r| r.get(0))?;
         let batch_only: i64 = self
             .conn
             .prepare_cached(
