@@ -217,6 +217,45 @@ pub fn session_tab(b: &Browser, url: &str, id: i64, loads: usize) -> Result<Vec<
     Ok(out)
 }
 
+/// Opens the Requests tab of trace `id` (`query`: more of the URL's query, `&req_sort=...`) `loads` times,
+/// from the trace's Diagram tab once drawn and checked (its findings came): each time, clicks the tab and
+/// waits in the page (up to 60 s) for the first page of rows; returns the ms from the click until the
+/// rows are painted.
+pub fn requests_tab(b: &Browser, url: &str, id: i64, query: &str, loads: usize) -> Result<Vec<f64>> {
+    let mut out = Vec::new();
+    for _ in 0..loads {
+        b.goto("about:blank")?;
+        b.goto(&format!("{url}/traces/{id}?tab=diagram{query}"))?;
+        let r = b.js_async(AWAIT_REQUESTS_TAB, json!([]))?;
+        if let Some(e) = r.get("error") {
+            bail!("the Requests tab never showed a row; page: {e}");
+        }
+        out.push(num(&r, "painted")? - num(&r, "clicked")?);
+    }
+    Ok(out)
+}
+
+/// Waits for the trace view's diagram and findings, clicks the Requests tab, and waits (up to 60 s) for its table's rows;
+/// reports when the click was and when the browser painted the rows.
+const AWAIT_REQUESTS_TAB: &str = r#"
+const done = arguments[arguments.length - 1];
+let clicked = null;
+const poll = () => {
+  if (clicked === null) {
+    // Once the diagram is drawn and its findings came (a first check reads the whole trace).
+    const settled = document.querySelector('#diagram-scroll .frame')
+      && performance.getEntriesByType('resource').some(e => e.name.includes('/findings'));
+    const tab = document.getElementById('tab-requests');
+    if (tab && settled) { clicked = performance.now(); tab.click(); }
+  } else if (document.querySelectorAll('table#requests tbody tr').length > 0) {
+    return requestAnimationFrame(() => setTimeout(() => done({ clicked, painted: performance.now() }), 0));
+  }
+  if (performance.now() > 60000) return done({ error: document.body.innerText.slice(0, 500) });
+  setTimeout(poll, 2);
+};
+poll();
+"#;
+
 /// Registers the first-row observer for every later navigation (Chrome
 /// DevTools protocol through chromedriver).
 pub fn install_observer(b: &Browser) -> Result<()> {

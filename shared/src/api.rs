@@ -17,6 +17,10 @@
 //! - `/api/traces/{id}/sessions/{sid}?offset=N&limit=N` ->
 //!   [`crate::session::SessionDetail`]: one session with a page of its turns
 //!   (see [`crate::session::TurnQuery`])
+//! - `/api/traces/{id}/requests?sort=COLUMN&desc=true&offset=N&limit=N`
+//!   ([`RequestQuery`]) -> [`RequestPage`]: the request table
+//! - `/api/traces/{id}/in_flight?at=SEQ` -> [`InFlight`]: the requests sent
+//!   before frame `at` and answered after it or never
 //! - `/api/traces/{id}/live?after=SEQ` -> Server-Sent Events: event `frames`
 //!   with data `Vec<FrameSummary>` (only frames with seq > after, in order,
 //!   unfiltered), event `trace` with data [`TraceSummary`] when counts or the
@@ -355,4 +359,194 @@ pub struct FamilyMember {
     pub offset_ns: i64,
     /// Whether it is still being recorded.
     pub live: bool,
+}
+
+/// A column the request table (`/api/traces/{id}/requests`) sorts by.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RequestSort {
+    /// The request's seq: the order they were sent in (the default).
+    #[default]
+    Seq,
+    /// The method, then seq.
+    Method,
+    /// The JSON-RPC id: numbers by value, then strings; then seq.
+    Id,
+    /// The direction (client to agent first), then seq.
+    Dir,
+    /// Answered, then errors, then unanswered; then seq.
+    Status,
+    /// The time to the answer; unanswered requests last in either order.
+    Latency,
+    /// The answer's bytes (as served), then the request's; unanswered last.
+    Size,
+    /// The ACP session, then seq.
+    Session,
+}
+
+impl RequestSort {
+    /// Every column, in the table's order.
+    pub const ALL: [RequestSort; 8] = [
+        RequestSort::Seq,
+        RequestSort::Method,
+        RequestSort::Id,
+        RequestSort::Dir,
+        RequestSort::Status,
+        RequestSort::Latency,
+        RequestSort::Size,
+        RequestSort::Session,
+    ];
+
+    /// The name used in URLs (`sort=latency`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RequestSort::Seq => "seq",
+            RequestSort::Method => "method",
+            RequestSort::Id => "id",
+            RequestSort::Dir => "dir",
+            RequestSort::Status => "status",
+            RequestSort::Latency => "latency",
+            RequestSort::Size => "size",
+            RequestSort::Session => "session",
+        }
+    }
+
+    /// The column named `name` in URLs, if there is one.
+    pub fn parse(name: &str) -> Option<RequestSort> {
+        RequestSort::ALL.into_iter().find(|s| s.as_str() == name)
+    }
+}
+
+/// The most rows one page of `/api/traces/{id}/requests` holds.
+pub const REQUESTS_MAX_LIMIT: i64 = 500;
+
+/// The rows a page of `/api/traces/{id}/requests` holds unless asked otherwise.
+pub const REQUESTS_DEFAULT_LIMIT: i64 = 100;
+
+/// Query of `/api/traces/{id}/requests`: the sort column, its order and the page.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RequestQuery {
+    /// The column (default [`RequestSort::Seq`]); `sort=NAME` in the URL.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sort: Option<RequestSort>,
+    /// Largest first (default false: smallest first).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub desc: Option<bool>,
+    /// Skip this many rows of the sorted table first (default 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offset: Option<i64>,
+    /// At most this many rows (1..=[`REQUESTS_MAX_LIMIT`], default [`REQUESTS_DEFAULT_LIMIT`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<i64>,
+}
+
+/// How a request was answered.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum RequestStatus {
+    /// A result.
+    Ok,
+    /// A JSON-RPC error: its code and message (masked as frames are), when the error object has them.
+    Error {
+        /// `error.code`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        code: Option<i64>,
+        /// `error.message`, at most [`ERROR_MESSAGE_MAX_CHARS`] characters.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        message: Option<String>,
+    },
+    /// Answered inside a batch of responses (its own answer is not told apart).
+    Batch,
+    /// No answer: not yet while the trace is recorded, never once it ended.
+    Unanswered,
+}
+
+/// The most characters of an error's message a request row carries.
+pub const ERROR_MESSAGE_MAX_CHARS: usize = 200;
+
+/// One row of the request table: a JSON-RPC request and its answer.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RequestRow {
+    /// The request's seq.
+    pub seq: i64,
+    /// When it was sent: nanoseconds since the trace started.
+    pub t_ns: i64,
+    /// Which way it went (client to agent: the agent answers).
+    pub dir: Direction,
+    /// The method.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub method: Option<String>,
+    /// The JSON-RPC id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<serde_json::Value>,
+    /// The ACP session.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+    /// How it was answered.
+    #[serde(flatten)]
+    pub status: RequestStatus,
+    /// The answer's seq (a response, an error or a batch).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reply_seq: Option<i64>,
+    /// Nanoseconds from the request to its answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_ns: Option<i64>,
+    /// The request's bytes as served (masked unless `--no-redact`).
+    pub request_size: i64,
+    /// The answer's bytes as served.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response_size: Option<i64>,
+}
+
+/// One page of the request table.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RequestPage {
+    /// The rows, in the order asked for.
+    pub requests: Vec<RequestRow>,
+    /// How many requests the trace has in all.
+    pub total: i64,
+    /// How many rows were skipped before this page.
+    pub offset: i64,
+}
+
+/// Query of `/api/traces/{id}/in_flight`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct InFlightQuery {
+    /// The seq of the first frame drawn: requests sent before it and answered after it, or not at all.
+    pub at: i64,
+}
+
+/// The most requests `/api/traces/{id}/in_flight` lists.
+pub const IN_FLIGHT_MAX: usize = 64;
+
+/// A request in flight over a frame: sent before it, answered after it or not at all.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct InFlightRequest {
+    /// The request's seq.
+    pub seq: i64,
+    /// Which way it went (client to agent: the agent is busy).
+    pub dir: Direction,
+    /// The method.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub method: Option<String>,
+    /// The answer's seq, when there is one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reply_seq: Option<i64>,
+    /// Nanoseconds from the request to its answer, when answered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_ns: Option<i64>,
+    /// The answer was a JSON-RPC error.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub error: bool,
+}
+
+/// `GET /api/traces/{id}/in_flight?at=SEQ`: the requests in flight over frame `at`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct InFlight {
+    /// The frame asked about.
+    pub at: i64,
+    /// Requests sent before `at` and answered after it or never, newest first, at most [`IN_FLIGHT_MAX`].
+    pub requests: Vec<InFlightRequest>,
+    /// How many more there are (the oldest ones).
+    pub left_out: i64,
 }

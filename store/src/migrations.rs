@@ -19,6 +19,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/0012_retention.sql"),
     include_str!("../../migrations/0013_trace_protocol.sql"),
     include_str!("../../migrations/0014_trace_family.sql"),
+    include_str!("../../migrations/0015_requests_index.sql"),
 ];
 
 /// The schema version this build writes.
@@ -345,7 +346,7 @@ mod tests {
             .unwrap()
             .collect::<Result<_, _>>()
             .unwrap();
-        assert_eq!(indexes, ["frames_by_latency", "frames_by_reply", "frames_errors"]);
+        assert_eq!(indexes, ["frames_by_latency", "frames_by_reply", "frames_errors", "frames_requests"]);
         // The search index still points at the same frames, and the reads work.
         let q = acp_tee_shared::api::FrameQuery { q: Some("zebra".into()), ..Default::default() };
         assert_eq!(store.frame_page(1, &q).unwrap().frames.iter().map(|f| f.seq).collect::<Vec<_>>(), [1]);

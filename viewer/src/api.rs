@@ -3,8 +3,8 @@
 //! Nothing here draws; the live stream hands decoded payloads to the closures it is given.
 
 use acp_tee_shared::api::{
-    ApiError, Capabilities, FrameDetail, FramePage, FrameQuery, FrameSummary, TraceChange, TraceFamily, TraceStats,
-    TraceSummary,
+    ApiError, Capabilities, FrameDetail, FramePage, FrameQuery, FrameSummary, InFlight, RequestPage, RequestQuery,
+    TraceChange, TraceFamily, TraceStats, TraceSummary,
 };
 use acp_tee_shared::check::TraceFindings;
 use acp_tee_shared::session::{SessionDetail, TraceSessions, TurnQuery};
@@ -152,6 +152,16 @@ pub async fn sessions(id: i64) -> Result<TraceSessions, ApiFailure> {
 /// What the protocol checks found in a trace.
 pub async fn findings(id: i64) -> Result<TraceFindings, ApiFailure> {
     get(&format!("/api/traces/{id}/findings")).await
+}
+
+/// A page of the trace's request table, sorted and paged as `query` asks.
+pub async fn requests(id: i64, query: &RequestQuery) -> Result<RequestPage, ApiFailure> {
+    get(&format!("/api/traces/{id}/requests{}", query_string(query))).await
+}
+
+/// The requests in flight over frame `at`: sent before it, answered after it or never.
+pub async fn in_flight(id: i64, at: i64) -> Result<InFlight, ApiFailure> {
+    get(&format!("/api/traces/{id}/in_flight?at={at}")).await
 }
 
 /// One session of a trace with the page of its turns from `offset` on (at most `limit`).

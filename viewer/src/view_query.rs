@@ -8,7 +8,7 @@
 //! A value the view cannot use (`min_latency_ms=abc`, `dir=sideways`) is kept in the URL and reported in
 //! [`ViewQuery::rejected`], so the page can say it is ignored rather than drop it silently.
 
-use acp_tee_shared::api::{FrameQuery, FrameSummary};
+use acp_tee_shared::api::{FrameQuery, FrameSummary, RequestSort};
 use acp_tee_shared::check::Severity;
 use acp_tee_shared::{Direction, FrameKind};
 use leptos::prelude::*;
@@ -99,6 +99,8 @@ pub enum Tab {
     Session,
     /// What the protocol checks found (`/api/traces/{id}/findings`).
     Findings,
+    /// One row per JSON-RPC request, sortable and paged (`/api/traces/{id}/requests`).
+    Requests,
 }
 
 /// A query value the view cannot use, kept so the page can say so.
@@ -142,12 +144,18 @@ pub struct ViewQuery {
     pub mcp_trace: Option<i64>,
     /// The picked MCP frame's seq in that trace.
     pub mcp_frame: Option<i64>,
+    /// The column the Requests tab sorts by (`req_sort`).
+    pub req_sort: RequestSort,
+    /// The Requests tab sorts largest first (`req_order=desc`).
+    pub req_desc: bool,
+    /// The Requests tab's page, numbered from 1 (`req_page`; the first when `None`).
+    pub req_page: Option<u64>,
     /// Values present in the URL that the view ignores, in key order.
     pub rejected: Vec<Rejected>,
 }
 
 /// Query keys a trace view reads, in the order it writes them.
-pub const KEYS: [&str; 19] = [
+pub const KEYS: [&str; 22] = [
     "dir",
     "kind",
     "method",
@@ -167,6 +175,9 @@ pub const KEYS: [&str; 19] = [
     "finding_severity",
     "mcp_trace",
     "mcp_frame",
+    "req_sort",
+    "req_order",
+    "req_page",
 ];
 
 fn text(value: &str) -> Option<String> {
@@ -232,7 +243,8 @@ impl ViewQuery {
                     "timing" => Tab::Timing,
                     "session" => Tab::Session,
                     "findings" => Tab::Findings,
-                    _ => return Err("diagram, timing, session or findings"),
+                    "requests" => Tab::Requests,
+                    _ => return Err("diagram, timing, session, findings or requests"),
                 }
             }
             "frame" if empty => {}
@@ -247,6 +259,23 @@ impl ViewQuery {
             "mcp_trace" | "mcp_frame" if empty => {}
             "mcp_trace" => self.mcp_trace = Some(positive(value).ok_or("a trace id")?),
             "mcp_frame" => self.mcp_frame = Some(positive(value).ok_or("a frame number")?),
+            "req_sort" if empty => {}
+            "req_sort" => {
+                self.req_sort =
+                    RequestSort::parse(value.trim()).ok_or("seq, method, id, dir, status, latency, size or session")?
+            }
+            "req_order" => {
+                self.req_desc = match value.trim() {
+                    "" | "asc" => false,
+                    "desc" => true,
+                    _ => return Err("asc or desc"),
+                }
+            }
+            "req_page" if empty => {}
+            "req_page" => {
+                self.req_page =
+                    Some(value.trim().parse().ok().filter(|p: &u64| *p > 0).ok_or("a page number, 1 or more")?)
+            }
             "turn" if empty => {}
             "turn" => {
                 self.turn = Some(value.trim().parse().ok().filter(|t: &u64| *t > 0).ok_or("a turn number, 1 or more")?)
@@ -286,6 +315,7 @@ impl ViewQuery {
                     Tab::Timing => Some("timing".to_owned()),
                     Tab::Session => Some("session".to_owned()),
                     Tab::Findings => Some("findings".to_owned()),
+                    Tab::Requests => Some("requests".to_owned()),
                 },
                 "frame" => self.frame.map(|s| s.to_string()),
                 "timing_method" => self.timing_method.clone(),
@@ -295,6 +325,9 @@ impl ViewQuery {
                 "finding_severity" => self.finding_severity.map(|s| s.as_str().to_owned()),
                 "mcp_trace" => self.mcp_pick().map(|(t, _)| t.to_string()),
                 "mcp_frame" => self.mcp_pick().map(|(_, s)| s.to_string()),
+                "req_sort" => (self.req_sort != RequestSort::Seq).then(|| self.req_sort.as_str().to_owned()),
+                "req_order" => self.req_desc.then(|| "desc".to_owned()),
+                "req_page" => self.req_page.filter(|p| *p > 1).map(|p| p.to_string()),
                 _ => None,
             };
             if let Some(v) = value {
@@ -452,6 +485,19 @@ mod tests {
         assert_eq!((v.sid.as_deref(), v.turn), (Some("sess 1"), Some(51)));
         let back: Vec<(&str, String)> = pairs.iter().map(|(k, v)| (*k, v.to_string())).collect();
         assert_eq!(v.to_pairs(), back);
+    }
+
+    #[test]
+    fn the_requests_tabs_sort_order_and_page_round_trip() {
+        let pairs = [("tab", "requests"), ("req_sort", "latency"), ("req_order", "desc"), ("req_page", "3")];
+        let v = parse(&pairs);
+        assert_eq!((v.tab, v.req_sort, v.req_desc, v.req_page), (Tab::Requests, RequestSort::Latency, true, Some(3)));
+        let back: Vec<(&str, String)> = pairs.iter().map(|(k, v)| (*k, v.to_string())).collect();
+        assert_eq!(v.to_pairs(), back);
+        let bad = parse(&[("req_sort", "speed"), ("req_order", "up"), ("req_page", "0")]);
+        let keys: Vec<&str> = bad.rejected.iter().map(|r| r.key).collect();
+        assert_eq!(keys, ["req_sort", "req_order", "req_page"]);
+        assert_eq!((bad.req_sort, bad.req_desc, bad.req_page), (RequestSort::Seq, false, None));
     }
 
     #[test]

@@ -440,6 +440,7 @@ impl Store {
 }
 
 mod listing;
+mod requests;
 mod summaries;
 #[cfg(test)]
 mod tests;

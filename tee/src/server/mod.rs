@@ -24,6 +24,7 @@ mod edits;
 mod error;
 mod findings;
 mod live;
+mod requests;
 mod routes;
 pub(crate) mod sessions;
 
@@ -155,6 +156,8 @@ pub fn app(state: AppState) -> Router {
         .route("/traces/{id}/sessions", get(sessions::sessions))
         .route("/traces/{id}/sessions/{sid}", get(sessions::session))
         .route("/traces/{id}/findings", get(findings::findings))
+        .route("/traces/{id}/requests", get(requests::requests))
+        .route("/traces/{id}/in_flight", get(requests::in_flight))
         .route("/traces/{id}/live", get(routes::live))
         .route("/traces/{id}/export", get(routes::export_trace))
         .route("/diff/{a}/{b}", get(routes::diff))

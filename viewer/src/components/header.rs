@@ -196,7 +196,7 @@ fn Toolbar() -> impl IntoView {
     view! {
         <div class="toolbar">
             <div class="seg" role="tablist">
-                {[(Tab::Diagram, "tab-diagram", "Diagram"), (Tab::Timing, "tab-timing", "Timing"), (Tab::Session, "tab-session", "Session"), (Tab::Findings, "tab-findings", "Findings")]
+                {[(Tab::Diagram, "tab-diagram", "Diagram"), (Tab::Timing, "tab-timing", "Timing"), (Tab::Session, "tab-session", "Session"), (Tab::Findings, "tab-findings", "Findings"), (Tab::Requests, "tab-requests", "Requests")]
                     .map(|(t, id, label)| {
                         let on = move || tab.get() == t;
                         view! {

@@ -6,6 +6,7 @@
 //! - [`filters`]: the filter bar.
 //! - [`findings`]: the Findings tab: what the protocol checks found, filtered, linked to frames.
 //! - [`timing`]: per-method table, histogram, slowest requests.
+//! - [`requests`]: the Requests tab: one row per JSON-RPC request, sorted and paged by the server.
 //! - [`session`]: the Session tab: open requests, sessions, turns as a conversation, tool calls, waterfall.
 //! - [`header`]: title, counts, live badge, tabs, axis, follow, export.
 //! - [`keys`]: the keyboard; [`highlight`]: search words marked in text.
@@ -19,6 +20,7 @@ pub mod header;
 pub mod highlight;
 pub mod json;
 pub mod keys;
+pub mod requests;
 pub mod session;
 pub mod summary;
 pub mod timing;

@@ -1,6 +1,6 @@
 //! `/traces/{id}`: the trace is fetched first; a trace the store does not hold is one not-found page, a
 //! server that cannot be reached one error with a retry. Then: header, filters, the diagram with the detail
-//! panel, the timing tab, or the session tab.
+//! panel, the timing tab, the session tab, the findings tab or the request table.
 
 use super::not_found::TraceNotFound;
 use crate::api::{self, ApiFailure};
@@ -10,6 +10,7 @@ use crate::components::filters::FilterBar;
 use crate::components::findings::FindingsTab;
 use crate::components::header::TraceHeader;
 use crate::components::keys::trace_keys;
+use crate::components::requests::RequestsTab;
 use crate::components::session::SessionTab;
 use crate::components::timing::Timing;
 use crate::components::title::set_title;
@@ -83,6 +84,9 @@ fn TraceScreen(trace: TraceSummary) -> impl IntoView {
             </Show>
             <Show when=move || tab.get() == Tab::Findings>
                 <div class="tab-findings"><FindingsTab /></div>
+            </Show>
+            <Show when=move || tab.get() == Tab::Requests>
+                <div class="tab-requests"><RequestsTab /></div>
             </Show>
         </div>
     }

@@ -2,6 +2,7 @@
 
 use super::layout::Layout;
 use super::window::FrameWindow;
+use acp_tee_shared::api::InFlight;
 use acp_tee_shared::{Direction, FrameKind};
 use std::collections::BTreeMap;
 use std::ops::Range;
@@ -29,6 +30,9 @@ pub struct BusySpan {
     pub y1: f64,
     /// The span continues below what is drawn.
     pub open_end: bool,
+    /// The span began above what is drawn, its request not among the rows fetched (a request in flight
+    /// over the whole window).
+    pub open_start: bool,
     /// The request is hidden by the filters: only the end of the span is drawn, above its response.
     pub hidden_start: bool,
     /// Duration text, or why there is none.
@@ -50,8 +54,17 @@ fn callee(dir: Direction) -> Option<Callee> {
 /// Height of the stub drawn above a response whose request the filters hide.
 pub const STUB_H: f64 = 14.0;
 
-/// The busy spans touching the rows `rows`; `live` words the label of unanswered requests.
-pub fn busy_spans(w: &FrameWindow, l: &Layout, rows: Range<usize>, live: bool) -> Vec<BusySpan> {
+/// The busy spans touching the rows `rows`; `live` words the label of unanswered requests. `in_flight`
+/// (the server's answer for a row at or above the first drawn) adds the requests sent above the rows and
+/// answered below them, or never: a bar across all rows drawn, open at both ends, labelled with the method
+/// and the duration.
+pub fn busy_spans(
+    w: &FrameWindow,
+    l: &Layout,
+    rows: Range<usize>,
+    live: bool,
+    in_flight: Option<&InFlight>,
+) -> Vec<BusySpan> {
     if rows.is_empty() {
         return Vec::new();
     }
@@ -77,7 +90,18 @@ pub fn busy_spans(w: &FrameWindow, l: &Layout, rows: Range<usize>, live: bool) -
                     None => (bottom, true, if live { "pending" } else { "no reply" }.to_owned(), false),
                 };
                 let y0 = l.y_of(idx);
-                BusySpan { req_seq: f.seq, callee: who, y0, y1, open_end, hidden_start: false, label, error, column: 0 }
+                BusySpan {
+                    req_seq: f.seq,
+                    callee: who,
+                    y0,
+                    y1,
+                    open_end,
+                    open_start: false,
+                    hidden_start: false,
+                    label,
+                    error,
+                    column: 0,
+                }
             }
             (FrameKind::Response | FrameKind::Error, Some(rq)) if !spans.contains_key(&rq) => {
                 let y1 = l.y_of(idx);
@@ -92,11 +116,49 @@ pub fn busy_spans(w: &FrameWindow, l: &Layout, rows: Range<usize>, live: bool) -
                 let error = f.kind == FrameKind::Error;
                 // The request is in the other direction, so the callee is the sender of the response.
                 let who = if who == Callee::Agent { Callee::Client } else { Callee::Agent };
-                BusySpan { req_seq: rq, callee: who, y0, y1, open_end: false, hidden_start, label, error, column: 0 }
+                BusySpan {
+                    req_seq: rq,
+                    callee: who,
+                    y0,
+                    y1,
+                    open_end: false,
+                    open_start: false,
+                    hidden_start,
+                    label,
+                    error,
+                    column: 0,
+                }
             }
             _ => continue,
         };
         spans.entry(span.req_seq).or_insert(span);
+    }
+    let first_seq = w.get(rows.start).map_or(i64::MIN, |f| f.seq);
+    for r in in_flight.map_or(&[][..], |f| &f.requests[..]) {
+        // Only those that neither begin nor end among the rows drawn: the others are drawn above.
+        let across = r.seq < first_seq && r.reply_seq.is_none_or(|rs| rs > last_seq);
+        let Some(who) = callee(r.dir).filter(|_| across && !spans.contains_key(&r.seq)) else { continue };
+        let duration = match r.latency_ns {
+            Some(ns) => crate::format::duration_ns(ns),
+            None if live => "pending".to_owned(),
+            None => "no reply".to_owned(),
+        };
+        let label = format!("{} · {duration}", r.method.as_deref().unwrap_or("request"));
+        spans.insert(
+            r.seq,
+            BusySpan {
+                req_seq: r.seq,
+                callee: who,
+                y0: top,
+                y1: bottom,
+                open_end: true,
+                open_start: true,
+                hidden_start: false,
+                label,
+                error: r.error,
+                column: 0,
+            },
+        );
     }
     let mut spans: Vec<BusySpan> = spans.into_values().collect();
     assign_columns(
@@ -136,5 +198,58 @@ pub fn assign_columns<T>(
             lane[col] = y1;
         }
         set(s, col.min(max - 1));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::state::testing::summary;
+    use crate::view_query::Axis;
+    use acp_tee_shared::api::{FramePage, InFlightRequest};
+
+    /// A window of notifications with seqs 100..=110 (all fetched), laid out one row each.
+    fn rows() -> (FrameWindow, Layout) {
+        let mut w = FrameWindow::default();
+        let frames = (100..=110).map(|s| summary(s, s * 1000, Direction::AgentToClient, FrameKind::Notification));
+        w.insert_page(0, FramePage { frames: frames.collect(), total: 11, has_more: false });
+        let l = Layout::build(&w, Axis::Rows, None, false);
+        (w, l)
+    }
+
+    fn request(seq: i64, dir: Direction, reply_seq: Option<i64>, latency_ns: Option<i64>) -> InFlightRequest {
+        InFlightRequest { seq, dir, method: Some("session/prompt".into()), reply_seq, latency_ns, error: false }
+    }
+
+    #[test]
+    fn requests_in_flight_over_the_rows_are_bars_across_them() {
+        let (w, l) = rows();
+        let in_flight = InFlight {
+            at: 100,
+            requests: vec![
+                // Sent above, answered below: across every row, on the Agent lane.
+                request(50, Direction::ClientToAgent, Some(200), Some(2_000_000_000)),
+                // Answered among the rows: not drawn across (its answer's row would draw it).
+                request(60, Direction::ClientToAgent, Some(105), Some(1_000)),
+                // Never answered, the agent asked: the Client lane.
+                request(70, Direction::AgentToClient, None, None),
+            ],
+            left_out: 0,
+        };
+        let spans = busy_spans(&w, &l, 0..11, false, Some(&in_flight));
+        let got: Vec<_> =
+            spans.iter().map(|s| (s.req_seq, s.callee, s.open_start, s.open_end, s.label.as_str())).collect();
+        assert_eq!(
+            got,
+            [
+                (50, Callee::Agent, true, true, "session/prompt · 2.00 s"),
+                (70, Callee::Client, true, true, "session/prompt · no reply")
+            ]
+        );
+        assert!(spans.iter().all(|s| (s.y0, s.y1) == (l.y_of(0), l.y_of(10))));
+        // Without the server's answer the rows alone tell of none.
+        assert_eq!(busy_spans(&w, &l, 0..11, true, None), Vec::new());
+        let live = busy_spans(&w, &l, 0..11, true, Some(&in_flight));
+        assert_eq!(live[1].label, "session/prompt · pending");
     }
 }

@@ -9,13 +9,17 @@
 //! - [`loader`]: the effects that fetch: the trace's stats, pages in view, the live stream, jumps.
 //! - [`sessions`]: the Session tab's sessions and page of turns, refreshed as a live trace grows.
 //! - [`findings`]: the protocol checks' findings, fetched once the Diagram or Findings tab is shown (and on demand).
+//! - [`requests`]: the Requests tab's page of the request table, refreshed as a live trace grows.
+//! - [`in_flight`]: the requests in flight over the rows drawn, for the busy bars of long turns.
 
 pub mod busy;
 pub mod family;
 pub mod findings;
+pub mod in_flight;
 pub mod layout;
 pub mod loader;
 pub mod mcp;
+pub mod requests;
 pub mod sessions;
 #[cfg(test)]
 pub mod testing;
@@ -23,7 +27,7 @@ pub mod window;
 
 use crate::api::ApiFailure;
 use crate::view_query::{ViewQuery, ViewUrl};
-use acp_tee_shared::api::{FrameDetail, TraceStats, TraceSummary};
+use acp_tee_shared::api::{FrameDetail, InFlight, TraceStats, TraceSummary};
 use layout::{Layout, Scroller};
 use leptos::prelude::*;
 use sessions::SessionData;
@@ -35,7 +39,7 @@ use window::FrameWindow;
 /// with 800 px (20 rows) a fling at 400 px per frame spent 7 ms p50 / 22 ms p95
 /// of script per scroll event and dropped frames, with 320 px 5 / 15 ms and
 /// it kept up (`scripts/bench --only viewer`).
-const OVERSCAN_PX: f64 = 320.0;
+pub const OVERSCAN_PX: f64 = 320.0;
 
 /// Where a selected frame that the filters hide would be.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -109,6 +113,10 @@ pub struct TraceState {
     /// ends or the view closes); for an ended one its last frame. Counted from the server's present, not
     /// from `started_at` and the browser's clock, which may be off by any amount on another machine.
     pub clock: Memo<i64>,
+    /// What the Requests tab shows.
+    pub requests: requests::RequestsData,
+    /// The requests in flight over the first row drawn, as last heard.
+    pub in_flight: RwSignal<Option<InFlight>>,
 }
 
 impl TraceState {
@@ -158,6 +166,8 @@ impl TraceState {
             family: family::FamilyData::new(),
             trace_at_ms,
             clock: clock(trace, trace_at_ms),
+            requests: requests::RequestsData::new(query),
+            in_flight: RwSignal::new(None),
         }
     }
 

@@ -145,7 +145,7 @@ pub fn Diagram() -> impl IntoView {
     let mcp_bar_list = move || mcp_bars.get().into_iter().map(|s| (s, geo.get())).collect::<Vec<_>>();
     let spans = Memo::new(move |_| {
         let (rows, live) = (st.rows_in_view.get(), st.is_live());
-        st.window.with(|w| st.layout.with(|l| busy_spans(w, l, rows, live)))
+        st.in_flight.with(|f| st.window.with(|w| st.layout.with(|l| busy_spans(w, l, rows, live, f.as_ref()))))
     });
     let hidden_mark = move || {
         let h = st.hidden.get()?;
@@ -221,10 +221,11 @@ pub fn Diagram() -> impl IntoView {
     }
 }
 
-type BarKey = (i64, u64, u64, usize, String, bool, u64);
+type BarKey = (i64, u64, u64, usize, String, (bool, bool), u64);
 
 fn bar_key((s, g): &(BusySpan, Geometry)) -> BarKey {
-    (s.req_seq, s.y0.to_bits(), s.y1.to_bits(), s.column, s.label.clone(), s.hidden_start, g.width.to_bits())
+    let flags = (s.hidden_start, s.open_start);
+    (s.req_seq, s.y0.to_bits(), s.y1.to_bits(), s.column, s.label.clone(), flags, g.width.to_bits())
 }
 
 type McpKey = (i64, i64, u64, bool, u64);

@@ -278,8 +278,22 @@ pub fn BusyBar(span: BusySpan, base: Memo<f64>, geo: Geometry) -> impl IntoView 
     let height = (span.y1 - span.y0).max(3.0);
     let colour =
         if span.error { format!("{ERROR_COLOUR}99") } else { pair_colour(span.req_seq).replace(')', " / 0.55)") };
+    // An open end fades out. A gradient, not a mask: a mask would also hide the label beside the bar.
+    let colour = match (span.open_start, span.open_end) {
+        (true, _) => {
+            format!("linear-gradient(to bottom, transparent, {colour} 40px, {colour} calc(100% - 80px), transparent)")
+        }
+        (false, true) => format!("linear-gradient(to bottom, {colour} 75%, transparent)"),
+        (false, false) => colour,
+    };
+    // A bar across every row drawn begins in the overscan above the viewport: its label goes just below
+    // the viewport's top edge, a line lower per column so that side-by-side bars' labels do not overlap.
+    let label_top =
+        span.open_start.then(|| px((crate::state::OVERSCAN_PX + 48.0 + 18.0 * shift / 8.0).min(height / 2.0)));
     let title = if span.hidden_start {
         format!("request #{} is hidden by the filters; {}", span.req_seq, span.label)
+    } else if span.open_start {
+        format!("request #{} ({}), sent above and answered below what is shown", span.req_seq, span.label)
     } else {
         format!("request #{}: {}", span.req_seq, span.label)
     };
@@ -287,6 +301,7 @@ pub fn BusyBar(span: BusySpan, base: Memo<f64>, geo: Geometry) -> impl IntoView 
         <div
             class="busy"
             class:open=span.open_end
+            class:open-start=span.open_start
             class:hidden-start=span.hidden_start
             data-seq=span.req_seq
             title=title
@@ -295,7 +310,7 @@ pub fn BusyBar(span: BusySpan, base: Memo<f64>, geo: Geometry) -> impl IntoView 
             style:height=px(height)
             style:background=colour
         >
-            <span class="busy-label" class:client=!on_agent class:at-end=!span.open_end>{span.label}</span>
+            <span class="busy-label" class:client=!on_agent class:at-end=!span.open_end style:top=label_top>{span.label}</span>
         </div>
     }
 }

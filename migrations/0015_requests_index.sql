@@ -1,0 +1,11 @@
+-- acp-tee store, migration 15: an index of the requests.
+--
+-- The viewer's request table pages a trace's JSON-RPC requests in any order,
+-- and its diagram asks which requests are in flight over a frame. Both read
+-- the requests alone: at a million frames, finding them by scanning the
+-- trace took 0.15-0.3 s a page; this index holds one entry per request
+-- (requests are a few percent of the frames), in seq order (its entries
+-- end with the rowid), so a page by seq reads a page of entries and a page
+-- by latency sorts the requests alone. Queries must spell the kind as the
+-- literal 'request' for SQLite to use it.
+CREATE INDEX frames_requests ON frames (trace_id) WHERE kind = 'request';
