@@ -33,22 +33,31 @@ pub(super) fn warm(st: &AppState, id: i64) {
     });
 }
 
+/// The trace id of an app page showing a trace: `/traces/{id}?...`.
+fn trace_page(uri: &axum::http::Uri) -> Option<i64> {
+    let id = uri.path().strip_prefix("/traces/")?.trim_end_matches('/');
+    id.parse::<i64>().ok().filter(|_| id.bytes().all(|b| b.is_ascii_digit()))
+}
+
 /// The trace id of an app page that opens a trace's Session tab:
 /// `/traces/{id}?...tab=session...`.
 fn session_tab_page(uri: &axum::http::Uri) -> Option<i64> {
-    let id = uri.path().strip_prefix("/traces/")?.trim_end_matches('/');
-    let id = id.parse::<i64>().ok().filter(|_| id.bytes().all(|b| b.is_ascii_digit()))?;
+    let id = trace_page(uri)?;
     uri.query()?.split('&').any(|kv| kv == "tab=session").then_some(id)
 }
 
-/// Middleware: a `GET` of an app page that opens a Session tab starts
-/// [`warm`] on that trace, then serves the page as usual.
+/// Middleware: a `GET` of an app page of a trace starts adding up its
+/// overview (`super::overview::warm`), and one that opens a Session tab
+/// starts [`warm`] on that trace, then serves the page as usual.
 pub async fn warm_on_page(
     State(st): State<AppState>,
     req: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> axum::response::Response {
     if req.method() == axum::http::Method::GET {
+        if let Some(id) = trace_page(req.uri()) {
+            super::overview::warm(&st, id);
+        }
         if let Some(id) = session_tab_page(req.uri()) {
             warm(&st, id);
         }
