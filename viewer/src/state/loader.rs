@@ -56,6 +56,7 @@ pub fn start(st: TraceState) {
     load_detail(st);
     super::sessions::start(st);
     super::family::start(st);
+    super::overview::start(st);
 }
 
 async fn load_stats(ld: Loader) {
@@ -195,6 +196,7 @@ fn on_live_frames(ld: Loader, frames: Vec<FrameSummary>) {
     }
     super::sessions::heard_frames(st);
     super::family::heard_frames(st);
+    super::overview::heard_frames(st);
     st.window.try_update(|w| w.link_replies(&frames));
     let filters: Filters = st.query.with_untracked(|q| q.filters.clone());
     let mut matching = Vec::new();
@@ -224,6 +226,7 @@ fn on_live_trace(ld: Loader, t: TraceSummary) {
         // Ages of open requests now run to the last frame, not to now.
         super::sessions::heard_frames(ld.st);
         super::family::heard_frames(ld.st);
+        super::overview::heard_frames(ld.st);
     }
 }
 

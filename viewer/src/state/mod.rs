@@ -9,6 +9,7 @@
 //! - [`loader`]: the effects that fetch: the trace's stats, pages in view, the live stream, jumps.
 //! - [`sessions`]: the Session tab's sessions and page of turns, refreshed as a live trace grows.
 //! - [`findings`]: the protocol checks' findings, fetched once the Diagram or Findings tab is shown (and on demand).
+//! - [`overview`]: the overview strip's counts per interval of the whole trace, refreshed as a live trace grows.
 
 pub mod busy;
 pub mod family;
@@ -16,6 +17,7 @@ pub mod findings;
 pub mod layout;
 pub mod loader;
 pub mod mcp;
+pub mod overview;
 pub mod sessions;
 #[cfg(test)]
 pub mod testing;
@@ -102,6 +104,8 @@ pub struct TraceState {
     pub findings: findings::FindingsData,
     /// The MCP children drawn as lanes, and the picked MCP frame's detail.
     pub family: family::FamilyData,
+    /// What the overview strip draws.
+    pub overview: overview::OverviewData,
 }
 
 impl TraceState {
@@ -147,6 +151,7 @@ impl TraceState {
             sessions: SessionData::new(query),
             findings: findings::FindingsData::new(),
             family: family::FamilyData::new(),
+            overview: overview::OverviewData::new(),
         }
     }
 
