@@ -43,9 +43,10 @@ impl Default for OverviewData {
 /// them.
 pub fn start(st: TraceState) {
     refresh(st);
+    // Either may come first: an overview made while the checks were still reading knows no findings.
     Effect::new(move |_| {
         let checked = st.findings.report.with(|r| matches!(r, Some(Ok(_))));
-        let unknown = st.overview.overview.with_untracked(|o| matches!(o, Some(Ok(o)) if !o.findings_checked));
+        let unknown = st.overview.overview.with(|o| matches!(o, Some(Ok(o)) if !o.findings_checked));
         if checked && unknown {
             refresh(st);
         }
