@@ -2,7 +2,7 @@
 //! error responses, open requests and sessions per interval of equal time.
 //!
 //! One pass over the trace's rows in rowid order, reading only the columns
-//! before `raw` (`t_ns, seq, kind, reply_to_seq, session_id`), a bounded step
+//! before `raw` (`t_ns, kind, reply_to_seq, session_id`; the seq is the rowid's low bits), a bounded step
 //! per read transaction; the buckets are added up here rather than by a
 //! `GROUP BY`, whose sort costs SQLite twice the scan at a million frames.
 
@@ -56,7 +56,7 @@ impl Store {
         let mut seen: HashMap<String, usize> = HashMap::new();
         let mut last_session: Option<(Vec<u8>, usize)> = None;
         let mut stmt = self.conn.prepare_cached(
-            "SELECT id, t_ns, seq, kind, reply_to_seq IS NOT NULL, session_id
+            "SELECT id, t_ns, kind = 'request', kind = 'error', reply_to_seq IS NOT NULL, session_id
              FROM frames WHERE id > ?1 AND id <= ?2 ORDER BY id LIMIT ?3",
         )?;
         let mut from = lo;
@@ -67,16 +67,18 @@ impl Store {
                 read += 1;
                 from = row.get(0)?;
                 let t: i64 = row.get(1)?;
-                let seq: i64 = row.get(2)?;
+                // The rowid is the trace's bits and the seq (`frame_id`).
+                let seq = from - lo;
                 let i = (t.saturating_sub(first_t).max(0) / width).min(count as i64 - 1) as usize;
                 let b = &mut out.buckets[i];
                 b.frames += 1;
                 b.first_seq = Some(b.first_seq.map_or(seq, |s| s.min(seq)));
                 b.last_seq = Some(b.last_seq.map_or(seq, |s| s.max(seq)));
-                match row.get_ref(3)?.as_bytes().unwrap_or_default() {
-                    b"request" => sent[i] += 1,
-                    b"error" => b.errors += 1,
-                    _ => {}
+                if row.get::<_, bool>(2)? {
+                    sent[i] += 1;
+                }
+                if row.get::<_, bool>(3)? {
+                    b.errors += 1;
                 }
                 if row.get::<_, bool>(4)? {
                     answered[i] += 1;
