@@ -5,7 +5,7 @@
 //! Adding up a million frames takes a few hundred milliseconds, so the
 //! answer is kept per trace ([`OVERVIEWS_KEPT`] traces, one bucket count
 //! each) until the trace's frame count changes, and the server starts it in
-//! the background when it serves a trace's page ([`warm`]), so it is ready
+//! the background when it serves a trace's diagram page ([`warm`]), so it is ready
 //! or under way when the app asks. Requests for a trace's overview while it
 //! is added up wait for that one pass rather than start their own.
 

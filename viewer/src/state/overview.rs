@@ -1,11 +1,12 @@
 //! The overview strip's data (`/api/traces/{id}/overview`): the whole trace's frames, errors, open requests,
-//! sessions and findings per interval of equal time, fetched once when the view opens, again when the
+//! sessions and findings per interval of equal time, fetched when the Diagram tab is first shown, again when the
 //! protocol checks' findings arrive (the first answer may not know them yet), and while the trace is live at
 //! most once per [`REFRESH_MS`]. Also the pure mapping between the strip and the diagram: which buckets the
 //! rows in view cover, which bucket a point of the strip is.
 
 use super::TraceState;
 use crate::api::{self, ApiFailure};
+use crate::view_query::Tab;
 use acp_tee_shared::api::TraceOverview;
 use gloo_timers::future::TimeoutFuture;
 use leptos::prelude::*;
@@ -39,10 +40,17 @@ impl Default for OverviewData {
     }
 }
 
-/// Starts the strip's fetching: now, and again once the findings are known when the overview did not know
-/// them.
+/// Starts the strip's fetching: when the Diagram tab is first shown (a Session tab opening first should not
+/// wait behind a read of the whole trace), and again once the findings are known when the overview did not
+/// know them.
 pub fn start(st: TraceState) {
-    refresh(st);
+    let asked = StoredValue::new(false);
+    Effect::new(move |_| {
+        if st.query.with(|q| q.tab == Tab::Diagram) && !asked.get_value() {
+            asked.set_value(true);
+            refresh(st);
+        }
+    });
     // Either may come first: an overview made while the checks were still reading knows no findings.
     Effect::new(move |_| {
         let checked = st.findings.report.with(|r| matches!(r, Some(Ok(_))));
@@ -53,9 +61,11 @@ pub fn start(st: TraceState) {
     });
 }
 
-/// New frames of a live trace (or its end): the overview is fetched again, coalesced.
+/// New frames of a live trace (or its end): the overview is fetched again, coalesced, once it was fetched.
 pub fn heard_frames(st: TraceState) {
-    refresh(st);
+    if st.overview.overview.with_untracked(Option::is_some) {
+        refresh(st);
+    }
 }
 
 /// Fetches the overview, not sooner than [`REFRESH_MS`] after the last fetch; calls while one waits are
