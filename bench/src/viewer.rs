@@ -19,7 +19,30 @@ const FIRST_ROW_OBSERVER: &str = r#"
     requestAnimationFrame(() => setTimeout(() => { window.__firstPaint = performance.now(); }, 0));
   });
   obs.observe(document, { childList: true, subtree: true });
+  const strip = new MutationObserver(() => {
+    if (window.__firstStrip || !document.querySelector('#overview .ov-hit')) return;
+    window.__firstStrip = performance.now();
+    strip.disconnect();
+    requestAnimationFrame(() => setTimeout(() => { window.__stripPaint = performance.now(); }, 0));
+  });
+  strip.observe(document, { childList: true, subtree: true });
 })();
+"#;
+
+/// Waits in the page (up to 60 s) for the overview strip's paint (`__stripPaint`), then reports it and when
+/// the app asked the server for the overview (the resource timing of `/overview`).
+const AWAIT_STRIP: &str = r#"
+const done = arguments[arguments.length - 1];
+const poll = () => {
+  if (window.__stripPaint) {
+    const r = performance.getEntriesByType('resource').find(e => e.name.includes('/overview'));
+    return done({ asked: r ? r.startTime : null, answered: r ? r.responseEnd : null,
+                  painted: window.__stripPaint, buckets: document.querySelectorAll('#overview .ov-hit').length });
+  }
+  if (performance.now() > 60000) return done({ error: document.body.innerText.slice(0, 500) });
+  setTimeout(poll, 5);
+};
+poll();
 "#;
 
 /// Waits in the page (up to 60 s) for `__firstPaint`, then reports it.
@@ -181,6 +204,48 @@ pub fn first_diagram(b: &Browser, url: &str, id: i64, loads: usize) -> Result<Fi
             out.rows = num(&r, "rows")? as u64;
             out.elements = num(&r, "elements")? as u64;
         }
+    }
+    Ok(out)
+}
+
+/// One load's overview strip: when the app asked for it, got it, and the browser painted it (ms since
+/// navigation).
+#[derive(Debug, Clone)]
+pub struct StripLoad {
+    /// The overview request's start.
+    pub asked: f64,
+    /// Its answer's end.
+    pub answered: f64,
+    /// The paint after the strip entered the DOM.
+    pub painted: f64,
+    /// Buckets drawn.
+    pub buckets: u64,
+}
+
+impl StripLoad {
+    /// From the app asking for the overview to the strip painted: what the strip costs.
+    pub fn first_draw(&self) -> f64 {
+        self.painted - self.asked
+    }
+}
+
+/// Loads `{url}/traces/{id}` `loads` times and reports each load's overview strip; the first asks a
+/// server that has not added the trace up yet when the caller started a fresh one.
+pub fn overview_strip(b: &Browser, url: &str, id: i64, loads: usize) -> Result<Vec<StripLoad>> {
+    let mut out = Vec::new();
+    for _ in 0..loads {
+        b.goto("about:blank")?;
+        b.goto(&format!("{url}/traces/{id}"))?;
+        let r = b.js_async(AWAIT_STRIP, json!([]))?;
+        if let Some(e) = r.get("error") {
+            bail!("the overview strip never showed; page: {e}");
+        }
+        out.push(StripLoad {
+            asked: num(&r, "asked")?,
+            answered: num(&r, "answered")?,
+            painted: num(&r, "painted")?,
+            buckets: num(&r, "buckets")? as u64,
+        });
     }
     Ok(out)
 }

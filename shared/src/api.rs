@@ -12,6 +12,9 @@
 //! - `/api/traces/{id}/frames/{seq}/raw` -> the frame's bytes
 //!   (`application/octet-stream`)
 //! - `/api/traces/{id}/stats` -> [`TraceStats`]
+//! - `/api/traces/{id}/overview?buckets=N` ([`OverviewQuery`]) ->
+//!   [`TraceOverview`]: the trace's frames, errors, open requests, sessions
+//!   and findings per interval of equal time
 //! - `/api/traces/{id}/sessions` -> [`crate::session::TraceSessions`]: its
 //!   ACP sessions, what each adds up to, and the requests still open
 //! - `/api/traces/{id}/sessions/{sid}?offset=N&limit=N` ->
@@ -549,4 +552,106 @@ pub struct InFlight {
     pub requests: Vec<InFlightRequest>,
     /// How many more there are (the oldest ones).
     pub left_out: i64,
+}
+/// Buckets `/api/traces/{id}/overview` makes when not told.
+pub const OVERVIEW_BUCKETS_DEFAULT: usize = 400;
+
+/// The most buckets `/api/traces/{id}/overview` makes (`buckets` is
+/// 1..=this).
+pub const OVERVIEW_BUCKETS_MAX: usize = 2000;
+
+/// Query of `/api/traces/{id}/overview`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct OverviewQuery {
+    /// Buckets wanted: 1..=[`OVERVIEW_BUCKETS_MAX`], default
+    /// [`OVERVIEW_BUCKETS_DEFAULT`] (fewer come when the trace spans fewer
+    /// nanoseconds).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub buckets: Option<usize>,
+}
+
+impl OverviewQuery {
+    /// The buckets asked for, or why that number cannot be served.
+    pub fn buckets(&self) -> Result<usize, String> {
+        match self.buckets {
+            None => Ok(OVERVIEW_BUCKETS_DEFAULT),
+            Some(n @ 1..=OVERVIEW_BUCKETS_MAX) => Ok(n),
+            Some(n) => Err(format!("buckets must be 1..={OVERVIEW_BUCKETS_MAX}, not {n}")),
+        }
+    }
+}
+
+/// `GET /api/traces/{id}/overview`: the whole trace's time, from its first
+/// frame's `t_ns` to its last, cut into buckets of `bucket_ns` each, and
+/// what happened in each.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct TraceOverview {
+    /// The trace.
+    pub trace_id: i64,
+    /// Frames counted (all of the trace's when it was read).
+    pub frames: i64,
+    /// The last seq counted (0 for an empty trace).
+    pub last_seq: i64,
+    /// `t_ns` where the first bucket starts: the first frame's.
+    pub start_t_ns: i64,
+    /// Every bucket's width, nanoseconds (at least 1; 0 when there are no
+    /// buckets).
+    pub bucket_ns: i64,
+    /// The buckets, in time order: bucket `i` holds the frames with
+    /// `start_t_ns + i * bucket_ns <= t_ns < start_t_ns + (i + 1) * bucket_ns`
+    /// (a frame whose time lies before the first frame's counts in the
+    /// first). None for an empty trace.
+    pub buckets: Vec<OverviewBucket>,
+    /// Whether `findings` of the buckets are known: false while the
+    /// protocol checks have not read the whole trace (then `findings_note`
+    /// says why, and every bucket's `findings` is absent, not 0).
+    pub findings_checked: bool,
+    /// What the findings leave out or why there are none yet.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub findings_note: Option<String>,
+    /// True while the trace is recorded: ask again for more.
+    pub live: bool,
+}
+
+/// One interval of a [`TraceOverview`].
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OverviewBucket {
+    /// Frames in it.
+    pub frames: u64,
+    /// Error responses in it (kind `error`).
+    pub errors: u64,
+    /// Requests sent but not yet answered at its end (a response pairs by
+    /// `reply_to_seq`; requests and answers inside batches are not counted).
+    pub open: u64,
+    /// ACP sessions with a frame in it.
+    pub sessions: u64,
+    /// Findings of the protocol checks at its frames (absent until the
+    /// checks have read the trace: see `findings_checked`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub findings: Option<u64>,
+    /// The first and last seq in it (absent when it holds no frame).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_seq: Option<i64>,
+    /// The last seq in it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_seq: Option<i64>,
+}
+
+impl TraceOverview {
+    /// The index of the bucket holding seq `seq` (by the buckets' seq
+    /// ranges), or of the first non-empty bucket after it when none does;
+    /// `None` past the last. One look at each bucket at most.
+    pub fn bucket_of_seq(&self, seq: i64) -> Option<usize> {
+        self.buckets.iter().position(|b| b.last_seq.is_some_and(|last| last >= seq))
+    }
+
+    /// The seq a click on bucket `i` goes to: its first frame's, or the
+    /// next frame's after it when it is empty (the end of an idle gap); the
+    /// last frame's past the end.
+    pub fn seq_at_bucket(&self, i: usize) -> Option<i64> {
+        self.buckets.iter().skip(i).find_map(|b| b.first_seq).or_else(|| {
+            let last = self.buckets.iter().rev().find_map(|b| b.last_seq);
+            last.filter(|_| !self.buckets.is_empty())
+        })
+    }
 }

@@ -4,7 +4,7 @@
 
 use acp_tee_shared::api::{
     ApiError, Capabilities, FrameDetail, FramePage, FrameQuery, FrameSummary, InFlight, RequestPage, RequestQuery,
-    TraceChange, TraceFamily, TraceStats, TraceSummary,
+    TraceChange, TraceFamily, TraceOverview, TraceStats, TraceSummary,
 };
 use acp_tee_shared::check::TraceFindings;
 use acp_tee_shared::session::{SessionDetail, TraceSessions, TurnQuery};
@@ -147,6 +147,12 @@ pub async fn diff(a: i64, b: i64) -> Result<acp_tee_shared::diff::TraceDiff, Api
 /// The ACP sessions of a trace and its open requests.
 pub async fn sessions(id: i64) -> Result<TraceSessions, ApiFailure> {
     get(&format!("/api/traces/{id}/sessions")).await
+}
+
+/// A trace's frames, errors, open requests, sessions and findings per interval of its time, in the
+/// server's default number of buckets (which it prepares while serving the trace's page).
+pub async fn overview(id: i64) -> Result<TraceOverview, ApiFailure> {
+    get(&format!("/api/traces/{id}/overview")).await
 }
 
 /// What the protocol checks found in a trace.

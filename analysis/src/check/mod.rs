@@ -263,6 +263,11 @@ impl Checker {
         })
     }
 
+    /// The last seq checked (0 before any frame).
+    pub fn last_seq(&self) -> i64 {
+        self.last_seq
+    }
+
     /// Checks one frame (frames come in seq order).
     pub fn feed(&mut self, f: &FrameRef<'_>) {
         self.frames += 1;

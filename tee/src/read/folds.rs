@@ -50,6 +50,13 @@ impl<F> Folds<F> {
         fold
     }
 
+    /// Trace `id`'s fold if one is kept, without making one or changing
+    /// which is the most recently used.
+    pub fn peek(&self, id: i64) -> Option<Arc<Mutex<F>>> {
+        let kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
+        kept.iter().find(|(t, _)| *t == id).map(|(_, f)| f.clone())
+    }
+
     /// Whether trace `id`'s fold is kept.
     #[cfg(test)]
     pub fn holds(&self, id: i64) -> bool {

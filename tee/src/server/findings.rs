@@ -70,6 +70,25 @@ impl Checks {
         Ok(report)
     }
 
+    /// The seq of each finding listed for trace `id` and how many were left
+    /// out, when the checker kept here has read the trace up to seq `upto`;
+    /// else why the findings are not known yet (never waits for a check).
+    pub(super) fn placed(&self, id: i64, upto: i64, live: bool) -> Result<(Vec<i64>, u64), String> {
+        let not_yet = "the protocol checks have not read this trace yet (the Findings tab or the diagram starts them)";
+        let Some(checker) = self.checkers.peek(id) else { return Err(not_yet.to_owned()) };
+        let Ok(checker) = checker.try_lock() else {
+            return Err("the protocol checks are reading this trace now".to_owned());
+        };
+        if checker.last_seq() < upto {
+            return Err(format!(
+                "the protocol checks have read this trace up to frame {} of {upto}",
+                checker.last_seq()
+            ));
+        }
+        let report = checker.report_of(id, live);
+        Ok((report.findings.iter().filter_map(|f| f.seq()).collect(), report.left_out))
+    }
+
     fn remember(&self, id: i64, frames: i64, counts: FindingCounts) {
         self.counts.lock().unwrap_or_else(|e| e.into_inner()).insert(id, (frames, counts));
     }

@@ -24,6 +24,7 @@ mod edits;
 mod error;
 mod findings;
 mod live;
+mod overview;
 mod requests;
 mod routes;
 pub(crate) mod sessions;
@@ -63,6 +64,8 @@ pub struct AppState {
     search_counts: crate::store::api::SearchCounts,
     /// Protocol checkers and finding counts kept between requests.
     checks: findings::Checks,
+    /// Overviews of traces kept between requests.
+    overviews: overview::Overviews,
     /// Whether traces may be renamed, pinned and deleted, and through what.
     edits: edits::Edits,
     /// Background threads of this state run while this lives.
@@ -90,6 +93,7 @@ impl AppState {
             sessions: crate::read::Models::default(),
             search_counts: Default::default(),
             checks,
+            overviews: overview::Overviews::default(),
             edits: edits::Edits::off("this server takes no changes: traces cannot be renamed, pinned or deleted here"),
             _alive: alive,
         }
@@ -158,6 +162,7 @@ pub fn app(state: AppState) -> Router {
         .route("/traces/{id}/findings", get(findings::findings))
         .route("/traces/{id}/requests", get(requests::requests))
         .route("/traces/{id}/in_flight", get(requests::in_flight))
+        .route("/traces/{id}/overview", get(overview::overview))
         .route("/traces/{id}/live", get(routes::live))
         .route("/traces/{id}/export", get(routes::export_trace))
         .route("/diff/{a}/{b}", get(routes::diff))

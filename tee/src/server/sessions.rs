@@ -33,22 +33,40 @@ pub(super) fn warm(st: &AppState, id: i64) {
     });
 }
 
+/// The trace id of an app page showing a trace: `/traces/{id}?...`.
+fn trace_page(uri: &axum::http::Uri) -> Option<i64> {
+    let id = uri.path().strip_prefix("/traces/")?.trim_end_matches('/');
+    id.parse::<i64>().ok().filter(|_| id.bytes().all(|b| b.is_ascii_digit()))
+}
+
 /// The trace id of an app page that opens a trace's Session tab:
 /// `/traces/{id}?...tab=session...`.
 fn session_tab_page(uri: &axum::http::Uri) -> Option<i64> {
-    let id = uri.path().strip_prefix("/traces/")?.trim_end_matches('/');
-    let id = id.parse::<i64>().ok().filter(|_| id.bytes().all(|b| b.is_ascii_digit()))?;
+    let id = trace_page(uri)?;
     uri.query()?.split('&').any(|kv| kv == "tab=session").then_some(id)
 }
 
-/// Middleware: a `GET` of an app page that opens a Session tab starts
-/// [`warm`] on that trace, then serves the page as usual.
+/// The trace id of an app page that opens a trace's diagram (no `tab`, or
+/// `tab=diagram`), where the overview strip shows.
+fn diagram_page(uri: &axum::http::Uri) -> Option<i64> {
+    let id = trace_page(uri)?;
+    let tab = uri.query().unwrap_or("").split('&').find_map(|kv| kv.strip_prefix("tab="));
+    matches!(tab, None | Some("" | "diagram")).then_some(id)
+}
+
+/// Middleware: a `GET` of an app page that opens a trace's diagram starts
+/// adding up its overview (`super::overview::warm`), and one that opens a
+/// Session tab starts [`warm`] on that trace (one whole-trace read per
+/// page, so neither waits behind the other), then serves the page as usual.
 pub async fn warm_on_page(
     State(st): State<AppState>,
     req: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> axum::response::Response {
     if req.method() == axum::http::Method::GET {
+        if let Some(id) = diagram_page(req.uri()) {
+            super::overview::warm(&st, id);
+        }
         if let Some(id) = session_tab_page(req.uri()) {
             warm(&st, id);
         }
@@ -134,6 +152,17 @@ mod tests {
     use axum::http::{Request, Uri};
     use std::time::{Duration, Instant};
     use tower::ServiceExt;
+
+    #[test]
+    fn only_a_diagram_page_names_a_trace_whose_overview_to_warm() {
+        let page = |s: &str| diagram_page(&s.parse::<Uri>().unwrap());
+        assert_eq!(page("/traces/7"), Some(7));
+        assert_eq!(page("/traces/7/?frame=3&tab=diagram"), Some(7));
+        assert_eq!(page("/traces/7?tab="), Some(7));
+        for other in ["/traces/7?tab=session", "/traces/7?q=x&tab=timing", "/api/traces/7", "/traces/x", "/"] {
+            assert_eq!(page(other), None, "{other}");
+        }
+    }
 
     #[test]
     fn only_a_session_tab_page_names_a_trace_to_warm() {

@@ -2,6 +2,7 @@
 //!
 //! # Layout
 //! - [`diagram`]: the sequence diagram (lanes, windowed rows, busy spans, follow).
+//! - [`overview`]: the strip above it: the whole trace's time, the rows in view marked; click or drag to go.
 //! - [`detail`] and [`json`]: the selected frame.
 //! - [`filters`]: the filter bar.
 //! - [`findings`]: the Findings tab: what the protocol checks found, filtered, linked to frames.
@@ -20,6 +21,7 @@ pub mod header;
 pub mod highlight;
 pub mod json;
 pub mod keys;
+pub mod overview;
 pub mod requests;
 pub mod session;
 pub mod summary;

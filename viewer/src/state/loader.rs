@@ -58,6 +58,7 @@ pub fn start(st: TraceState) {
     super::family::start(st);
     super::requests::start(st);
     super::in_flight::start(st);
+    super::overview::start(st);
 }
 
 async fn load_stats(ld: Loader) {
@@ -198,6 +199,7 @@ fn on_live_frames(ld: Loader, frames: Vec<FrameSummary>) {
     super::sessions::heard_frames(st);
     super::family::heard_frames(st);
     super::requests::heard_frames(st);
+    super::overview::heard_frames(st);
     st.window.try_update(|w| w.link_replies(&frames));
     let filters: Filters = st.query.with_untracked(|q| q.filters.clone());
     let mut matching = Vec::new();
@@ -228,6 +230,7 @@ fn on_live_trace(ld: Loader, t: TraceSummary) {
         super::sessions::heard_frames(ld.st);
         super::family::heard_frames(ld.st);
         super::requests::heard_frames(ld.st);
+        super::overview::heard_frames(ld.st);
     }
 }
 

@@ -11,6 +11,7 @@
 //! - [`findings`]: the protocol checks' findings, fetched once the Diagram or Findings tab is shown (and on demand).
 //! - [`requests`]: the Requests tab's page of the request table, refreshed as a live trace grows.
 //! - [`in_flight`]: the requests in flight over the rows drawn, for the busy bars of long turns.
+//! - [`overview`]: the overview strip's counts per interval of the whole trace, refreshed as a live trace grows.
 
 pub mod busy;
 pub mod family;
@@ -19,6 +20,7 @@ pub mod in_flight;
 pub mod layout;
 pub mod loader;
 pub mod mcp;
+pub mod overview;
 pub mod requests;
 pub mod sessions;
 #[cfg(test)]
@@ -117,6 +119,8 @@ pub struct TraceState {
     pub requests: requests::RequestsData,
     /// The requests in flight over the first row drawn, as last heard.
     pub in_flight: RwSignal<Option<InFlight>>,
+    /// What the overview strip draws.
+    pub overview: overview::OverviewData,
 }
 
 impl TraceState {
@@ -168,6 +172,7 @@ impl TraceState {
             clock: clock(trace, trace_at_ms),
             requests: requests::RequestsData::new(query),
             in_flight: RwSignal::new(None),
+            overview: overview::OverviewData::new(),
         }
     }
 

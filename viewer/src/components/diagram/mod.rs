@@ -182,6 +182,7 @@ pub fn Diagram() -> impl IntoView {
     view! {
         <div class="diagram">
             <McpNotes />
+            <crate::components::overview::OverviewStrip />
             <div id="diagram-scroll" node_ref=scroll_ref on:scroll=on_scroll>
                 <LaneHeads geo=geo mcp=heads />
                 <div class="spacer" style:height=move || px(st.scroller().scroll_h + tail.get()) style:width=move || px(geo.get().width)>

@@ -13,6 +13,7 @@ mod findings;
 mod fixtures;
 mod layout;
 mod manage;
+mod overview;
 mod requests;
 mod session;
 
