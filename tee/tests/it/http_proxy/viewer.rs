@@ -49,6 +49,11 @@ fn the_viewer_draws_an_open_http_connection_live_with_its_transport_facts() {
     writeln!(held.stdin.take().unwrap()).unwrap();
     assert!(wait_within(&mut held, Duration::from_secs(30)).unwrap().success());
     b.wait_for("the end of the connection, live", |b| {
+        // The last rows are below the fold of this window: scrolled to, as a reader would.
+        b.js(
+            "const s = document.getElementById('diagram-scroll'); s.scrollTop = s.scrollHeight;",
+            serde_json::json!([]),
+        );
         let page = b.texts("body").concat();
         page.contains("the client ended the connection (DELETE answered 202 Accepted)")
             && b.texts(".frame.stderr .preview").iter().any(|t| t.contains("the client went away during the SSE"))
