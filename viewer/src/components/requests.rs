@@ -126,17 +126,6 @@ pub fn status_text(status: &RequestStatus, live: bool) -> String {
     }
 }
 
-/// Shows request `seq` in the diagram, as a click on a frame would select it.
-fn show_in_diagram(st: TraceState, seq: i64) {
-    st.follow.set(false);
-    st.url.update(true, |q| {
-        q.tab = Tab::Diagram;
-        q.accept("frame");
-        q.frame = Some(seq);
-    });
-    st.jump.set(Some(seq));
-}
-
 fn row(st: TraceState, r: &RequestRow, live: bool) -> impl IntoView {
     let seq = r.seq;
     let method = r.method.clone().unwrap_or_default();
@@ -176,7 +165,7 @@ fn row(st: TraceState, r: &RequestRow, live: bool) -> impl IntoView {
     let size = format!("{} / {}", format::bytes(r.request_size), r.response_size.map_or("—".to_owned(), format::bytes));
     let size_title = "the request's bytes / the answer's bytes, as served";
     let session = r.session_id.clone().unwrap_or_default();
-    let go = move || show_in_diagram(st, seq);
+    let go = move || st.show_in_diagram(seq);
     view! {
         <tr data-seq=seq tabindex="0" title="show this request in the diagram"
             on:click=move |_| go() on:keydown=move |ev| if ev.key() == "Enter" { go() }>

@@ -234,15 +234,7 @@ fn slowest(st: TraceState, stats: &TraceStats) -> impl IntoView {
             let method = f.method.clone().unwrap_or_else(|| f.kind.as_str().to_owned());
             let method_title = method.clone();
             let latency = f.latency_ns.map_or(String::new(), format::duration_ns);
-            let go = move || {
-                st.follow.set(false);
-                st.url.update(true, |q| {
-                    q.tab = Tab::Diagram;
-                    q.accept("frame");
-                    q.frame = Some(seq);
-                });
-                st.jump.set(Some(seq));
-            };
+            let go = move || st.show_in_diagram(seq);
             view! {
                 <li data-seq=seq tabindex="0" on:click=move |_| go() on:keydown=move |ev| if ev.key() == "Enter" { go() }>
                     <span class="lat">{latency}</span>

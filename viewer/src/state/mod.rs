@@ -235,6 +235,12 @@ impl TraceState {
         self.jump.set(Some(seq));
     }
 
+    /// Opens the Diagram tab with frame `seq` selected and in view (from another tab: a history entry).
+    pub fn show_in_diagram(&self, seq: i64) {
+        self.url.update(true, |q| q.tab = crate::view_query::Tab::Diagram);
+        self.jump_to(seq, false);
+    }
+
     /// Clears the selection, or the picked frame of an MCP lane (in place).
     pub fn unselect(&self) {
         self.hidden.set(None);
