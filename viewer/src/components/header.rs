@@ -62,17 +62,21 @@ fn found(t: &TraceSummary) -> impl IntoView {
     let st = trace_state();
     let listed = t.findings;
     move || {
-        let counts = st.findings.report.with(|r| match r {
-            Some(Ok(r)) => Some(r.counts),
-            _ => listed,
+        // A live trace's report is of the frames read when it was asked for: it says so.
+        let (counts, so_far) = st.findings.report.with(|r| match r {
+            Some(Ok(r)) => Some((r.counts, r.live.then_some(r.frames))),
+            _ => listed.map(|c| (c, None)),
         })?;
         let total = counts.errors + counts.warnings + counts.infos;
-        let text = format!(
+        let mut text = format!(
             "{} ({}, {})",
             plural(total as i64, "finding"),
             plural(counts.errors as i64, "error"),
             plural(counts.warnings as i64, "warning")
         );
+        if let Some(frames) = so_far {
+            text.push_str(&format!(" in the first {} so far", plural(frames as i64, "frame")));
+        }
         let has_errors = counts.errors > 0;
         Some(view! {
             <button id="findings-count" class="link" class:err=has_errors

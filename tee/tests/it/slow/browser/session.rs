@@ -311,6 +311,12 @@ fn a_live_session_shows_its_waiting_permission_request_growing_and_then_answered
     let (running, idle) = (seconds_in(&text_of(&b, "#running")), seconds_in(&text_of(&b, "#idle")));
     assert!(text_of(&b, "#running").starts_with("running ") && running >= idle, "running {running} s, idle {idle} s");
     b.screenshot("session-live");
+    // The Diagram tab asks for the findings: on a live trace the header says they are of the frames read.
+    b.click("#tab-diagram");
+    b.wait_for("the findings count", |b| !b.find_all("#findings-count").is_empty());
+    let found = text_of(&b, "#findings-count");
+    assert!(found.ends_with(" in the first 2 frames so far"), "{found}");
+    b.click("#tab-session");
 
     // The client answers: the banner empties and the turn ends, without a reload.
     writeln!(
