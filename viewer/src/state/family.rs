@@ -9,6 +9,7 @@
 //! within [`POLLS_AFTER_END`] polls.
 
 use super::mcp::{timeline, McpEvent};
+use super::throttle::Throttle;
 use super::TraceState;
 use crate::api::{self, ApiFailure};
 use acp_tee_shared::api::{FamilyMember, FrameDetail, FrameQuery, FrameSummary};
@@ -74,10 +75,8 @@ pub struct FamilyData {
     pub error: RwSignal<Option<String>>,
     /// The picked MCP frame's detail, with the (trace, seq) it is for.
     pub detail: RwSignal<Option<PickedDetail>>,
-    /// A refresh is scheduled.
-    due: StoredValue<bool>,
-    /// When the last refresh began (`Date.now()`).
-    last_ms: StoredValue<f64>,
+    /// Refreshes at most once per [`MIN_GAP_MS`].
+    throttle: Throttle,
     /// Bumped when polling (re)starts, so an older poll loop ends.
     poll: StoredValue<u64>,
 }
@@ -91,8 +90,7 @@ impl FamilyData {
             events: Memo::new(move |_| lanes.with(|l| timeline(l))),
             error: RwSignal::new(None),
             detail: RwSignal::new(None),
-            due: StoredValue::new(false),
-            last_ms: StoredValue::new(0.0),
+            throttle: Throttle::new(MIN_GAP_MS),
             poll: StoredValue::new(0),
         }
     }
@@ -125,24 +123,7 @@ pub fn heard_frames(st: TraceState) {
 /// Fetches the family and the children's new frames; coalesced, and not sooner than [`MIN_GAP_MS`] after
 /// the last refresh.
 fn refresh(st: TraceState) {
-    let fd = st.family;
-    if fd.due.get_value() {
-        return;
-    }
-    fd.due.set_value(true);
-    spawn_local(async move {
-        let since = js_sys::Date::now() - fd.last_ms.get_value();
-        let wait = (MIN_GAP_MS - since).clamp(0.0, MIN_GAP_MS);
-        if wait > 0.0 {
-            TimeoutFuture::new(wait as u32).await;
-        }
-        // The view may have gone while waiting.
-        if fd.due.try_set_value(false).is_some() {
-            return;
-        }
-        fd.last_ms.set_value(js_sys::Date::now());
-        load(st).await;
-    });
+    st.family.throttle.run(move || load(st));
 }
 
 /// Polls every [`POLL_MS`] while the trace (or, a few polls longer, a child) is recorded.

@@ -25,6 +25,7 @@ pub mod requests;
 pub mod sessions;
 #[cfg(test)]
 pub mod testing;
+pub mod throttle;
 pub mod window;
 
 use crate::api::ApiFailure;

@@ -4,13 +4,12 @@
 //! most once per [`REFRESH_MS`]. Also the pure mapping between the strip and the diagram: which buckets the
 //! rows in view cover, which bucket a point of the strip is.
 
+use super::throttle::Throttle;
 use super::TraceState;
 use crate::api::{self, ApiFailure};
 use crate::view_query::Tab;
 use acp_tee_shared::api::TraceOverview;
-use gloo_timers::future::TimeoutFuture;
 use leptos::prelude::*;
-use leptos::task::spawn_local;
 
 /// The shortest time between two fetches of a live trace's overview, in milliseconds: the server adds the
 /// whole trace up again for each (a few hundred milliseconds at a million frames).
@@ -21,16 +20,14 @@ pub const REFRESH_MS: u32 = 2000;
 pub struct OverviewData {
     /// The last answer (`None` while the first is awaited).
     pub overview: RwSignal<Option<Result<TraceOverview, ApiFailure>>>,
-    /// A fetch is waiting for its turn.
-    due: StoredValue<bool>,
-    /// When the last fetch started (`Date.now()`).
-    last_ms: StoredValue<f64>,
+    /// Fetches at most once per [`REFRESH_MS`].
+    throttle: Throttle,
 }
 
 impl OverviewData {
     /// Nothing fetched yet.
     pub fn new() -> OverviewData {
-        OverviewData { overview: RwSignal::new(None), due: StoredValue::new(false), last_ms: StoredValue::new(0.0) }
+        OverviewData { overview: RwSignal::new(None), throttle: Throttle::new(f64::from(REFRESH_MS)) }
     }
 }
 
@@ -72,20 +69,7 @@ pub fn heard_frames(st: TraceState) {
 /// folded into it.
 fn refresh(st: TraceState) {
     let od = st.overview;
-    if od.due.get_value() {
-        return;
-    }
-    od.due.set_value(true);
-    spawn_local(async move {
-        let since = js_sys::Date::now() - od.last_ms.get_value();
-        let wait = (f64::from(REFRESH_MS) - since).clamp(0.0, f64::from(REFRESH_MS));
-        if wait > 0.0 {
-            TimeoutFuture::new(wait as u32).await;
-        }
-        if od.due.try_set_value(false).is_some() {
-            return; // the view is gone
-        }
-        od.last_ms.set_value(js_sys::Date::now());
+    od.throttle.run(move || async move {
         let result = api::overview(st.id).await;
         match result {
             Ok(o) => {

@@ -4,11 +4,11 @@
 //! is closed are caught up with when it opens.
 
 use super::sessions::REFRESH_MS;
+use super::throttle::Throttle;
 use super::TraceState;
 use crate::api::{self, ApiFailure};
 use crate::view_query::{Tab, ViewQuery};
 use acp_tee_shared::api::{RequestPage, RequestQuery, REQUESTS_DEFAULT_LIMIT};
-use gloo_timers::future::TimeoutFuture;
 use leptos::prelude::*;
 use leptos::task::spawn_local;
 
@@ -29,10 +29,8 @@ pub struct RequestsData {
     pub open: Memo<bool>,
     /// Frames arrived that the page shown does not know.
     stale: StoredValue<bool>,
-    /// A refresh is scheduled.
-    due: StoredValue<bool>,
-    /// When the last refresh began (`Date.now()`).
-    last_refresh_ms: StoredValue<f64>,
+    /// Refreshes at most once per [`REFRESH_MS`].
+    throttle: Throttle,
 }
 
 /// The API query of the page `q` asks for.
@@ -54,8 +52,7 @@ impl RequestsData {
             wanted: Memo::new(move |_| query.with(query_of)),
             open: Memo::new(move |_| query.with(|q| q.tab == Tab::Requests)),
             stale: StoredValue::new(false),
-            due: StoredValue::new(false),
-            last_refresh_ms: StoredValue::new(0.0),
+            throttle: Throttle::new(f64::from(REFRESH_MS)),
         }
     }
 
@@ -94,20 +91,10 @@ pub fn start(st: TraceState) {
 pub fn heard_frames(st: TraceState) {
     let rd = st.requests;
     rd.stale.set_value(true);
-    if !rd.open.get_untracked() || rd.due.get_value() {
+    if !rd.open.get_untracked() {
         return;
     }
-    rd.due.set_value(true);
-    spawn_local(async move {
-        let since = js_sys::Date::now() - rd.last_refresh_ms.get_value();
-        let wait = (f64::from(REFRESH_MS) - since).clamp(0.0, f64::from(REFRESH_MS));
-        if wait > 0.0 {
-            TimeoutFuture::new(wait as u32).await;
-        }
-        // The view may have gone while waiting.
-        if rd.due.try_set_value(false).is_some() {
-            return;
-        }
+    rd.throttle.run(move || async move {
         rd.stale.set_value(false);
         if let Some(wanted) = rd.wanted.try_get_untracked() {
             fetch(st, wanted).await;
@@ -117,7 +104,7 @@ pub fn heard_frames(st: TraceState) {
 
 async fn fetch(st: TraceState, q: RequestQuery) {
     let rd = st.requests;
-    rd.last_refresh_ms.set_value(js_sys::Date::now());
+    rd.throttle.ran();
     let result = api::requests(st.id, &q).await;
     if rd.wanted.try_get_untracked().as_ref() != Some(&q) {
         return;

@@ -4,11 +4,11 @@
 //! session's last turns, at most once per [`REFRESH_MS`]. Frames that arrive while the tab is closed are
 //! caught up with when it opens.
 
+use super::throttle::Throttle;
 use super::TraceState;
 use crate::api::{self, ApiFailure};
 use crate::view_query::Tab;
 use acp_tee_shared::session::{SessionDetail, TraceSessions, TURNS_DEFAULT_LIMIT};
-use gloo_timers::future::TimeoutFuture;
 use leptos::prelude::*;
 use leptos::task::spawn_local;
 
@@ -43,10 +43,8 @@ pub struct SessionData {
     pub open: Memo<bool>,
     /// Frames arrived that the overview does not know yet.
     stale: StoredValue<bool>,
-    /// A refresh is scheduled.
-    due: StoredValue<bool>,
-    /// When the last refresh began (`Date.now()`).
-    last_refresh_ms: StoredValue<f64>,
+    /// Refreshes at most once per [`REFRESH_MS`].
+    throttle: Throttle,
     /// Bumped per overview request, so an older answer never replaces a newer one.
     generation: StoredValue<u64>,
 }
@@ -69,8 +67,7 @@ impl SessionData {
             wanted,
             open: Memo::new(move |_| query.with(|q| q.tab == Tab::Session)),
             stale: StoredValue::new(false),
-            due: StoredValue::new(false),
-            last_refresh_ms: StoredValue::new(0.0),
+            throttle: Throttle::new(f64::from(REFRESH_MS)),
             generation: StoredValue::new(0),
         }
     }
@@ -118,22 +115,7 @@ pub fn heard_frames(st: TraceState) {
 /// than [`REFRESH_MS`] after the last refresh.
 fn refresh(st: TraceState) {
     let sd = st.sessions;
-    if sd.due.get_value() {
-        return;
-    }
-    sd.due.set_value(true);
-    spawn_local(async move {
-        let since = js_sys::Date::now() - sd.last_refresh_ms.get_value();
-        let wait = (f64::from(REFRESH_MS) - since).clamp(0.0, f64::from(REFRESH_MS));
-        if wait > 0.0 {
-            TimeoutFuture::new(wait as u32).await;
-        }
-        // The view may have gone while waiting.
-        let disposed = sd.due.try_set_value(false).is_some();
-        if disposed {
-            return;
-        }
-        sd.last_refresh_ms.set_value(js_sys::Date::now());
+    sd.throttle.run(move || async move {
         sd.stale.set_value(false);
         let generation = sd.generation.get_value() + 1;
         sd.generation.set_value(generation);
