@@ -388,6 +388,32 @@ impl Turn {
         char_slice(text, part.from, part.chars)
     }
 
+    /// What the turn tells in the order it happened, by first frame: its
+    /// parts, the echoed user text, its tool calls (each with the requests
+    /// made of the client for it, [`ClientCall::tool_call_id`]) and the
+    /// other requests made of the client.
+    pub fn in_order(&self) -> Vec<(i64, TurnItem<'_>)> {
+        let mut items: Vec<(i64, TurnItem)> = self.parts.iter().map(|p| (p.first_seq, TurnItem::Part(p))).collect();
+        items.extend(self.user.first_seq.map(|seq| (seq, TurnItem::User)));
+        let made_for = |c: &ToolCall| -> Vec<&ClientCall> {
+            self.client_calls.iter().filter(|cc| cc.tool_call_id.as_ref() == Some(&c.tool_call_id)).collect()
+        };
+        items.extend(self.tool_calls.iter().map(|c| (c.first_seq, TurnItem::Tool(c, made_for(c)))));
+        let of_a_tool = |c: &ClientCall| {
+            c.tool_call_id.as_ref().is_some_and(|id| self.tool_calls.iter().any(|tc| &tc.tool_call_id == id))
+        };
+        items.extend(self.client_calls.iter().filter(|c| !of_a_tool(c)).map(|c| (c.request_seq, TurnItem::Client(c))));
+        items.sort_by_key(|(seq, _)| *seq);
+        items
+    }
+
+    /// What came just before part `p`, when it is not itself one of
+    /// `items` (as [`Turn::in_order`] gives them): a plan, a permission
+    /// request.
+    pub fn unshown_after<'a>(p: &'a Part, items: &[(i64, TurnItem<'_>)]) -> Option<&'a (i64, String)> {
+        p.after.as_ref().filter(|(seq, _)| items.binary_search_by_key(seq, |(s, _)| *s).is_err())
+    }
+
     /// What is kept of `role`'s text (`agent` or `thought`) after its last
     /// listed part, which no part holds when parts were left out.
     pub fn text_after_parts(&self, role: &str) -> &str {
@@ -395,6 +421,19 @@ impl Turn {
         let from = self.parts.iter().filter(|p| p.role == role).map(|p| p.from + p.chars).max().unwrap_or(0);
         char_slice(text, from, u64::MAX)
     }
+}
+
+/// One thing a turn tells ([`Turn::in_order`]).
+#[derive(Debug)]
+pub enum TurnItem<'a> {
+    /// A part of the reply or thoughts.
+    Part(&'a Part),
+    /// The user text the agent echoed.
+    User,
+    /// A tool call, with the requests made of the client for it.
+    Tool(&'a ToolCall, Vec<&'a ClientCall>),
+    /// A request made of the client for no tool call listed.
+    Client(&'a ClientCall),
 }
 
 /// The characters `from..from + len` of `text`, as far as it has them.

@@ -19,7 +19,7 @@ use crate::text::printable;
 use acp_tee_shared::api::TraceSummary;
 use acp_tee_shared::session::{
     ClientCall, LinkedBy, McpCall, OpenRequest, Part, SessionSummary, ShowSession, Text, ToolCall, TraceSessions, Turn,
-    OPEN_REQUESTS_MAX, PENDING_MAX, PER_TOOL_MAX, PER_TURN_MAX, SESSIONS_LEFT_OUT_COUNTED, SESSIONS_MAX,
+    TurnItem, OPEN_REQUESTS_MAX, PENDING_MAX, PER_TOOL_MAX, PER_TURN_MAX, SESSIONS_LEFT_OUT_COUNTED, SESSIONS_MAX,
 };
 use anyhow::Context;
 use clap::{Args, ValueEnum};
@@ -444,34 +444,19 @@ fn turn_text(t: &Turn, out: &mut impl Write) -> anyhow::Result<()> {
     // What happened in the turn, in the order it happened: the agent's
     // message and thoughts cut where a tool call began, a permission was
     // asked, a plan was sent or the client was asked something.
-    enum Item<'a> {
-        Part(&'a Part),
-        Tool(&'a ToolCall),
-        Client(&'a ClientCall),
-        User,
-    }
-    let mut items: Vec<(i64, Item)> = Vec::new();
-    items.extend(t.parts.iter().map(|p| (p.first_seq, Item::Part(p))));
-    items.extend(t.user.first_seq.map(|seq| (seq, Item::User)));
-    items.extend(t.tool_calls.iter().map(|c| (c.first_seq, Item::Tool(c))));
     // A client call made for a listed tool call is told under it; the others in their place.
-    let listed_tool =
-        |c: &ClientCall| c.tool_call_id.as_ref().is_some_and(|id| t.tool_calls.iter().any(|tc| &tc.tool_call_id == id));
-    items.extend(t.client_calls.iter().filter(|c| !listed_tool(c)).map(|c| (c.request_seq, Item::Client(c))));
-    items.sort_by_key(|(seq, _)| *seq);
-    let listed: std::collections::HashSet<i64> = items.iter().map(|(seq, _)| *seq).collect();
-    for (_, item) in items {
+    let items = t.in_order();
+    for (_, item) in &items {
         match item {
-            Item::Part(p) => part_text(t, p, &listed, out)?,
-            Item::Tool(c) => {
+            TurnItem::Part(p) => part_text(t, p, Turn::unshown_after(p, &items), out)?,
+            TurnItem::Tool(c, made) => {
                 tool_call_text(c, out)?;
-                let made = t.client_calls.iter().filter(|cc| cc.tool_call_id.as_ref() == Some(&c.tool_call_id));
                 for cc in made {
                     client_call_text(cc, "      ", out)?;
                 }
             }
-            Item::Client(c) => client_call_text(c, "    ", out)?,
-            Item::User => line("user (echoed)", &t.user, out)?,
+            TurnItem::Client(c) => client_call_text(c, "    ", out)?,
+            TurnItem::User => line("user (echoed)", &t.user, out)?,
         }
     }
     if t.parts_left_out > 0 {
@@ -492,18 +477,15 @@ fn turn_text(t: &Turn, out: &mut impl Write) -> anyhow::Result<()> {
 }
 
 /// One part of the agent's message or thoughts: `agent #A–B (after WHAT #SEQ): TEXT`; what came before it
-/// is named when it is not itself a line (`listed` holds the seqs of the lines).
-fn part_text(t: &Turn, p: &Part, listed: &std::collections::HashSet<i64>, out: &mut impl Write) -> anyhow::Result<()> {
+/// is named when it is not itself a line (`after`, from `Turn::unshown_after`).
+fn part_text(t: &Turn, p: &Part, after: Option<&(i64, String)>, out: &mut impl Write) -> anyhow::Result<()> {
     let label = if p.role == "thought" { "thought" } else { "agent" };
     let frames = if p.first_seq == p.last_seq {
         format!("#{}", p.first_seq)
     } else {
         format!("#{}–{}", p.first_seq, p.last_seq)
     };
-    let after = match &p.after {
-        Some((seq, what)) if !listed.contains(seq) => format!(" (after {} #{seq})", printable(what)),
-        _ => String::new(),
-    };
+    let after = after.map(|(seq, what)| format!(" (after {} #{seq})", printable(what))).unwrap_or_default();
     let kept = t.part_text(p);
     let mut shown: String = kept.chars().take(TEXT_LINE_CHARS).collect();
     if p.chars as usize > shown.chars().count() {

@@ -9,7 +9,7 @@ use super::{frame_link, seq_link};
 use crate::components::summary::plural;
 use crate::format;
 use crate::state::TraceState;
-use acp_tee_shared::session::{ClientCall, Part, Permission, Text, ToolCall, Turn, PER_TURN_MAX};
+use acp_tee_shared::session::{ClientCall, Part, Permission, Text, ToolCall, Turn, TurnItem, PER_TURN_MAX};
 use leptos::prelude::*;
 
 /// One turn (`article#turn-N`); its open ages count on with `now`, the present on the trace's clock.
@@ -17,36 +17,19 @@ pub fn turn_card(st: TraceState, t: Turn, now: Memo<i64>) -> impl IntoView {
     let index = t.index;
     // What happened in the order it happened: parts of the reply and thoughts (cut where something else
     // happened), tool cards, requests made of the client.
-    enum Item<'a> {
-        Part(&'a Part),
-        User,
-        Tool(&'a ToolCall),
-        Client(&'a ClientCall),
-    }
-    let mut items: Vec<(i64, Item)> = t.parts.iter().map(|p| (p.first_seq, Item::Part(p))).collect();
-    items.extend(t.user.first_seq.map(|seq| (seq, Item::User)));
-    items.extend(t.tool_calls.iter().map(|c| (c.first_seq, Item::Tool(c))));
     // A client call made for a listed tool call goes in its card; the others in their place.
-    let in_card =
-        |c: &ClientCall| c.tool_call_id.as_ref().is_some_and(|id| t.tool_calls.iter().any(|tc| &tc.tool_call_id == id));
-    items.extend(t.client_calls.iter().filter(|c| !in_card(c)).map(|c| (c.request_seq, Item::Client(c))));
-    items.sort_by_key(|(seq, _)| *seq);
-    let listed: std::collections::HashSet<i64> = items.iter().map(|(seq, _)| *seq).collect();
+    let items = t.in_order();
     let mut blocks: Vec<AnyView> = Vec::new();
     let mut asked: Vec<AnyView> = Vec::new();
-    for (_, item) in items {
-        if !matches!(item, Item::Client(_)) && !asked.is_empty() {
+    for (_, item) in &items {
+        if !matches!(item, TurnItem::Client(_)) && !asked.is_empty() {
             blocks.push(client_calls(std::mem::take(&mut asked)));
         }
         match item {
-            Item::Part(p) => blocks.push(part_block(st, &t, p, &listed).into_any()),
-            Item::User => blocks.push(text_block(st, "user", "User (echoed)", &t.user).into_any()),
-            Item::Tool(c) => {
-                let made: Vec<&ClientCall> =
-                    t.client_calls.iter().filter(|cc| cc.tool_call_id.as_ref() == Some(&c.tool_call_id)).collect();
-                blocks.push(tool_card(st, c, &made, t.start_t_ns, now).into_any())
-            }
-            Item::Client(c) => asked.push(client_call(st, c).into_any()),
+            TurnItem::Part(p) => blocks.push(part_block(st, &t, p, Turn::unshown_after(p, &items)).into_any()),
+            TurnItem::User => blocks.push(text_block(st, "user", "User (echoed)", &t.user).into_any()),
+            TurnItem::Tool(c, made) => blocks.push(tool_card(st, c, made, t.start_t_ns, now).into_any()),
+            TurnItem::Client(c) => asked.push(client_call(st, c).into_any()),
         }
     }
     if !asked.is_empty() {
@@ -105,7 +88,7 @@ fn client_calls(items: Vec<AnyView>) -> AnyView {
 
 /// One part of the agent's reply or thoughts, with its frames and what happened just before it when that is
 /// not shown above it.
-fn part_block(st: TraceState, t: &Turn, p: &Part, listed: &std::collections::HashSet<i64>) -> impl IntoView {
+fn part_block(st: TraceState, t: &Turn, p: &Part, after: Option<&(i64, String)>) -> impl IntoView {
     let (role, label) = if p.role == "thought" { ("thought", "Thought") } else { ("agent", "Agent") };
     let kept = t.part_text(p).to_owned();
     let kept_chars = kept.chars().count() as u64;
@@ -118,7 +101,7 @@ fn part_block(st: TraceState, t: &Turn, p: &Part, listed: &std::collections::Has
     } else {
         view! { {seq_link(st, p.first_seq)} "–" {seq_link(st, p.last_seq)} }.into_any()
     };
-    let after = p.after.clone().filter(|(seq, _)| !listed.contains(seq)).map(|(seq, what)| {
+    let after = after.cloned().map(|(seq, what)| {
         view! { <span class="after">{format!(" · after {what} ")} {seq_link(st, seq)}</span> }
     });
     let others = (p.other_blocks > 0).then(
