@@ -108,6 +108,15 @@ pub struct FrameQuery {
     /// not exposed. See docs/search.md.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub q: Option<String>,
+    /// Only frames with `seq` at least this: the first of a range of the
+    /// trace (a range tool's selection, a replay's start). Offsets, totals
+    /// and the other filters count within the range.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<i64>,
+    /// Only frames with `seq` at most this: the last of a range of the
+    /// trace (a range tool's selection, how far a replay has come).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to: Option<i64>,
 }
 
 /// A frame without its bytes: enough to draw it.

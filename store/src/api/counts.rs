@@ -62,7 +62,25 @@ impl CountKey {
         batches: bool,
         seen: bool,
     ) -> Option<CountKey> {
-        let FrameQuery { after: _, offset: _, limit: _, dir, kind, method, session, errors, min_latency_ms, q: _ } = q;
+        let FrameQuery {
+            after: _,
+            offset: _,
+            limit: _,
+            dir,
+            kind,
+            method,
+            session,
+            errors,
+            min_latency_ms,
+            q: _,
+            from,
+            to,
+        } = q;
+        // A count kept runs from the trace's first frame: one of a range
+        // is made afresh.
+        if from.is_some() || to.is_some() {
+            return None;
+        }
         let texts = [Some(started_at), Some(fts), method.as_deref(), session.as_deref()];
         if texts.iter().flatten().map(|t| t.len()).sum::<usize>() > MAX_KEY_BYTES {
             return None;

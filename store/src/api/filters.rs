@@ -18,7 +18,12 @@ pub(super) struct Filters {
 /// The SQL for the frames of trace `trace_id` after seq `after` (0: from the
 /// first) that match `q`'s filters (not its limit or offset).
 pub(super) fn filters(trace_id: i64, q: &FrameQuery, after: i64, extra: &Extra) -> Filters {
-    let (lo, hi) = (frame_id(trace_id, after.max(0)), frame_id_bounds(trace_id).1);
+    let after = after.max(range_after(q));
+    let hi = match q.to {
+        Some(to) => frame_id(trace_id, to.clamp(0, crate::MAX_SEQ) + 1),
+        None => frame_id_bounds(trace_id).1,
+    };
+    let lo = frame_id(trace_id, after.max(0));
     let mut args = Vec::new();
     let (from, mut sql, order) = match &q.method {
         // The method's spans in seq order, each read as a rowid range: rows
@@ -127,10 +132,11 @@ pub(super) fn indexed_matches(
     fts: String,
     extra: &Extra,
 ) -> Filters {
+    let (after, upto) = (after.max(range_after(q)), upto.min(q.to.unwrap_or(upto)));
     let mut args = vec![
         Value::Text(fts),
         Value::Integer(frame_id(trace_id, after.max(0))),
-        Value::Integer(frame_id(trace_id, upto.max(0))),
+        Value::Integer(frame_id(trace_id, upto.max(after).max(0))),
     ];
     // The index leads (CROSS JOIN keeps it outside): its rowid order is
     // the page's order.
@@ -154,6 +160,17 @@ pub(super) fn indexed_matches(
         args,
         order: "frames_fts.rowid",
     }
+}
+
+/// The seq after which `q`'s range begins (0: at the first frame).
+pub(super) fn range_after(q: &FrameQuery) -> i64 {
+    q.from.map_or(0, |from| (from - 1).clamp(0, crate::MAX_SEQ))
+}
+
+/// How many seqs `q`'s range holds of a gap-free trace of `count` frames.
+pub(super) fn range_len(q: &FrameQuery, count: i64) -> i64 {
+    let last = q.to.map_or(count, |to| to.min(count));
+    (last - range_after(q)).max(0)
 }
 
 /// True when `q` asks for error responses (by `errors` or by `kind`).
@@ -192,8 +209,22 @@ pub(super) fn count_by_method(conn: &Connection, trace_id: i64, method: &str) ->
 
 /// The method `q` filters on, when it filters on nothing else.
 pub(super) fn method_alone(q: &FrameQuery) -> Option<&str> {
-    let FrameQuery { after: _, offset: _, limit: _, dir, kind, method, session, errors, min_latency_ms, q: _ } = q;
-    let others = dir.is_some() || kind.is_some() || session.is_some() || *errors == Some(true);
+    let FrameQuery {
+        after: _,
+        offset: _,
+        limit: _,
+        dir,
+        kind,
+        method,
+        session,
+        errors,
+        min_latency_ms,
+        q: _,
+        from,
+        to,
+    } = q;
+    let others =
+        dir.is_some() || kind.is_some() || session.is_some() || *errors == Some(true) || from.is_some() || to.is_some();
     let (Some(method), false, None, false) = (method, others, min_latency_ms, searching(q)) else { return None };
     Some(method)
 }
@@ -230,8 +261,27 @@ pub(super) fn last_seq(conn: &Connection, trace_id: i64) -> Result<i64, StoreErr
     Ok(last.map_or(0, |id| id - frame_id_bounds(trace_id).0))
 }
 
+/// True when `q` filters the frames, by a range of seqs or otherwise.
 pub(super) fn has_filters(q: &FrameQuery) -> bool {
-    let FrameQuery { after: _, offset: _, limit: _, dir, kind, method, session, errors, min_latency_ms, q: _ } = q;
+    has_row_filters(q) || q.from.is_some() || q.to.is_some()
+}
+
+/// True when `q` filters the frames by more than a range of seqs.
+pub(super) fn has_row_filters(q: &FrameQuery) -> bool {
+    let FrameQuery {
+        after: _,
+        offset: _,
+        limit: _,
+        dir,
+        kind,
+        method,
+        session,
+        errors,
+        min_latency_ms,
+        q: _,
+        from: _,
+        to: _,
+    } = q;
     dir.is_some()
         || kind.is_some()
         || method.is_some()

@@ -171,12 +171,13 @@ impl Store {
         };
         // Whether the trace is gap-free changes unfiltered pages without a
         // cursor only: one seek, asked for those alone.
-        let gap_free = !has_filters(q) && q.after.is_none() && last_seq(&self.conn, trace_id)? == meta.frame_count;
+        let gap_free = !has_row_filters(q) && q.after.is_none() && last_seq(&self.conn, trace_id)? == meta.frame_count;
         let (page_plan, total_plan) = plan::plan(q, Facts { gap_free, batches: extra.batches });
         // Totals the store keeps are read before the page, as the page may
         // be of a live trace.
         let known_total = match total_plan {
             TotalPlan::Stored => Some(meta.frame_count),
+            TotalPlan::Range => Some(range_len(q, meta.frame_count)),
             TotalPlan::KindCounts => Some(count_by_kind(&self.conn, trace_id, q)?),
             TotalPlan::MethodSpans => Some(count_by_method(&self.conn, trace_id, q.method.as_deref().unwrap_or(""))?),
             TotalPlan::CountedInPage | TotalPlan::Count => None,
@@ -189,7 +190,7 @@ impl Store {
             }
             PagePlan::Search { after, offset } => match extra.search.as_ref().and_then(Search::fts_query) {
                 Some(fts) => {
-                    let page = SearchPage { after: after.unwrap_or(0).max(0), offset, limit };
+                    let page = SearchPage { after: after.unwrap_or(0).max(range_after(q)), offset, limit };
                     let key = CountKey::new(trace_id, &meta.started_at, &fts, q, extra.batches, extra.seen);
                     let words = Words { fts, key, counts };
                     return self.search_page(trace_id, q, &extra, &words, page, total_plan);

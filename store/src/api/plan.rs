@@ -2,7 +2,7 @@
 //! which way its total is known, chosen in one place ([`plan`]) from the
 //! query and two facts of the trace.
 
-use super::{has_filters, method_alone, searching};
+use super::{has_filters, has_row_filters, method_alone, range_after, searching};
 use acp_tee_shared::api::FrameQuery;
 
 /// What [`plan`] needs to know of the trace besides the query.
@@ -44,6 +44,9 @@ pub(super) enum PagePlan {
 pub(super) enum TotalPlan {
     /// No filter: the trace's count of frames stored.
     Stored,
+    /// A range of seqs alone, of a gap-free trace: the seqs of the range
+    /// that the trace has.
+    Range,
     /// Direction and kind alone (errors too, in a trace without batches):
     /// the per-kind counts.
     KindCounts,
@@ -63,8 +66,8 @@ pub(super) enum TotalPlan {
 /// The plans for the page `q` asks for of a trace with `facts`.
 pub(super) fn plan(q: &FrameQuery, facts: Facts) -> (PagePlan, TotalPlan) {
     let offset = q.offset.unwrap_or(0);
-    let page = if !has_filters(q) && q.after.is_none() && facts.gap_free {
-        PagePlan::SeekBySeq { after: offset }
+    let page = if !has_row_filters(q) && q.after.is_none() && facts.gap_free {
+        PagePlan::SeekBySeq { after: range_after(q).saturating_add(offset) }
     } else if method_alone(q).is_some() && q.after.is_none() && offset > 0 {
         PagePlan::MethodSpans { offset }
     } else if searching(q) {
@@ -74,6 +77,8 @@ pub(super) fn plan(q: &FrameQuery, facts: Facts) -> (PagePlan, TotalPlan) {
     };
     let total = if !has_filters(q) {
         TotalPlan::Stored
+    } else if !has_row_filters(q) && facts.gap_free {
+        TotalPlan::Range
     } else if by_kind_alone(q, facts) {
         TotalPlan::KindCounts
     } else if method_alone(q).is_some() {
@@ -89,9 +94,26 @@ pub(super) fn plan(q: &FrameQuery, facts: Facts) -> (PagePlan, TotalPlan) {
 /// True when `q` filters on direction, kind and errors alone, which the
 /// per-kind counts answer (but errors in a trace with batches).
 fn by_kind_alone(q: &FrameQuery, facts: Facts) -> bool {
-    let FrameQuery { after: _, offset: _, limit: _, dir: _, kind: _, method, session, errors, min_latency_ms, q: _ } =
-        q;
-    let others = method.is_some() || session.is_some() || min_latency_ms.is_some() || searching(q);
+    let FrameQuery {
+        after: _,
+        offset: _,
+        limit: _,
+        dir: _,
+        kind: _,
+        method,
+        session,
+        errors,
+        min_latency_ms,
+        q: _,
+        from,
+        to,
+    } = q;
+    let others = method.is_some()
+        || session.is_some()
+        || min_latency_ms.is_some()
+        || searching(q)
+        || from.is_some()
+        || to.is_some();
     // Which batches hold an error response is counted nowhere.
     let batch_errors = *errors == Some(true) && facts.batches;
     !(others || batch_errors)
@@ -130,6 +152,11 @@ mod tests {
             ("q=word&after=9", gap_free, Search { after: Some(9), offset: 0 }, Count),
             ("session=s&offset=2", plain, Scan { after: None, offset: 2 }, CountedInPage),
             ("min_latency_ms=1.5&after=1", plain, Scan { after: Some(1), offset: 0 }, Count),
+            ("from=10&to=20&offset=3", gap_free, SeekBySeq { after: 12 }, Range),
+            ("from=10&offset=3", plain, Scan { after: None, offset: 3 }, CountedInPage),
+            ("to=20&method=m&offset=3", gap_free, Scan { after: None, offset: 3 }, CountedInPage),
+            ("from=10&q=word", gap_free, Search { after: None, offset: 0 }, CountedInPage),
+            ("from=10&dir=agent_to_client&after=12", gap_free, Scan { after: Some(12), offset: 0 }, Count),
         ];
         for (text, facts, page, total) in table {
             assert_eq!(plan(&query(text), *facts), (page.clone(), *total), "{text} with {facts:?}");

@@ -342,6 +342,12 @@ fn offsets_count_frames_even_across_missing_ones() {
         (gappy, "after=2&limit=2", &[5, 6], 4),
         (gappy, "after=2&offset=1&limit=2", &[6], 4),
         (gappy, "dir=agent_stderr&offset=2&limit=2", &[5, 6], 4),
+        (whole, "from=2&to=5&offset=1&limit=2", &[3, 4], 4),
+        (whole, "from=5&limit=9", &[5, 6], 2),
+        (whole, "from=7", &[], 0),
+        (gappy, "from=2&to=5&limit=9", &[2, 5], 2),
+        (gappy, "from=3&to=4", &[], 0),
+        (gappy, "to=5&offset=1&limit=9", &[2, 5], 3),
     ];
     for (id, text, seqs, total) in table {
         assert_eq!(page_of(&store, *id, text), (seqs.to_vec(), *total), "trace {id}: {text}");

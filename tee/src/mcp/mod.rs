@@ -467,6 +467,8 @@ fn search(cx: &Cx<'_>, a: SearchFrames) -> Result<Value, ToolError> {
         errors: a.errors,
         min_latency_ms: a.min_latency_ms,
         q: a.q,
+        from: None,
+        to: None,
     };
     crate::read::query::validate(&q).map_err(ToolError::Bad)?;
     // Searched and sized as the page shows the frames: masked.

@@ -17,6 +17,14 @@ pub fn validate(q: &FrameQuery) -> Result<(), String> {
     if q.min_latency_ms.is_some_and(|ms| !(0.0..=MAX_LATENCY_MS).contains(&ms)) {
         return bad("min_latency_ms must be a number of milliseconds from 0 to 9223372036854 (the largest latency a frame can have)");
     }
+    if q.from.is_some_and(|s| s < 1) || q.to.is_some_and(|s| s < 1) {
+        return bad("from and to must be seqs of the trace, 1 or more");
+    }
+    if let (Some(from), Some(to)) = (q.from, q.to) {
+        if from > to {
+            return bad("from must not be greater than to");
+        }
+    }
     if q.q.as_ref().is_some_and(|t| t.len() > 1000) {
         return bad("the search text must be at most 1000 bytes");
     }

@@ -72,7 +72,8 @@ pub async fn frames(
 /// True when a page of `q` may have to scan the trace (any filter), so it
 /// waits for a scan slot.
 fn filtered(q: &FrameQuery) -> bool {
-    let FrameQuery { after: _, offset: _, limit: _, dir, kind, method, session, errors, min_latency_ms, q } = q;
+    let FrameQuery { after: _, offset: _, limit: _, dir, kind, method, session, errors, min_latency_ms, q, from, to } =
+        q;
     dir.is_some()
         || kind.is_some()
         || method.is_some()
@@ -80,6 +81,8 @@ fn filtered(q: &FrameQuery) -> bool {
         || errors.is_some()
         || min_latency_ms.is_some()
         || q.is_some()
+        || from.is_some()
+        || to.is_some()
 }
 
 /// `GET /api/traces/{id}/frames/{seq}?max_bytes=N`: masked (unless

@@ -167,6 +167,51 @@ fn a_kept_search_count_stays_exact_as_the_index_grows_or_is_rebuilt() {
 }
 
 #[test]
+fn a_range_pages_and_counts_only_its_frames_however_they_are_found() {
+    const FRAMES: i64 = 3000;
+    let (mut store, id) = store_of_animals(FRAMES as usize, "2026-01-01T00:00:00Z");
+    let counts = SearchCounts::default();
+    /// A filter, and which seqs it keeps (frame `seq - 1` of [`store_of_animals`]).
+    type Keeps = (&'static str, fn(i64) -> bool);
+    let filters: [Keeps; 6] = [
+        ("", |_| true),
+        ("dir=client_to_agent", |s| (s - 1) % 2 == 1),
+        ("method=m", |_| true),
+        ("q=hen", |s| (s - 1) % 3 == 0),
+        ("q=hen&dir=client_to_agent&method=m", |s| (s - 1) % 6 == 3),
+        ("q=fox", |_| true),
+    ];
+    let ranges = ["from=500&to=1500", "from=2900", "to=10", "from=1501", "from=2999&to=5000", "from=1&to=1"];
+    let check = |store: &Store, state: &str| {
+        for (filter, keeps) in &filters {
+            for range in ranges {
+                let q = query(range);
+                let (from, to) = (q.from.unwrap_or(1), q.to.unwrap_or(i64::MAX).min(FRAMES));
+                let want: Vec<i64> = (from..=to).filter(|s| keeps(*s)).collect();
+                for (paging, after, offset) in
+                    [("limit=10", 0, 0), ("limit=10&offset=25", 0, 25), ("limit=10&after=600", 600, 0)]
+                {
+                    let text = format!("{filter}&{range}&{paging}");
+                    let page = counted_page(store, id, &text, &counts);
+                    let seqs: Vec<i64> = page.frames.iter().map(|f| f.seq).collect();
+                    let expected: Vec<i64> =
+                        want.iter().copied().filter(|s| *s > after).skip(offset).take(10).collect();
+                    assert_eq!(seqs, expected, "{text} {state}");
+                    assert_eq!(page.total, want.len() as i64, "{text} {state}");
+                    let rest = want.iter().filter(|s| **s > after).count();
+                    assert_eq!(page.has_more, rest > offset + 10, "{text} {state}");
+                }
+            }
+        }
+    };
+    check(&store, "unindexed");
+    for step in [1000, 2000] {
+        store.index_for_search(step).unwrap();
+        check(&store, &format!("indexed up to {}", store.indexed_seq(id).unwrap()));
+    }
+}
+
+#[test]
 fn a_kept_search_count_costs_only_the_frames_indexed_since() {
     const FRAMES: usize = 20_000;
     let (mut store, id) = store_of_animals(FRAMES, "2026-01-01T00:00:00Z");
