@@ -13,6 +13,7 @@
 //! applied in order by [`migrations::apply`] during maintenance.
 
 pub mod api;
+mod blocks;
 pub mod clock;
 mod editor;
 pub mod end_note;
@@ -432,6 +433,7 @@ fn insert_rows(conn: &Connection, inserts: &mut Inserts, trace_id: i64, frames: 
     inserts.run(conn, trace_id, frames)?;
     stats::BatchStats::of(frames).add_to(conn, trace_id)?;
     spans::add(conn, trace_id, frames)?;
+    blocks::add(conn, trace_id, frames)?;
     add_batch_replies(conn, trace_id, frames)?;
     let errors: i64 = frames.iter().map(|f| f.errors).sum();
     let bytes: usize = frames.iter().map(|f| f.raw.len() + f.envelope.as_ref().map_or(0, Vec::len)).sum();

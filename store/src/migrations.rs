@@ -20,6 +20,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/0013_trace_protocol.sql"),
     include_str!("../../migrations/0014_trace_family.sql"),
     include_str!("../../migrations/0015_requests_index.sql"),
+    include_str!("../../migrations/0016_frame_blocks.sql"),
 ];
 
 /// The schema version this build writes.
@@ -297,6 +298,84 @@ mod tests {
             .query_row("SELECT count(*) FROM sqlite_master WHERE name = 'frames_by_method'", [], |r| r.get(0))
             .unwrap();
         assert_eq!(old, 0);
+    }
+
+    #[test]
+    fn a_version_15_store_gets_the_blocks_of_its_frames() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("v15.db");
+        {
+            let conn = Connection::open(&path).unwrap();
+            for sql in &MIGRATIONS[..15] {
+                conn.execute_batch(sql).unwrap();
+            }
+            conn.pragma_update(None, "user_version", 15).unwrap();
+            // Trace 1: seqs 1, 2, 127 (block 0; sessions a, b) and 128, 300
+            // (blocks 1 and 2); trace 2: seq 1 with five sessions' frames.
+            let mut sql = String::from(
+                "INSERT INTO traces (id, command, mode, started_at) VALUES (1, '[]', 'wrap', 'x'), (2, '[]', 'wrap', 'y');
+                 INSERT INTO frames (id, trace_id, seq, t_ns, dir, kind, raw, session_id, reply_to_seq) VALUES
+                   (1099511627777, 1, 1, 50, 'client_to_agent', 'request', X'00', 'b', NULL),
+                   (1099511627778, 1, 2, 40, 'agent_to_client', 'error', X'00', 'a', 1),
+                   (1099511627903, 1, 127, 90, 'agent_to_client', 'notification', X'00', 'b', NULL),
+                   (1099511627904, 1, 128, 95, 'agent_stderr', 'stderr', X'00', NULL, NULL),
+                   (1099511628076, 1, 300, 99, 'client_to_agent', 'request', X'00', NULL, NULL)",
+            );
+            for (i, s) in ["p", "q", "r", "s", "t"].iter().enumerate() {
+                let seq = i + 1;
+                sql.push_str(&format!(
+                    ", ({}, 2, {seq}, {seq}, 'agent_to_client', 'notification', X'00', '{s}', NULL)",
+                    (2i64 << 40) + seq as i64
+                ));
+            }
+            conn.execute_batch(&sql).unwrap();
+        }
+        let mut store = crate::Store::open_existing(&path).unwrap();
+        assert_eq!(store.maintain(0).unwrap().migrated_from, Some(15));
+        type Row = (i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, Option<String>);
+        let blocks: Vec<Row> = store
+            .conn
+            .prepare(
+                "SELECT trace_id, block, frames, first_seq, last_seq, min_t_ns, max_t_ns, errors, requests, answers,
+                        sessions FROM frame_blocks ORDER BY trace_id, block",
+            )
+            .unwrap()
+            .query_map([], |r| {
+                Ok((
+                    r.get(0)?,
+                    r.get(1)?,
+                    r.get(2)?,
+                    r.get(3)?,
+                    r.get(4)?,
+                    r.get(5)?,
+                    r.get(6)?,
+                    r.get(7)?,
+                    r.get(8)?,
+                    r.get(9)?,
+                    r.get(10)?,
+                ))
+            })
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        let sessions = |s: &str| Some(s.to_owned());
+        let mut first = blocks[0].clone();
+        // The order of a block's sessions is SQLite's.
+        let mut names: Vec<String> = serde_json::from_str(first.10.as_deref().unwrap()).unwrap();
+        names.sort();
+        first.10 = Some(serde_json::to_string(&names).unwrap());
+        assert_eq!(first, (1, 0, 3, 1, 127, 40, 90, 1, 1, 1, sessions(r#"["a","b"]"#)));
+        assert_eq!(
+            &blocks[1..],
+            [
+                (1, 1, 1, 128, 128, 95, 95, 0, 0, 0, sessions("[]")),
+                (1, 2, 1, 300, 300, 99, 99, 0, 1, 0, sessions("[]")),
+                (2, 0, 5, 1, 5, 1, 5, 0, 0, 0, None),
+            ]
+        );
+        // The overview reads them: five sessions in trace 2's one bucket.
+        assert_eq!(store.overview(2, 1).unwrap().buckets[0].sessions, 5);
+        assert_eq!(store.overview(1, 1).unwrap().buckets[0].open, 1);
     }
 
     #[test]
