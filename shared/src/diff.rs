@@ -33,6 +33,108 @@ pub struct TraceDiff {
     pub latency: Vec<MethodLatency>,
     /// How each prompt turn ended on each side, in order.
     pub turns: Vec<TurnEnd>,
+    /// Each turn's assembled reply and tool calls compared.
+    #[serde(default)]
+    pub turn_changes: TurnDiffs,
+    /// Every message that differs is a streamed chunk (`agent_message_chunk`,
+    /// `agent_thought_chunk`, `user_message_chunk`) and every turn's
+    /// assembled message and thoughts are the same: the runs said the same
+    /// things, cut into chunks differently.
+    #[serde(default)]
+    pub only_chunking: bool,
+}
+
+/// The turns of two traces compared: paired by session (sessions in the
+/// order they first appear) and by place in their session.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct TurnDiffs {
+    /// Pairs compared (a turn one side lacks is a pair too).
+    pub compared: u64,
+    /// Pairs with the same message, thoughts and tool calls.
+    pub equal: u64,
+    /// Pairs that differ.
+    pub changed: u64,
+    /// The first of them, in session and turn order.
+    pub turns: Vec<TurnChange>,
+    /// Turns past the bound of turns read per side, not compared.
+    pub left_out: u64,
+}
+
+/// How one turn differs.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TurnChange {
+    /// The session, named by its order of appearance (`session-1`).
+    pub session: String,
+    /// The turn's place in its session, from 1.
+    pub turn: u64,
+    /// Its prompt's seq in the first trace (none: the first has no such turn).
+    pub a_seq: Option<i64>,
+    /// Its prompt's seq in the second trace.
+    pub b_seq: Option<i64>,
+    /// Characters of the assembled message in the first trace.
+    pub a_chars: u64,
+    /// And in the second.
+    pub b_chars: u64,
+    /// The assembled messages are the same.
+    pub message_same: bool,
+    /// When they are not: the first's words kept, removed and added to make
+    /// the second's.
+    pub message: Vec<TextOp>,
+    /// A message was longer than the part kept of it; only that part is compared.
+    pub message_cut: bool,
+    /// The thoughts are the same.
+    pub thought_same: bool,
+    /// The tool calls that differ, by place in the turn.
+    pub tools: Vec<ToolChange>,
+    /// Tool calls of the turn in the first trace.
+    pub tools_a: u64,
+    /// And in the second.
+    pub tools_b: u64,
+}
+
+/// A run of a word diff.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TextOp {
+    /// What happened to the run.
+    pub op: TextOpKind,
+    /// The run's text (for `left_out`, what was left out).
+    pub text: String,
+}
+
+/// What happened to a run of words.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TextOpKind {
+    /// In both.
+    Same,
+    /// In the first only.
+    Removed,
+    /// In the second only.
+    Added,
+    /// Past the runs listed, not shown.
+    LeftOut,
+}
+
+/// A tool call that differs.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ToolChange {
+    /// Its place among the turn's tool calls, from 1.
+    pub place: u64,
+    /// In the first trace (none: it has fewer).
+    pub a: Option<ToolBrief>,
+    /// In the second.
+    pub b: Option<ToolBrief>,
+}
+
+/// What is compared of a tool call.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct ToolBrief {
+    /// Its title.
+    pub title: Option<String>,
+    /// Its kind (`read`, `edit`, `execute`, ...).
+    pub kind: Option<String>,
+    /// Its last status.
+    pub status: Option<String>,
 }
 
 /// One side of a comparison.

@@ -37,6 +37,7 @@ use std::hash::{Hash, Hasher};
 pub mod align;
 mod key;
 pub mod names;
+pub mod turns;
 
 pub use key::Key;
 
@@ -158,7 +159,11 @@ pub fn diff(a: SideRef<'_>, b: SideRef<'_>, opts: &DiffOptions) -> Result<TraceD
         capabilities: Vec::new(),
         latency: latency(&side_a, &side_b, &keys),
         turns: turns(&side_a, &side_b),
+        turn_changes: turns::turn_diffs(a, b, opts.redactor.as_ref())?,
+        only_chunking: false,
     };
+    // Whether every message that differs is a streamed chunk.
+    let mut only_chunks = true;
     let mut names = (side_a.names, side_b.names);
     for op in ops {
         let (ea, eb) = match op {
@@ -171,6 +176,8 @@ pub fn diff(a: SideRef<'_>, b: SideRef<'_>, opts: &DiffOptions) -> Result<TraceD
             Op::OnlyB(j) => (None, Some(&side_b.entries[j])),
         };
         out.changed_messages += 1;
+        let key = &keys.keys[ea.or(eb).map_or(0, |e| e.key) as usize];
+        only_chunks &= key.update.as_deref().is_some_and(is_chunk);
         if out.messages.len() < DIFF_MAX_LISTED {
             out.messages.push(change(a, b, ea, eb, &keys, &mut names, opts)?);
         }
@@ -180,7 +187,20 @@ pub fn diff(a: SideRef<'_>, b: SideRef<'_>, opts: &DiffOptions) -> Result<TraceD
     let mut truncated = false;
     value_changes(&caps_a, &caps_b, &mut String::new(), &mut out.capabilities, &mut truncated);
     out.equivalent = out.changed_messages == 0 && out.capabilities.is_empty() && out.turns.iter().all(|t| t.a == t.b);
+    let texts_alike = out.turn_changes.turns.iter().all(|t| t.message_same && t.thought_same && t.tools.is_empty())
+        && out.turn_changes.changed == out.turn_changes.turns.len() as u64;
+    out.only_chunking = !out.equivalent
+        && out.changed_messages > 0
+        && only_chunks
+        && texts_alike
+        && out.capabilities.is_empty()
+        && out.turns.iter().all(|t| t.a == t.b);
     Ok(out)
+}
+
+/// True for the `session/update` kinds that stream text in chunks.
+fn is_chunk(update: &str) -> bool {
+    matches!(update, "agent_message_chunk" | "agent_thought_chunk" | "user_message_chunk")
 }
 
 /// The alignment of `a` with `b`, session by session (sessions by name;

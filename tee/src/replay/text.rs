@@ -2,7 +2,7 @@
 //! `printable`.
 
 use crate::text::printable;
-use acp_tee_shared::diff::{ChangeKind, DiffSide, TraceDiff, ValueChange};
+use acp_tee_shared::diff::{ChangeKind, DiffSide, TextOpKind, ToolBrief, TraceDiff, TurnDiffs, ValueChange};
 use std::fmt::Write;
 
 /// The diff as text for a terminal.
@@ -23,6 +23,13 @@ pub fn render(d: &TraceDiff, a_label: &str, b_label: &str) -> String {
         d.changed_messages,
         d.alignment
     );
+    if d.only_chunking {
+        let _ = writeln!(
+            out,
+            "  every message that differs is a streamed chunk, and every turn's assembled text is the same: \
+             the runs said the same, cut into chunks differently"
+        );
+    }
     for m in &d.messages {
         let what = match m.change {
             ChangeKind::Missing => "missing",
@@ -60,6 +67,7 @@ pub fn render(d: &TraceDiff, a_label: &str, b_label: &str) -> String {
             let _ = writeln!(out, " {mark}{:>4} {}: {} | {}", t.turn, printable(&t.session), end(&t.a), end(&t.b));
         }
     }
+    turn_changes(&mut out, &d.turn_changes);
     if !d.latency.is_empty() {
         let _ = writeln!(out, "latency (answers a | b; p50 a -> b; p95 a -> b):");
         for l in &d.latency {
@@ -92,4 +100,51 @@ fn ms(ns: Option<i64>) -> String {
 fn change(a: Option<i64>, b: Option<i64>, ratio: Option<f64>) -> String {
     let r = ratio.map(|r| format!(" (x{r:.2})")).unwrap_or_default();
     format!("{} -> {}{r}", ms(a), ms(b))
+}
+
+/// Each differing turn: its message as a word diff (`[-removed-]`,
+/// `{+added+}`), its thoughts, the tool calls that differ.
+fn turn_changes(out: &mut String, t: &TurnDiffs) {
+    if t.compared == 0 {
+        return;
+    }
+    let left_out =
+        if t.left_out > 0 { format!(" ({} turns past the bound not compared)", t.left_out) } else { String::new() };
+    let _ = writeln!(out, "turn texts and tool calls: {} of {} turns differ{left_out}", t.changed, t.compared);
+    for c in &t.turns {
+        let seq = |s: Option<i64>| s.map_or("none".to_owned(), |s| format!("#{s}"));
+        let _ = writeln!(out, "  {} turn {} (a {} | b {}):", printable(&c.session), c.turn, seq(c.a_seq), seq(c.b_seq));
+        if c.a_seq.is_none() || c.b_seq.is_none() {
+            continue;
+        }
+        if !c.message_same {
+            let mut text = String::new();
+            for op in &c.message {
+                match op.op {
+                    TextOpKind::Same => text.push_str(&op.text),
+                    TextOpKind::Removed => text.push_str(&format!("[-{}-]", op.text)),
+                    TextOpKind::Added => text.push_str(&format!("{{+{}+}}", op.text)),
+                    TextOpKind::LeftOut => text.push_str(&format!(" ({})", op.text)),
+                }
+            }
+            let cut = if c.message_cut { " (the kept part of a longer message)" } else { "" };
+            let _ = writeln!(out, "    message{cut}: {}", printable(&text));
+        }
+        if !c.thought_same {
+            let _ = writeln!(out, "    thoughts differ");
+        }
+        let brief = |b: &Option<ToolBrief>| match b {
+            None => "(none)".to_owned(),
+            Some(b) => {
+                let f = |x: &Option<String>| x.as_deref().map(printable).unwrap_or("-".into()).into_owned();
+                format!("{} [{}] {}", f(&b.title), f(&b.kind), f(&b.status))
+            }
+        };
+        for tool in &c.tools {
+            let _ = writeln!(out, "    tool call {}: {} -> {}", tool.place, brief(&tool.a), brief(&tool.b));
+        }
+    }
+    if t.changed as usize > t.turns.len() {
+        let _ = writeln!(out, "  ... and {} more turns", t.changed as usize - t.turns.len());
+    }
 }

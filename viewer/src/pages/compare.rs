@@ -1,14 +1,17 @@
 //! `/compare/{a}/{b}`: two traces compared, as `acp-tee diff a b` compares
 //! them (`GET /api/diff/{a}/{b}`), read top-down: the verdict, then the
 //! summary (the `initialize` capabilities, each turn's stop reason, the
-//! per-method latencies), then the messages added, missing and changed in two
-//! lanes (a's seq on the left, b's on the right, the values that differ
-//! between). Reached from the trace list by ticking two traces, or from a
+//! per-method latencies), then turn by turn the assembled replies (a word
+//! diff) and tool calls that differ, then the messages added, missing and
+//! changed in two lanes (a's seq on the left, b's on the right, the values
+//! that differ between). Reached from the trace list by ticking two traces, or from a
 //! trace view's "compare with…".
 
 use crate::api;
 use crate::components::title::use_title;
-use acp_tee_shared::diff::{ChangeKind, MessageChange, TraceDiff, ValueChange};
+use acp_tee_shared::diff::{
+    ChangeKind, MessageChange, TextOpKind, ToolBrief, TraceDiff, TurnChange, TurnDiffs, ValueChange,
+};
 use leptos::prelude::*;
 use leptos_router::components::A;
 
@@ -51,6 +54,12 @@ fn report_view(a: i64, b: i64, d: TraceDiff) -> impl IntoView {
             <span id="compare-verdict" class=format!("badge {verdict}")>{verdict}</span>
             {format!(" {} messages equal, {} different (aligned by {})", d.equal_messages, d.changed_messages, d.alignment)}
         </p>
+        {d.only_chunking.then(|| view! {
+            <p id="compare-only-chunking" class="notice">
+                "Every message that differs is a streamed chunk, and every turn's assembled text is the same: \
+                 the runs said the same, cut into chunks differently."
+            </p>
+        })}
         {(!d.capabilities.is_empty()).then(|| view! {
             <h2>"initialize capabilities"</h2>
             <table id="compare-capabilities" class="compare"><tbody>{values(d.capabilities)}</tbody></table>
@@ -84,6 +93,7 @@ fn report_view(a: i64, b: i64, d: TraceDiff) -> impl IntoView {
                 }).collect_view()}
             </tbody>
         </table>
+        {turn_changes(a, b, d.turn_changes)}
         <h2>"messages"</h2>
         {if d.changed_messages == 0 {
             // An empty table would say nothing; this says what was found.
@@ -99,6 +109,86 @@ fn report_view(a: i64, b: i64, d: TraceDiff) -> impl IntoView {
             .into_any()
         }}
         {(more > 0).then(|| view! { <p class="dim">{format!("… and {more} more")}</p> })}
+    }
+}
+
+/// Turn by turn: how many differ, and for each listed its message as a word diff, whether its thoughts differ,
+/// and the tool calls that differ.
+fn turn_changes(a: i64, b: i64, t: TurnDiffs) -> impl IntoView {
+    let summary = if t.compared == 0 {
+        "No prompt turns on either side.".to_owned()
+    } else if t.changed == 0 {
+        format!("Every turn's assembled reply, thoughts and tool calls are the same ({} turns).", t.compared)
+    } else {
+        format!("{} of {} turns differ in their assembled reply, thoughts or tool calls.", t.changed, t.compared)
+    };
+    let left_out = (t.left_out > 0).then(|| format!(" {} turns past the bound were not compared.", t.left_out));
+    let more = (t.changed as usize).saturating_sub(t.turns.len());
+    view! {
+        <h2>"turn by turn"</h2>
+        <p id="compare-turn-summary">{summary}{left_out}</p>
+        <div id="compare-turn-changes">{t.turns.into_iter().map(|c| turn_change(a, b, c)).collect_view()}</div>
+        {(more > 0).then(|| view! { <p class="dim">{format!("… and {more} more turns")}</p> })}
+    }
+}
+
+fn turn_change(a: i64, b: i64, c: TurnChange) -> impl IntoView {
+    let link = |trace: i64, seq: Option<i64>, side: &str| match seq {
+        Some(s) => view! { <a href=format!("/traces/{trace}?frame={s}")>{format!("{side} #{s}")}</a> }.into_any(),
+        None => view! { <span class="dim">{format!("no such turn in {side}")}</span> }.into_any(),
+    };
+    let both = c.a_seq.is_some() && c.b_seq.is_some();
+    let message = if !both {
+        None
+    } else if c.message_same {
+        Some(view! { <p class="dim">"the same message"</p> }.into_any())
+    } else {
+        let cut = c.message_cut.then_some(" (the part kept of a longer message)");
+        let runs = c
+            .message
+            .into_iter()
+            .map(|op| match op.op {
+                TextOpKind::Same => view! { <span>{op.text}</span> }.into_any(),
+                TextOpKind::Removed => view! { <del>{op.text}</del> }.into_any(),
+                TextOpKind::Added => view! { <ins>{op.text}</ins> }.into_any(),
+                TextOpKind::LeftOut => view! { <span class="dim">{format!(" ({})", op.text)}</span> }.into_any(),
+            })
+            .collect_view();
+        Some(
+            view! {
+                <p class="dim">{format!("message: {} → {} characters", c.a_chars, c.b_chars)}{cut}</p>
+                <p class="word-diff">{runs}</p>
+            }
+            .into_any(),
+        )
+    };
+    let thoughts = (both && !c.thought_same).then(|| view! { <p class="thoughts-differ">"thoughts differ"</p> });
+    let brief = |t: Option<ToolBrief>| match t {
+        None => "(none)".to_owned(),
+        Some(t) => {
+            let f = |x: Option<String>| x.unwrap_or_else(|| "–".to_owned());
+            format!("{} [{}] {}", f(t.title), f(t.kind), f(t.status))
+        }
+    };
+    let tools = (!c.tools.is_empty()).then(|| {
+        view! {
+            <table class="compare tools">
+                <thead><tr><th>{format!("tool call ({} | {})", c.tools_a, c.tools_b)}</th><th>"a"</th><th>"b"</th></tr></thead>
+                <tbody>
+                    {c.tools.into_iter().map(|t| view! {
+                        <tr><td class="num">{t.place}</td><td>{brief(t.a)}</td><td>{brief(t.b)}</td></tr>
+                    }).collect_view()}
+                </tbody>
+            </table>
+        }
+    });
+    view! {
+        <section class="turn-change" data-session=c.session.clone() data-turn=c.turn>
+            <h3>{format!("{} · turn {} ", c.session, c.turn)}{link(a, c.a_seq, "a")}" | "{link(b, c.b_seq, "b")}</h3>
+            {message}
+            {thoughts}
+            {tools}
+        </section>
     }
 }
 

@@ -8,7 +8,7 @@ use crate::sessions::record;
 
 use crate::common::*;
 use acp_tee::Store;
-use acp_tee_shared::diff::{ChangeKind, TraceDiff};
+use acp_tee_shared::diff::{ChangeKind, TextOpKind, TraceDiff};
 use acp_tee_shared::Direction;
 use record::*;
 use serde_json::{json, Value};
@@ -465,4 +465,90 @@ fn concurrent_sessions_interleaved_differently_are_equivalent_and_a_real_differe
         [("params.update.content.text", Some(&json!("reply two")), Some(&json!("reply TWO")))],
         "{report:#?}"
     );
+}
+
+/// One session of two turns as raw sacp-tee log lines: each turn's reply
+/// streamed as `chunks`, the first turn's tool call titled `tool` and
+/// ending `status`.
+fn chunked_session(chunks: [&[&str]; 2], tool: &str, status: &str) -> String {
+    let update = |u: String| {
+        format!(r#"← {{"jsonrpc":"2.0","method":"session/update","params":{{"sessionId":"s-1","update":{u}}}}}"#)
+    };
+    let mut lines = vec![
+        r#"→ {"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}"#
+            .to_owned(),
+        r#"← {"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1,"agentCapabilities":{}}}"#.to_owned(),
+        r#"→ {"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/tmp","mcpServers":[]}}"#.to_owned(),
+        r#"← {"jsonrpc":"2.0","id":1,"result":{"sessionId":"s-1"}}"#.to_owned(),
+    ];
+    for (turn, chunks) in chunks.iter().enumerate() {
+        let id = 2 + turn;
+        lines.push(format!(
+            r#"→ {{"jsonrpc":"2.0","id":{id},"method":"session/prompt","params":{{"sessionId":"s-1","prompt":[{{"type":"text","text":"go {turn}"}}]}}}}"#
+        ));
+        if turn == 0 {
+            lines.push(update(format!(
+                r#"{{"sessionUpdate":"tool_call","toolCallId":"t1","title":"{tool}","kind":"read","status":"pending"}}"#
+            )));
+            lines.push(update(format!(
+                r#"{{"sessionUpdate":"tool_call_update","toolCallId":"t1","status":"{status}"}}"#
+            )));
+        }
+        for c in *chunks {
+            lines.push(update(format!(
+                r#"{{"sessionUpdate":"agent_message_chunk","content":{{"type":"text","text":"{c}"}}}}"#
+            )));
+        }
+        lines.push(format!(r#"← {{"jsonrpc":"2.0","id":{id},"result":{{"stopReason":"end_turn"}}}}"#));
+    }
+    lines.iter().map(|l| format!("{l}\n")).collect()
+}
+
+/// Turn by turn: the same replies streamed in other chunks (one of them
+/// empty) differ only in chunking, which the report says, every turn
+/// alike; another word and another tool call status are named in their
+/// turn, as a word diff and a tool call change, in JSON and in text.
+#[test]
+fn turns_compare_their_assembled_text_and_tool_calls_and_chunking_alone_is_said() {
+    let store = TempStore::new();
+    let a = chunked_session([&["The file ", "says hello."], &["Done."]], "Read a.txt", "completed");
+    let rechunked = chunked_session([&["The ", "", "file says ", "hello."], &["Do", "ne."]], "Read a.txt", "completed");
+    let other = chunked_session([&["The file ", "says goodbye."], &["Done."]], "Read a.txt", "failed");
+    let ta = import_text(&store.db, store.dir.path(), "a.log", &a);
+    let tb = import_text(&store.db, store.dir.path(), "b.log", &rechunked);
+    let tc = import_text(&store.db, store.dir.path(), "c.log", &other);
+
+    let (code, report) = diff(&store.db, &ta, &tb);
+    assert_eq!(code, 1, "messages differ: {report:#?}");
+    assert!(report.changed_messages >= 4, "{report:#?}");
+    assert!(report.only_chunking, "{report:#?}");
+    let t = &report.turn_changes;
+    assert_eq!((t.compared, t.equal, t.changed, t.turns.len()), (2, 2, 0, 0), "{report:#?}");
+
+    let (code, report) = diff(&store.db, &ta, &tc);
+    assert_eq!(code, 1);
+    assert!(!report.only_chunking, "{report:#?}");
+    let t = &report.turn_changes;
+    assert_eq!((t.compared, t.equal, t.changed), (2, 1, 1), "{report:#?}");
+    let c = &t.turns[0];
+    assert_eq!((c.session.as_str(), c.turn, c.message_same, c.thought_same), ("session-1", 1, false, true));
+    let runs: Vec<(TextOpKind, &str)> = c.message.iter().map(|o| (o.op, o.text.as_str())).collect();
+    assert_eq!(
+        runs,
+        [(TextOpKind::Same, "The file says "), (TextOpKind::Removed, "hello."), (TextOpKind::Added, "goodbye.")]
+    );
+    assert_eq!(c.tools.len(), 1, "{c:#?}");
+    let (ta_, tc_) = (c.tools[0].a.as_ref().unwrap(), c.tools[0].b.as_ref().unwrap());
+    assert_eq!((ta_.status.as_deref(), tc_.status.as_deref()), (Some("completed"), Some("failed")));
+    assert_eq!(ta_.title.as_deref(), Some("Read a.txt"));
+    // The same in text.
+    let out = Command::new(bin()).args(["diff", "--db", store.db.to_str().unwrap(), &ta, &tc]).output().unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("turn texts and tool calls: 1 of 2 turns differ"), "{text}");
+    assert!(text.contains("message: The file says [-hello.-]{+goodbye.+}"), "{text}");
+    assert!(text.contains("tool call 1: Read a.txt [read] completed -> Read a.txt [read] failed"), "{text}");
+    let out = Command::new(bin()).args(["diff", "--db", store.db.to_str().unwrap(), &ta, &tb]).output().unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("cut into chunks differently"), "{text}");
+    assert!(text.contains("turn texts and tool calls: 0 of 2 turns differ"), "{text}");
 }

@@ -125,8 +125,84 @@ fn a_trace_view_compares_with_another_trace_and_the_summary_comes_first() {
     b.wait_for("the comparison", |b| !b.find_all("#compare-verdict").is_empty());
     assert!(b.current_url().ends_with("/compare/1/2"), "{}", b.current_url());
     let order = b.js(
-        "return Array.from(document.querySelectorAll('#compare-verdict, #compare-turns, #compare-latency, #compare-messages'), e => e.id);",
+        "return Array.from(document.querySelectorAll('#compare-verdict, #compare-turns, #compare-latency, #compare-turn-summary, #compare-messages'), e => e.id);",
         json!([]),
     );
-    assert_eq!(order, json!(["compare-verdict", "compare-turns", "compare-latency", "compare-messages"]));
+    assert_eq!(
+        order,
+        json!(["compare-verdict", "compare-turns", "compare-latency", "compare-turn-summary", "compare-messages"])
+    );
+}
+
+/// Two real recordings (yopo and elizacp, two prompts): the turn's reply
+/// differs, shown as a word diff whose removed and added words are those
+/// the API reports, and whose kept and removed words make a's reply, kept
+/// and added b's; at 900 and 1400 px the page does not scroll sideways.
+#[test]
+fn recorded_runs_show_each_turn_reply_as_a_word_diff() {
+    let store = TempStore::new();
+    for (name, prompt) in [("first", "I feel happy today"), ("second", "I feel tired today")] {
+        let out = std::process::Command::new(peer("yopo"))
+            .args([prompt, "--", bin(), "--db", store.db.to_str().unwrap(), "--name", name, "--"])
+            .args([peer("elizacp").as_str(), "--deterministic", "acp"])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+    let server = Server::start(&store.db);
+    let b = Browser::start();
+    b.goto(&format!("{}/compare/1/2", server.url));
+    b.wait_for("the turn by turn section", |b| !b.find_all("#compare-turn-summary").is_empty());
+    let report = b.js("return fetch('/api/diff/1/2').then(r => r.json());", json!([]));
+    let turns = &report["turn_changes"];
+    assert_eq!(turns["changed"], json!(1), "{report:#}");
+    let change = &turns["turns"][0];
+    assert_eq!(change["message_same"], json!(false), "{change:#}");
+    let runs = change["message"].as_array().unwrap();
+    let side = |keep: &str| -> String {
+        runs.iter().filter(|r| r["op"] == "same" || r["op"] == keep).map(|r| r["text"].as_str().unwrap()).collect()
+    };
+    // The page's runs: the same text, marked the same way.
+    let drawn = b.js(
+        "return Array.from(document.querySelectorAll('.turn-change .word-diff > *'), e => [e.tagName, e.textContent]);",
+        json!([]),
+    );
+    let from_api: Vec<serde_json::Value> = runs
+        .iter()
+        .map(|r| {
+            let tag = match r["op"].as_str().unwrap() {
+                "removed" => "DEL",
+                "added" => "INS",
+                _ => "SPAN",
+            };
+            json!([tag, r["text"]])
+        })
+        .collect();
+    assert_eq!(drawn, json!(from_api));
+    assert!(
+        drawn.as_array().unwrap().iter().any(|r| r[0] == "DEL")
+            && drawn.as_array().unwrap().iter().any(|r| r[0] == "INS")
+    );
+    // a's reply and b's, as the Session API assembles them.
+    for (trace, keep) in [(1, "removed"), (2, "added")] {
+        let sessions = b.js(&format!("return fetch('/api/traces/{trace}/sessions').then(r => r.json());"), json!([]));
+        let sid = sessions["sessions"][0]["session_id"].as_str().unwrap().to_owned();
+        let detail = b.js(
+            &format!(
+                "return fetch('/api/traces/{trace}/sessions/' + encodeURIComponent(arguments[0])).then(r => r.json());"
+            ),
+            json!([sid]),
+        );
+        assert_eq!(detail["turns"][0]["message"]["text"].as_str().unwrap(), side(keep), "trace {trace}");
+    }
+    assert_eq!(
+        b.texts("#compare-turn-summary"),
+        ["1 of 1 turns differ in their assembled reply, thoughts or tool calls."]
+    );
+    for width in [1400, 900] {
+        b.resize(width, 900);
+        let page_w = b.num("return document.documentElement.scrollWidth;");
+        assert!(page_w <= width as f64, "the page is {page_w} px wide at {width}");
+        b.screenshot(&format!("compare-turns-{width}"));
+    }
 }
