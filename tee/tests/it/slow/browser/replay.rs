@@ -103,6 +103,24 @@ fn on_a_million_frames_a_10x_replay_grows_to_its_cursor_compresses_the_gap_pause
         last_row_and_cursor(b) == (Some(at), Some(at))
     });
 
+    // The slider: let go at 300 s of the trace's time goes back to about frame 300,000 (placed by the overview's
+    // buckets), paused, the diagram cut there.
+    b.wait_for("the overview", |b| !b.find_all("#overview .ov-hit").is_empty());
+    b.js(
+        "const s = document.getElementById('replay-slider'); s.value = '300000'; \
+         s.dispatchEvent(new Event('change', {bubbles: true}));",
+        json!([]),
+    );
+    b.wait_for("the cursor at the slider's time", |b| replay_in_url(b).is_some_and(|s| s < at));
+    let there = replay_in_url(&b).unwrap();
+    assert!((there - 300_000).abs() < 3_000, "300 s is frame {there}");
+    b.wait_for("the clock at it", |b| last_row_and_cursor(b).1 == Some(there));
+    b.wait_for("the last row, the cursor", |b| {
+        b.key(None, "End");
+        last_row_and_cursor(b) == (Some(there), Some(there))
+    });
+    assert!(!playing(&b));
+
     // The bar fits 900 px.
     b.resize(900, 800);
     b.wait_for("the bar at 900 px", |b| rect(b, "#replay-bar")[2] <= 900.0);
@@ -162,6 +180,8 @@ fn a_real_session_replayed_at_4x_draws_its_rows_in_order_and_the_session_tab_tel
     assert!(text(&b, "#turn-0 .msg.agent .msg-text").trim().is_empty(), "the reply shows before it came");
     assert_eq!(text(&b, "#turn-0 .turn-end .stop"), "no answer yet", "the turn ended before it did");
     assert!(!b.find_all("#replay-bar").is_empty(), "the bar is over the Session tab too");
+    let open = text(&b, "#open-requests");
+    assert!(open.contains("at the replay's cursor") && open.contains("session/prompt waiting"), "{open}");
     b.screenshot("replay-eliza-session-at-prompt-1400");
     b.resize(900, 800);
     b.wait_for("the bar at 900 px", |b| rect(b, "#replay-bar")[2] <= 900.0);
