@@ -2,7 +2,8 @@
 //! up to its cursor, plays the gap compressed and says so, pauses, steps exactly a frame (buttons and
 //! keys), resumes paused after a reload and leaves with Esc; on a real recorded session, a 4x replay from
 //! the start draws its rows in seq order until the whole trace shows, and the Session tab of a paused
-//! replay tells the turn as far as the cursor.
+//! replay tells the turn as far as the cursor; on a trace still recorded, frames that arrive wait for the
+//! cursor and show once the replay is left.
 
 use super::fixtures::*;
 use crate::common::webdriver::Browser;
@@ -193,4 +194,39 @@ fn a_real_session_replayed_at_4x_draws_its_rows_in_order_and_the_session_tab_tel
     b.wait_for("the reply and the turn's end", |b| {
         !text(b, "#turn-0 .msg.agent .msg-text").trim().is_empty() && text(b, "#turn-0 .turn-end .stop") == "end_turn"
     });
+}
+
+#[test]
+fn a_replay_of_a_trace_still_recorded_keeps_its_cursor_while_frames_arrive_and_leaving_shows_them() {
+    use std::io::Write;
+    let store = TempStore::new();
+    let mut tee = tee_command(&store.db, &["--name", "live-one"], &["cat"]).spawn().unwrap();
+    let mut tee_in = tee.stdin.take().unwrap();
+    let mut say = |line: String| {
+        writeln!(tee_in, "{line}").unwrap();
+        // `cat` echoes it: two frames each.
+        assert_eq!(read_exact_from(&mut tee, line.len() + 1), format!("{line}\n").into_bytes());
+    };
+    for id in 1..=3 {
+        say(format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"ping/{id}","params":{{}}}}"#));
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while store.open().list_traces().unwrap().first().is_none_or(|t| t.frame_count < 6) {
+        assert!(std::time::Instant::now() < deadline, "the frames never showed in the store");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let server = Server::start(&store.db);
+    let b = Browser::start();
+    b.goto(&format!("{}/traces/1?replay=2", server.url));
+    b.wait_for("the replay at frame 2", |b| last_row_and_cursor(b) == (Some(2), Some(2)));
+    say(r#"{"jsonrpc":"2.0","method":"live/ping","params":{}}"#.to_owned());
+    b.wait_for("the new frames counted", |b| b.texts("body").join(" ").contains("8 frames"));
+    assert_eq!(last_row_and_cursor(&b), (Some(2), Some(2)), "a live frame was drawn past the cursor");
+    b.screenshot("replay-live-1400");
+    b.click("#replay-close");
+    b.wait_for("the whole trace with the live frame", |b| {
+        b.texts(".frame .method").iter().any(|t| t.trim() == "live/ping") && b.find_all("#replay-bar").is_empty()
+    });
+    drop(tee_in);
+    tee.wait().unwrap();
 }
