@@ -278,6 +278,19 @@ pub struct TurnQuery {
     /// At most this many turns (1..=[`TURNS_MAX_LIMIT`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limit: Option<u32>,
+    /// The session as it was when frame `to` had just arrived (a replay's
+    /// cursor): no frame after it counts. A seq, 1 or more.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to: Option<i64>,
+}
+
+/// What `/api/traces/{id}/sessions` folds.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionsQuery {
+    /// The sessions as they were when frame `to` had just arrived (a
+    /// replay's cursor): no frame after it counts. A seq, 1 or more.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to: Option<i64>,
 }
 
 /// One `session/prompt` turn.

@@ -7,7 +7,7 @@ use acp_tee_shared::api::{
     TraceChange, TraceFamily, TraceOverview, TraceStats, TraceSummary,
 };
 use acp_tee_shared::check::TraceFindings;
-use acp_tee_shared::session::{SessionDetail, TraceSessions, TurnQuery};
+use acp_tee_shared::session::{SessionDetail, SessionsQuery, TraceSessions, TurnQuery};
 use gloo_net::http::Request;
 use serde::de::DeserializeOwned;
 use std::fmt;
@@ -144,9 +144,9 @@ pub async fn diff(a: i64, b: i64) -> Result<acp_tee_shared::diff::TraceDiff, Api
     get(&format!("/api/diff/{a}/{b}")).await
 }
 
-/// The ACP sessions of a trace and its open requests.
-pub async fn sessions(id: i64) -> Result<TraceSessions, ApiFailure> {
-    get(&format!("/api/traces/{id}/sessions")).await
+/// The ACP sessions of a trace and its open requests, as of frame `to` when given (a replay's cursor).
+pub async fn sessions(id: i64, to: Option<i64>) -> Result<TraceSessions, ApiFailure> {
+    get(&format!("/api/traces/{id}/sessions{}", query_string(&SessionsQuery { to }))).await
 }
 
 /// A trace's frames, errors, open requests, sessions and findings per interval of its time, in the
@@ -170,10 +170,17 @@ pub async fn in_flight(id: i64, at: i64) -> Result<InFlight, ApiFailure> {
     get(&format!("/api/traces/{id}/in_flight?at={at}")).await
 }
 
-/// One session of a trace with the page of its turns from `offset` on (at most `limit`).
-pub async fn session(id: i64, sid: &str, offset: u64, limit: u32) -> Result<SessionDetail, ApiFailure> {
+/// One session of a trace with the page of its turns from `offset` on (at most `limit`), as of frame `to`
+/// when given (a replay's cursor).
+pub async fn session(
+    id: i64,
+    sid: &str,
+    offset: u64,
+    limit: u32,
+    to: Option<i64>,
+) -> Result<SessionDetail, ApiFailure> {
     let sid = String::from(js_sys::encode_uri_component(sid));
-    let query = TurnQuery { offset: Some(offset), limit: Some(limit) };
+    let query = TurnQuery { offset: Some(offset), limit: Some(limit), to };
     get(&format!("/api/traces/{id}/sessions/{sid}{}", query_string(&query))).await
 }
 

@@ -150,12 +150,28 @@ pub struct ViewQuery {
     pub req_desc: bool,
     /// The Requests tab's page, numbered from 1 (`req_page`; the first when `None`).
     pub req_page: Option<u64>,
+    /// A replay's cursor: the view shows the trace as it was when this frame had just arrived (`replay`).
+    pub replay: Option<i64>,
+    /// The replay's speed (`speed`): one of [`SPEEDS`] (1x when `None`).
+    pub speed: Option<u32>,
     /// Values present in the URL that the view ignores, in key order.
     pub rejected: Vec<Rejected>,
 }
 
+/// The speeds a replay plays at: times the trace's own pace.
+pub const SPEEDS: [u32; 4] = [1, 2, 4, 10];
+
+/// The last seq a page of frames may hold: the end of a range filter and a replay's cursor, whichever is
+/// smaller (the frame query's `to`).
+pub fn last_seq_shown(range_to: Option<i64>, replay: Option<i64>) -> Option<i64> {
+    match (range_to, replay) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
 /// Query keys a trace view reads, in the order it writes them.
-pub const KEYS: [&str; 22] = [
+pub const KEYS: [&str; 24] = [
     "dir",
     "kind",
     "method",
@@ -178,6 +194,8 @@ pub const KEYS: [&str; 22] = [
     "req_sort",
     "req_order",
     "req_page",
+    "replay",
+    "speed",
 ];
 
 fn text(value: &str) -> Option<String> {
@@ -276,6 +294,19 @@ impl ViewQuery {
                 self.req_page =
                     Some(value.trim().parse().ok().filter(|p: &u64| *p > 0).ok_or("a page number, 1 or more")?)
             }
+            "replay" if empty => {}
+            "replay" => self.replay = Some(positive(value).ok_or("a frame number")?),
+            "speed" if empty => {}
+            "speed" => {
+                self.speed = Some(
+                    value
+                        .trim()
+                        .parse()
+                        .ok()
+                        .filter(|s| SPEEDS.contains(s))
+                        .ok_or("1, 2, 4 or 10 (times real time)")?,
+                )
+            }
             "turn" if empty => {}
             "turn" => {
                 self.turn = Some(value.trim().parse().ok().filter(|t: &u64| *t > 0).ok_or("a turn number, 1 or more")?)
@@ -328,6 +359,8 @@ impl ViewQuery {
                 "req_sort" => (self.req_sort != RequestSort::Seq).then(|| self.req_sort.as_str().to_owned()),
                 "req_order" => self.req_desc.then(|| "desc".to_owned()),
                 "req_page" => self.req_page.filter(|p| *p > 1).map(|p| p.to_string()),
+                "replay" => self.replay.map(|s| s.to_string()),
+                "speed" => self.speed.filter(|s| *s != SPEEDS[0]).map(|s| s.to_string()),
                 _ => None,
             };
             if let Some(v) = value {
@@ -351,6 +384,11 @@ impl ViewQuery {
         }
         self.frame = None;
         (self.mcp_trace, self.mcp_frame) = (pick.map(|p| p.0), pick.map(|p| p.1));
+    }
+
+    /// The replay's speed, times the trace's own pace.
+    pub fn play_speed(&self) -> u32 {
+        self.speed.unwrap_or(SPEEDS[0])
     }
 
     /// Drops the rejected value of a key (its field is being set).
@@ -512,6 +550,28 @@ mod tests {
         both.pick_mcp(Some((2, 8)));
         assert_eq!((both.frame, both.mcp_pick()), (None, Some((2, 8))));
         assert_eq!(parse(&[("mcp_trace", "x"), ("mcp_frame", "7")]).rejected[0].key, "mcp_trace");
+    }
+
+    #[test]
+    fn a_replay_and_its_speed_round_trip() {
+        let pairs = [("frame", "7"), ("replay", "40"), ("speed", "10")];
+        let v = parse(&pairs);
+        assert_eq!((v.replay, v.play_speed(), v.frame), (Some(40), 10, Some(7)));
+        let back: Vec<(&str, String)> = pairs.iter().map(|(k, v)| (*k, v.to_string())).collect();
+        assert_eq!(v.to_pairs(), back);
+        assert_eq!(parse(&[("replay", "3")]).play_speed(), 1, "1x unless told");
+        let bad = parse(&[("replay", "0"), ("speed", "3")]);
+        let keys: Vec<&str> = bad.rejected.iter().map(|r| r.key).collect();
+        assert_eq!((keys, bad.replay, bad.play_speed()), (vec!["replay", "speed"], None, 1));
+    }
+
+    #[test]
+    fn a_replay_cursor_and_a_range_end_the_smaller_wins() {
+        assert_eq!(last_seq_shown(None, None), None);
+        assert_eq!(last_seq_shown(Some(9), None), Some(9));
+        assert_eq!(last_seq_shown(None, Some(4)), Some(4));
+        assert_eq!(last_seq_shown(Some(9), Some(4)), Some(4));
+        assert_eq!(last_seq_shown(Some(3), Some(4)), Some(3));
     }
 
     #[test]

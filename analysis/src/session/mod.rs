@@ -108,8 +108,29 @@ impl Model {
         })
     }
 
+    /// [`Model::catch_up`] with no frame after seq `to`: the model of the
+    /// trace as it was when frame `to` had just arrived (a replay's cursor).
+    /// A model already past `to` is left as it is.
+    pub fn catch_up_to(
+        &mut self,
+        reader: &Store,
+        trace_id: i64,
+        to: i64,
+        redact: Option<&Redactor>,
+    ) -> Result<(), StoreError> {
+        if self.last_seq >= to {
+            return Ok(());
+        }
+        reader.fold_frames_in_parallel(trace_id, self.last_seq, |f| {
+            if f.seq > to {
+                return false;
+            }
+            self.feed(f, redact);
+            true
+        })
+    }
+
     /// The last frame fed.
-    #[cfg(test)]
     pub fn last_seq(&self) -> i64 {
         self.last_seq
     }

@@ -190,6 +190,28 @@ fn caught_up_while_the_trace_grows_the_model_is_the_model_read_at_once() {
 }
 
 #[test]
+fn a_model_caught_up_to_a_seq_is_the_model_of_the_trace_cut_there() {
+    let owned = conversation();
+    let lines: Vec<(Direction, u64, &str)> = owned.iter().map(|(d, ms, l)| (*d, *ms, l.as_str())).collect();
+    let store = trace(&lines);
+    // Fed forward a frame at a time, as a replay's cursor advances.
+    let mut replay = Model::default();
+    for to in 1..=lines.len() {
+        replay.catch_up_to(&store, 1, to as i64, None).unwrap();
+        let cut_store = trace(&lines[..to]);
+        let cut = model_of(&cut_store);
+        assert_eq!(replay.last_seq(), to as i64);
+        assert_eq!(replay.sessions(None), cut.sessions(None), "sessions up to {to}");
+        let turns = replay.turns_of(&store, 1, "s1", 0, 50, None).unwrap();
+        assert_eq!(turns, cut.turns_of(&cut_store, 1, "s1", 0, 50, None).unwrap(), "turns up to {to}");
+        assert_eq!(replay.open_requests_of("s1", None), cut.open_requests_of("s1", None), "open up to {to}");
+    }
+    // A model past the seq is left as it is (the server folds again from the start).
+    replay.catch_up_to(&store, 1, 3, None).unwrap();
+    assert_eq!(replay.last_seq(), lines.len() as i64);
+}
+
+#[test]
 fn loads_that_replay_nothing_or_twice_and_cancels_not_honoured_are_noted() {
     let lines = vec![
         (

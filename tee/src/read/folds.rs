@@ -101,6 +101,40 @@ impl Models {
     }
 }
 
+/// The session models of replays (`?to=SEQ`) of the last [`MODELS_KEPT`]
+/// traces replayed, apart from [`Models`] so that a replay does not push
+/// out the whole-trace models. A replay's model is fed forward as its
+/// cursor advances and folded again from the start only when it moves back.
+#[derive(Clone)]
+pub struct Replays(Folds<Model>);
+
+impl Default for Replays {
+    fn default() -> Self {
+        Replays(Folds::new(MODELS_KEPT))
+    }
+}
+
+impl Replays {
+    /// Runs `read` on the model of trace `id`'s frames up to seq `to`,
+    /// masked by `redactor`.
+    pub fn with_to<T>(
+        &self,
+        store: &Store,
+        id: i64,
+        to: i64,
+        redactor: &Redactor,
+        read: impl FnOnce(&Model) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        let model = self.0.of(id, Model::default);
+        let mut model = model.lock().unwrap_or_else(|e| e.into_inner());
+        if model.last_seq() > to {
+            *model = Model::default();
+        }
+        model.catch_up_to(store, id, to, (!redactor.is_noop()).then_some(redactor))?;
+        read(&model)
+    }
+}
+
 /// `missing` ("trace N has no session S"), saying so of the sessions the
 /// model keeps when it left `left_out` out: S may be one of them.
 pub fn past_the_bound(missing: String, left_out: u64) -> String {

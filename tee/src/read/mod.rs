@@ -22,5 +22,5 @@ pub mod mask;
 pub mod pool;
 pub mod query;
 
-pub use folds::{Folds, Models};
+pub use folds::{Folds, Models, Replays};
 pub use pool::{Db, MAX_EXPORTS, QUERY_TIME_LIMIT};

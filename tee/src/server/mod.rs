@@ -60,6 +60,8 @@ pub struct AppState {
     redact: bool,
     /// Session models kept between requests.
     sessions: crate::read::Models,
+    /// Session models of replays (`?to=SEQ`) kept between requests.
+    replays: crate::read::Replays,
     /// Searches' counts of indexed matches kept between pages.
     search_counts: crate::store::api::SearchCounts,
     /// Protocol checkers and finding counts kept between requests.
@@ -91,6 +93,7 @@ impl AppState {
             dist,
             redact: true,
             sessions: crate::read::Models::default(),
+            replays: crate::read::Replays::default(),
             search_counts: Default::default(),
             checks,
             overviews: overview::Overviews::default(),

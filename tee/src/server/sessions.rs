@@ -5,14 +5,21 @@
 //! [`crate::read::folds::MODELS_KEPT`] traces asked about ([`Models`]) and feeds it
 //! only the frames stored since, so asking again about a live trace costs
 //! its new frames. Pages of turns re-read only their own frames.
+//!
+//! `?to=SEQ` answers as of frame SEQ (a replay's cursor): a fold per trace
+//! kept apart ([`Replays`], as bounded), fed forward as the cursor advances
+//! and folded again only when it moves back.
 
 use super::error::AppError;
 use super::routes::{path, query};
 use super::AppState;
-use crate::read::Models;
+use crate::read::{Models, Replays};
 use crate::session::now_t_ns;
+use crate::session::Model;
 use crate::store::{Store, StoreError};
-use acp_tee_shared::session::{SessionDetail, TraceSessions, TurnQuery, TURNS_DEFAULT_LIMIT, TURNS_MAX_LIMIT};
+use acp_tee_shared::session::{
+    SessionDetail, SessionsQuery, TraceSessions, TurnQuery, TURNS_DEFAULT_LIMIT, TURNS_MAX_LIMIT,
+};
 use axum::extract::rejection::{PathRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
 use axum::Json;
@@ -85,18 +92,61 @@ pub(super) fn overview(
     models.with_current(store, id, redactor, |m| Ok(m.sessions(now_t_ns(&trace))))
 }
 
-/// `GET /api/traces/{id}/sessions`
+/// The session models a request reads: the whole trace's, or a replay's
+/// up to a seq.
+#[derive(Clone)]
+struct Folded {
+    models: Models,
+    replays: Replays,
+    /// No frame after this seq counts (`?to=SEQ`).
+    to: Option<i64>,
+}
+
+impl Folded {
+    fn of(st: &AppState, to: Option<i64>) -> Result<Folded, AppError> {
+        if to.is_some_and(|s| s < 1) {
+            return Err(AppError::BadRequest("to must be a seq of the trace, 1 or more".into()));
+        }
+        Ok(Folded { models: st.sessions.clone(), replays: st.replays.clone(), to })
+    }
+
+    /// Runs `read` on trace `id`'s model brought up to date (or up to `to`),
+    /// with the present on the trace's clock its ages run to: a replay's is
+    /// its last frame, as an ended trace's is.
+    fn with<T>(
+        &self,
+        store: &Store,
+        trace: &acp_tee_shared::api::TraceSummary,
+        redactor: &crate::redact::Redactor,
+        read: impl FnOnce(&Model, Option<i64>) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        let id = trace.meta.id;
+        match self.to {
+            Some(to) => self.replays.with_to(store, id, to, redactor, |m| read(m, None)),
+            None => self.models.with_current(store, id, redactor, |m| read(m, now_t_ns(trace))),
+        }
+    }
+}
+
+/// `GET /api/traces/{id}/sessions?to=SEQ`
 pub async fn sessions(
     State(st): State<AppState>,
     id: Result<Path<i64>, PathRejection>,
+    q: Result<Query<SessionsQuery>, QueryRejection>,
 ) -> Result<Json<TraceSessions>, AppError> {
-    let id = path(id)?;
-    let (models, r) = (st.sessions.clone(), st.redactor());
-    let view = st.db.run_scan(move |s| overview(&models, s, id, &r)).await?;
+    let (id, q) = (path(id)?, query(q)?);
+    let (folded, r) = (Folded::of(&st, q.to)?, st.redactor());
+    let view = st
+        .db
+        .run_scan(move |s| {
+            let trace = s.trace_summary(id)?;
+            folded.with(s, &trace, &r, |m, now| Ok(m.sessions(now)))
+        })
+        .await?;
     Ok(Json(view))
 }
 
-/// `GET /api/traces/{id}/sessions/{sid}?offset=N&limit=N`
+/// `GET /api/traces/{id}/sessions/{sid}?offset=N&limit=N&to=SEQ`
 pub async fn session(
     State(st): State<AppState>,
     ids: Result<Path<(i64, String)>, PathRejection>,
@@ -108,14 +158,14 @@ pub async fn session(
         return Err(AppError::BadRequest(format!("limit must be between 1 and {TURNS_MAX_LIMIT}")));
     }
     let offset = q.offset.unwrap_or(0);
-    let (models, r) = (st.sessions.clone(), st.redactor());
+    let (folded, r) = (Folded::of(&st, q.to)?, st.redactor());
     let missing = format!("trace {id} has no session {sid}");
     let detail: Result<SessionDetail, u64> = st
         .db
         .run_scan(move |s| {
             let trace = s.trace_summary(id)?;
-            models.with_current(s, id, &r, |model| {
-                let view = model.sessions(now_t_ns(&trace));
+            folded.with(s, &trace, &r, |model, now| {
+                let view = model.sessions(now);
                 let left_out = view.sessions_left_out;
                 let all: Vec<String> = view.sessions.iter().map(|x| x.session_id.clone()).collect();
                 let Some(summary) = view.sessions.into_iter().find(|x| x.session_id == sid) else {
@@ -124,7 +174,7 @@ pub async fn session(
                 let redact = (!r.is_noop()).then_some(&r);
                 let Some(turns) = model.turns_of(s, id, &sid, offset, limit, redact)? else { return Ok(Err(left_out)) };
                 let x = model.extras(&sid);
-                let open_requests = model.open_requests_of(&sid, now_t_ns(&trace));
+                let open_requests = model.open_requests_of(&sid, now);
                 let mut detail = SessionDetail {
                     summary,
                     turns,

@@ -188,6 +188,17 @@ fn pair_view(f: &FrameSummary, pair: Option<FrameSummary>) -> impl IntoView {
     })
 }
 
+/// Plays the trace from this frame on.
+fn replay_from(seq: i64) -> impl IntoView {
+    let st = trace_state();
+    view! {
+        <div class="pair">
+            <button id="replay-from" title="play the trace as it happened, from this frame"
+                on:click=move |_| crate::state::replay::play_from(st, seq)>"▶ Replay from here"</button>
+        </div>
+    }
+}
+
 /// Terminal escapes made visible (`␛[31m`), for showing the exact bytes of a coloured line.
 fn visible_escapes(s: &str) -> String {
     s.replace('\u{1b}', "␛")
@@ -355,6 +366,7 @@ fn detail_view(d: FrameDetail) -> impl IntoView {
         {preview.map(|p| view! { <p class="detail-preview">{p}</p> })}
         {facts(&f, &started_at)}
         {pair_view(&f, d.pair.clone())}
+        {replay_from(f.seq)}
         {payload_views(&d, &words, st.id)}
     }
 }

@@ -230,6 +230,9 @@ fn Toolbar() -> impl IntoView {
                     } />
                 "collapse chunks"
             </label>
+            <button id="replay-start" class:hidden=move || st.replay.active() || !matches!(tab.get(), Tab::Diagram | Tab::Session)
+                title="play the trace as it happened, from the start"
+                on:click=move |_| crate::state::replay::play(st)>"▶ replay"</button>
             <label class="check" class:dim=move || !live.get() class:hidden=move || !on_diagram() title=follow_title>
                 <input id="follow" type="checkbox" prop:disabled=move || !live.get()
                     prop:checked=move || live.get() && st.follow.get()

@@ -1,9 +1,10 @@
 //! The trace view's keyboard: `j`/`k` or the arrows step through frames, Home/End go to the first and last
 //! frame, Enter selects a focused frame (on the row itself), Esc leaves a text field or clears the
-//! selection, `/` focuses the search. Keys typed into text fields are theirs, except Esc, which leaves the
-//! field and keeps what it holds (the search stays).
+//! selection, `/` focuses the search. In a replay (also on the Session tab), space plays or pauses, `.` and
+//! `,` step a frame forward and back, and Esc leaves the replay. Keys typed into text fields are theirs,
+//! except Esc, which leaves the field and keeps what it holds (the search stays).
 
-use crate::state::{loader, TraceState};
+use crate::state::{loader, replay, TraceState};
 use crate::view_query::Tab;
 use leptos::prelude::*;
 use wasm_bindgen::JsCast;
@@ -15,6 +16,8 @@ enum Action {
     Last,
     Search,
     Escape,
+    PlayPause,
+    ReplayStep(i64),
 }
 
 fn action(key: &str) -> Option<Action> {
@@ -25,6 +28,9 @@ fn action(key: &str) -> Option<Action> {
         "End" => Action::Last,
         "/" => Action::Search,
         "Escape" => Action::Escape,
+        " " => Action::PlayPause,
+        "." => Action::ReplayStep(1),
+        "," => Action::ReplayStep(-1),
         _ => return None,
     })
 }
@@ -36,7 +42,17 @@ pub fn trace_keys(st: TraceState) {
         let target = ev.target().and_then(|t| t.dyn_into::<web_sys::HtmlElement>().ok());
         let typing =
             target.as_ref().is_some_and(|el| matches!(el.tag_name().as_str(), "INPUT" | "SELECT" | "TEXTAREA"));
-        if ev.ctrl_key() || ev.meta_key() || ev.alt_key() || st.query.with_untracked(|q| q.tab) != Tab::Diagram {
+        let replaying = st.replay.cursor.with_untracked(Option::is_some);
+        let tab = st.query.with_untracked(|q| q.tab);
+        let for_replay =
+            matches!(act, Action::PlayPause | Action::ReplayStep(_)) || (replaying && matches!(act, Action::Escape));
+        let here = tab == Tab::Diagram || (for_replay && tab == Tab::Session);
+        if ev.ctrl_key() || ev.meta_key() || ev.alt_key() || !here || (for_replay && !replaying) {
+            return;
+        }
+        // Space on a focused button presses it.
+        let on_button = target.as_ref().is_some_and(|el| matches!(el.tag_name().as_str(), "BUTTON" | "A"));
+        if matches!(act, Action::PlayPause) && on_button {
             return;
         }
         if typing {
@@ -65,7 +81,10 @@ pub fn trace_keys(st: TraceState) {
                     let _ = el.focus();
                 }
             }
+            Action::Escape if replaying => replay::leave(st),
             Action::Escape => st.unselect(),
+            Action::PlayPause => replay::toggle(st),
+            Action::ReplayStep(step) => replay::step(st, step),
         }
     });
     on_cleanup(move || handle.remove());

@@ -10,6 +10,7 @@
 //! - [`requests`]: the Requests tab: one row per JSON-RPC request, sorted and paged by the server.
 //! - [`session`]: the Session tab: open requests, sessions, turns as a conversation, tool calls, waterfall.
 //! - [`header`]: title, counts, live badge, tabs, axis, follow, export.
+//! - [`replay`]: the replay bar: play, pause, step, speed, a slider over the trace's time.
 //! - [`keys`]: the keyboard; [`highlight`]: search words marked in text.
 //! - [`summary`]: a trace's facts as text (also used by the trace list); [`title`]: the tab's title.
 
@@ -22,6 +23,7 @@ pub mod highlight;
 pub mod json;
 pub mod keys;
 pub mod overview;
+pub mod replay;
 pub mod requests;
 pub mod session;
 pub mod summary;

@@ -10,6 +10,7 @@ use crate::components::filters::FilterBar;
 use crate::components::findings::FindingsTab;
 use crate::components::header::TraceHeader;
 use crate::components::keys::trace_keys;
+use crate::components::replay::ReplayBar;
 use crate::components::requests::RequestsTab;
 use crate::components::session::SessionTab;
 use crate::components::timing::Timing;
@@ -69,6 +70,7 @@ fn TraceScreen(trace: TraceSummary) -> impl IntoView {
     view! {
         <div class="trace-view">
             <TraceHeader />
+            <ReplayBar />
             <div class="tab-diagram" class:hidden=move || tab.get() != Tab::Diagram>
                 <FilterBar />
                 <div class="split">

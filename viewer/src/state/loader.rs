@@ -30,6 +30,8 @@ struct Loader {
     stats_due: StoredValue<bool>,
     /// The frame being located, so that asking twice searches once.
     locating: StoredValue<Option<i64>>,
+    /// A replay's growth is being fetched (it fetches again if the cursor moved meanwhile).
+    replay_due: StoredValue<bool>,
 }
 
 /// Starts every fetching effect of a trace view; they stop when the view's owner is disposed.
@@ -44,13 +46,16 @@ pub fn start(st: TraceState) {
         tail_due: StoredValue::new(false),
         stats_due: StoredValue::new(false),
         locating: StoredValue::new(None),
+        replay_due: StoredValue::new(false),
     };
+    super::replay::start(st);
     spawn_local(load_stats(ld));
     let query = st.query;
     st.findings.load_when(st.id, move || query.with(|q| matches!(q.tab, Tab::Diagram | Tab::Findings)));
     reset_on_filter_change(ld);
     fetch_pages_in_view(ld);
     follow_live_stream(ld);
+    follow_replay(ld);
     find_jumps(ld);
     follow_selection(st);
     load_detail(st);
@@ -103,16 +108,99 @@ fn reset_on_filter_change(ld: Loader) {
         if first_done.is_none() {
             return;
         }
-        ld.generation.update_value(|g| *g += 1);
-        ld.pending.update_value(HashSet::clear);
-        st.window.set(FrameWindow::default());
-        st.window_error.set(None);
-        st.hidden.set(None);
+        reset(ld);
+        if st.replay.cursor.with_untracked(Option::is_some) {
+            reveal_replay(ld);
+            return;
+        }
         // Keep the selected frame in view across a filter change; otherwise start from the top.
         match st.query.with_untracked(|q| q.frame) {
             Some(seq) => st.jump.set(Some(seq)),
             None => st.reveal.set(Some(0)),
         }
+    });
+}
+
+/// Drops every fetched frame (the frames shown changed), and answers to requests made before.
+fn reset(ld: Loader) {
+    let st = ld.st;
+    ld.generation.update_value(|g| *g += 1);
+    ld.pending.update_value(HashSet::clear);
+    st.window.set(FrameWindow::default());
+    st.window_error.set(None);
+    st.hidden.set(None);
+}
+
+/// A replay's cursor shows the trace as it was when that frame had just arrived: moving forward, the frames
+/// up to it are added at the bottom, as a live trace's are (the diagram follows the bottom); moving back,
+/// entering or leaving, the window is fetched again. Leaving shows the selected frame, else the top.
+fn follow_replay(ld: Loader) {
+    let st = ld.st;
+    Effect::new(move |before: Option<Option<i64>>| {
+        let cursor = st.replay.cursor.get();
+        let Some(before) = before else {
+            if cursor.is_some() {
+                reset(ld);
+                reveal_replay(ld);
+            }
+            return cursor;
+        };
+        match (before, cursor) {
+            (Some(a), Some(b)) if b >= a => reveal_replay(ld),
+            (_, Some(_)) => {
+                reset(ld);
+                reveal_replay(ld);
+            }
+            (Some(_), None) => {
+                reset(ld);
+                match st.query.with_untracked(|q| q.frame) {
+                    Some(seq) => st.jump.set(Some(seq)),
+                    // A live trace followed scrolls to its bottom as the window fills.
+                    None if st.follow.get_untracked() && st.trace.with_untracked(|t| t.live) => {}
+                    None => st.reveal.set(Some(0)),
+                }
+            }
+            (None, None) => {}
+        }
+        cursor
+    });
+}
+
+/// Fetches the last page up to a replay's cursor, for its total and tail (coalesced: one fetch at a time,
+/// again while the cursor moved during it).
+fn reveal_replay(ld: Loader) {
+    if ld.replay_due.get_value() {
+        return;
+    }
+    ld.replay_due.set_value(true);
+    let st = ld.st;
+    spawn_local(async move {
+        while let Some(Some(cursor)) = st.replay.cursor.try_get_untracked() {
+            let generation = ld.generation.get_value();
+            let mut query = st.frame_query(0, 1);
+            let result = match api::frames(st.id, &query).await {
+                Ok(first) => {
+                    let page = (first.total.max(1) as usize - 1) / PAGE;
+                    (query.offset, query.limit) = (Some((page * PAGE) as i64), Some(PAGE as i64));
+                    api::frames(st.id, &query).await.map(|fetched| (page, fetched))
+                }
+                Err(e) => Err(e),
+            };
+            if ld.generation.try_get_value() != Some(generation) {
+                continue;
+            }
+            match result {
+                Ok((page, fetched)) => st.window.update(|w| w.insert_page(page, fetched)),
+                Err(e) => {
+                    st.window_error.set(Some(e));
+                    break;
+                }
+            }
+            if st.replay.cursor.try_get_untracked() == Some(Some(cursor)) {
+                break;
+            }
+        }
+        ld.replay_due.try_set_value(false);
     });
 }
 
@@ -145,7 +233,7 @@ async fn fetch_page(ld: Loader, page: usize) {
         ld.pending.try_update_value(|p| p.remove(&page));
         return;
     }
-    let query = st.query.with_untracked(|q| q.filters.frame_query(page * PAGE, PAGE));
+    let query = st.frame_query(page * PAGE, PAGE);
     let result = api::frames(st.id, &query).await;
     if ld.generation.try_get_value() != Some(generation) {
         return;
@@ -200,6 +288,10 @@ fn on_live_frames(ld: Loader, frames: Vec<FrameSummary>) {
     super::family::heard_frames(st);
     super::requests::heard_frames(st);
     super::overview::heard_frames(st);
+    // A replay shows the frames up to its cursor; these come when it does (or when it is left).
+    if st.replay.cursor.with_untracked(Option::is_some) {
+        return;
+    }
     st.window.try_update(|w| w.link_replies(&frames));
     let filters: Filters = st.query.with_untracked(|q| q.filters.clone());
     let mut matching = Vec::new();
@@ -271,7 +363,7 @@ fn refresh_tail(ld: Loader) {
         ld.tail_due.try_set_value(false);
         let Some(total) = st.window.try_with_untracked(FrameWindow::total) else { return };
         let page = total.saturating_sub(1) / PAGE;
-        let query = st.query.with_untracked(|q| q.filters.frame_query(page * PAGE, PAGE));
+        let query = st.frame_query(page * PAGE, PAGE);
         let result = api::frames(st.id, &query).await;
         if let (Ok(fetched), Some(true)) = (result, ld.generation.try_get_value().map(|g| g == generation)) {
             st.window.update(|w| w.insert_page(page, fetched));
@@ -341,9 +433,8 @@ pub fn select_position(st: TraceState, idx: usize) {
         st.jump_to(seq, true);
         return;
     }
-    let filters = st.query.with_untracked(|q| q.filters.clone());
     spawn_local(async move {
-        match seq_at(st.id, &filters, idx).await {
+        match seq_at(st, idx).await {
             Ok((Some(seq), _)) => st.jump_to(seq, true),
             Ok((None, _)) => {}
             Err(e) => {
@@ -354,8 +445,8 @@ pub fn select_position(st: TraceState, idx: usize) {
 }
 
 /// The seq at a position of the filtered list, and the list's length.
-async fn seq_at(id: i64, filters: &Filters, offset: usize) -> Result<(Option<i64>, usize), ApiFailure> {
-    let page = api::frames(id, &filters.frame_query(offset, 1)).await?;
+async fn seq_at(st: TraceState, offset: usize) -> Result<(Option<i64>, usize), ApiFailure> {
+    let page = api::frames(st.id, &st.frame_query(offset, 1)).await?;
     Ok((page.frames.first().map(|f| f.seq), page.total.max(0) as usize))
 }
 
@@ -370,10 +461,9 @@ async fn locate(ld: Loader, seq: i64) -> Result<Option<Found>, ApiFailure> {
         Err(Some(idx)) => return Ok(Some(Found { idx, exact: false })),
         Err(None) => {}
     }
-    let filters = st.query.with_untracked(|q| q.filters.clone());
     // Unfiltered, the frame is usually at seq - 1.
     let guess = (seq - 1).max(0) as usize;
-    let (found, total) = seq_at(st.id, &filters, guess).await?;
+    let (found, total) = seq_at(st, guess).await?;
     if total == 0 {
         return Ok(Some(Found { idx: 0, exact: false }));
     }
@@ -383,7 +473,7 @@ async fn locate(ld: Loader, seq: i64) -> Result<Option<Found>, ApiFailure> {
         let (mut lo, mut hi) = (0, total);
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
-            match seq_at(st.id, &filters, mid).await?.0 {
+            match seq_at(st, mid).await?.0 {
                 Some(s) if s < seq => lo = mid + 1,
                 _ => hi = mid,
             }
@@ -392,7 +482,7 @@ async fn locate(ld: Loader, seq: i64) -> Result<Option<Found>, ApiFailure> {
     };
     let page = idx.min(total - 1) / PAGE;
     if st.window.with_untracked(|w| w.page(page).is_none()) {
-        let fetched = api::frames(st.id, &filters.frame_query(page * PAGE, PAGE)).await?;
+        let fetched = api::frames(st.id, &st.frame_query(page * PAGE, PAGE)).await?;
         if ld.generation.try_get_value() != Some(generation) {
             return Ok(None);
         }

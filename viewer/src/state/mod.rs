@@ -12,6 +12,7 @@
 //! - [`requests`]: the Requests tab's page of the request table, refreshed as a live trace grows.
 //! - [`in_flight`]: the requests in flight over the rows drawn, for the busy bars of long turns.
 //! - [`overview`]: the overview strip's counts per interval of the whole trace, refreshed as a live trace grows.
+//! - [`replay`]: a replay's cursor (no frame past it shows), played on the trace's clock.
 
 pub mod busy;
 pub mod family;
@@ -21,6 +22,7 @@ pub mod layout;
 pub mod loader;
 pub mod mcp;
 pub mod overview;
+pub mod replay;
 pub mod requests;
 pub mod sessions;
 #[cfg(test)]
@@ -29,8 +31,8 @@ pub mod throttle;
 pub mod window;
 
 use crate::api::ApiFailure;
-use crate::view_query::{ViewQuery, ViewUrl};
-use acp_tee_shared::api::{FrameDetail, InFlight, TraceStats, TraceSummary};
+use crate::view_query::{last_seq_shown, ViewQuery, ViewUrl};
+use acp_tee_shared::api::{FrameDetail, FrameQuery, InFlight, TraceStats, TraceSummary};
 use layout::{Layout, Scroller};
 use leptos::prelude::*;
 use sessions::SessionData;
@@ -122,6 +124,8 @@ pub struct TraceState {
     pub in_flight: RwSignal<Option<InFlight>>,
     /// What the overview strip draws.
     pub overview: overview::OverviewData,
+    /// A replay: its cursor and playing.
+    pub replay: replay::ReplayData,
 }
 
 impl TraceState {
@@ -174,6 +178,7 @@ impl TraceState {
             requests: requests::RequestsData::new(query),
             in_flight: RwSignal::new(None),
             overview: overview::OverviewData::new(),
+            replay: replay::ReplayData::new(),
         }
     }
 
@@ -181,6 +186,14 @@ impl TraceState {
     pub fn heard_trace(&self, t: TraceSummary) {
         self.trace_at_ms.set_value(js_sys::Date::now());
         self.trace.set(t);
+    }
+
+    /// The API query for one window of this view's frames (not tracked): its filters, and no frame past a
+    /// replay's cursor. Every page of the diagram is asked for through this.
+    pub fn frame_query(&self, offset: usize, limit: usize) -> FrameQuery {
+        let mut q = self.query.with_untracked(|q| q.filters.frame_query(offset, limit));
+        q.to = last_seq_shown(q.to, self.replay.cursor.get_untracked());
+        q
     }
 
     /// True while the trace is being recorded (tracked).

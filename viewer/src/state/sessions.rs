@@ -2,7 +2,8 @@
 //! turns. Nothing is fetched until the tab is open (the server reads the whole trace for it); while it is
 //! open, new frames of a live trace bring a fresh overview, and a fresh page when the page shows the
 //! session's last turns, at most once per [`REFRESH_MS`]. Frames that arrive while the tab is closed are
-//! caught up with when it opens.
+//! caught up with when it opens. In a replay, both are as of the cursor, refreshed as it moves (at most
+//! once per [`REFRESH_MS`] while playing).
 
 use super::throttle::Throttle;
 use super::TraceState;
@@ -101,6 +102,13 @@ pub fn start(st: TraceState) {
             spawn_local(fetch_page(st, key));
         }
     });
+    // A replay's cursor moved (or the replay began or ended): as new frames would.
+    Effect::new(move |first: Option<()>| {
+        st.replay.cursor.track();
+        if first.is_some() {
+            heard_frames(st);
+        }
+    });
 }
 
 /// New frames of a live trace (or its end): the sessions are refreshed, now or when the tab opens.
@@ -119,7 +127,7 @@ fn refresh(st: TraceState) {
         sd.stale.set_value(false);
         let generation = sd.generation.get_value() + 1;
         sd.generation.set_value(generation);
-        let result = api::sessions(st.id).await;
+        let result = api::sessions(st.id, st.replay.cursor.get_untracked()).await;
         if sd.generation.try_get_value() != Some(generation) {
             return;
         }
@@ -135,7 +143,9 @@ fn refresh(st: TraceState) {
             }
             Err(e) => sd.overview.set(Some(Err(e))),
         }
-        if let Some(key) = sd.wanted.get_untracked().filter(|k| shows_last_turns(sd, k)) {
+        // A replay's cursor may have moved into or out of any page.
+        let replay = st.replay.cursor.with_untracked(Option::is_some);
+        if let Some(key) = sd.wanted.get_untracked().filter(|k| replay || shows_last_turns(sd, k)) {
             fetch_page(st, key).await;
         }
     });
@@ -152,7 +162,8 @@ fn shows_last_turns(sd: SessionData, key: &PageKey) -> bool {
 
 async fn fetch_page(st: TraceState, key: PageKey) {
     let sd = st.sessions;
-    let result = api::session(st.id, &key.sid, key.offset, TURNS_DEFAULT_LIMIT).await;
+    let to = st.replay.cursor.get_untracked();
+    let result = api::session(st.id, &key.sid, key.offset, TURNS_DEFAULT_LIMIT, to).await;
     if sd.wanted.try_get_untracked().flatten().as_ref() != Some(&key) {
         return;
     }

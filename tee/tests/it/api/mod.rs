@@ -165,6 +165,9 @@ async fn bad_parameters_are_400_and_unknown_ids_404_with_json() {
         "/api/traces/1/frames?to=-3",
         "/api/traces/1/frames?from=9&to=8",
         "/api/traces/1/frames?from=1e3",
+        "/api/traces/1/sessions?to=0",
+        "/api/traces/1/sessions?to=soon",
+        "/api/traces/1/sessions/s1?to=-2",
         "/api/traces/1/frames/first",
         "/api/traces/1/export?format=xml",
         "/api/traces/1/live?after=soon",
@@ -181,6 +184,35 @@ async fn bad_parameters_are_400_and_unknown_ids_404_with_json() {
     ] {
         get_error(&app, uri, StatusCode::NOT_FOUND).await;
     }
+}
+
+#[tokio::test]
+async fn sessions_up_to_a_seq_are_the_sessions_as_that_frame_arrived() {
+    use acp_tee_shared::session::{SessionDetail, TraceSessions};
+    let store = recorded_session();
+    let app = router(&store, None);
+    let all: TraceSessions = get_as(&app, "/api/traces/1/sessions").await;
+    let sid = all.sessions[0].session_id.clone();
+    let prompt: FramePage = get_as(&app, "/api/traces/1/frames?method=session/prompt&kind=request").await;
+    let at = prompt.frames[0].seq;
+    let turn_of = |d: &SessionDetail| d.turns[0].clone();
+
+    // At the prompt: the turn has begun and nothing has answered it.
+    let then: TraceSessions = get_as(&app, &format!("/api/traces/1/sessions?to={at}")).await;
+    assert_eq!((then.sessions[0].turns, then.sessions[0].last_seq), (1, at));
+    let detail: SessionDetail = get_as(&app, &format!("/api/traces/1/sessions/{sid}?to={at}")).await;
+    let turn = turn_of(&detail);
+    assert_eq!((turn.request_seq, turn.response_seq, turn.stop_reason), (at, None, None));
+    assert!(turn.message.text.is_empty(), "no reply yet: {:?}", turn.message);
+
+    // Forward to the last frame: the whole trace; back again: the same as before.
+    let last = all.sessions[0].last_seq;
+    let end: SessionDetail = get_as(&app, &format!("/api/traces/1/sessions/{sid}?to={last}")).await;
+    let whole: SessionDetail = get_as(&app, &format!("/api/traces/1/sessions/{sid}")).await;
+    assert_eq!(end, whole);
+    assert!(turn_of(&end).stop_reason.is_some());
+    let again: SessionDetail = get_as(&app, &format!("/api/traces/1/sessions/{sid}?to={at}")).await;
+    assert_eq!(again, detail);
 }
 
 #[tokio::test]

@@ -420,14 +420,14 @@ fn focus_follows_selection(st: TraceState, items: Memo<Vec<Item>>) {
     });
 }
 
-/// Scrolling up (away from the bottom) stops following; scrolling down to the bottom of a live trace
-/// resumes it, unless a frame is selected (the frame being read stays where it is).
+/// Scrolling up (away from the bottom) stops following; scrolling down to the bottom of a live trace (or
+/// of a replay) resumes it, unless a frame is selected (the frame being read stays where it is).
 fn on_scroll(st: TraceState, scroll_ref: NodeRef<html::Div>) {
     let Some(el) = scroll_ref.get_untracked() else { return };
     let top = el.scroll_top() as f64;
     let previous = st.scroll_top.get_untracked();
     let at_bottom = el.scroll_height() - el.client_height() - el.scroll_top() <= 4;
-    let live = st.trace.with_untracked(|t| t.live);
+    let live = st.trace.with_untracked(|t| t.live) || st.replay.cursor.with_untracked(Option::is_some);
     let selected = st.query.with_untracked(|q| q.frame.is_some());
     let following = st.follow.get_untracked();
     if following && !at_bottom && top < previous - 1.0 {
@@ -438,13 +438,13 @@ fn on_scroll(st: TraceState, scroll_ref: NodeRef<html::Div>) {
     st.scroll_top.set(top);
 }
 
-/// While following a live trace, every growth of the content (rows, or MCP frames below the last row)
+/// While following a live trace or a replay, every growth of the content (rows, or MCP frames below the last row)
 /// scrolls to the bottom.
 fn keep_following(st: TraceState, scroll_ref: NodeRef<html::Div>, tail: Memo<f64>) {
     Effect::new(move |_| {
         st.layout.with(|l| l.height());
         tail.track();
-        if st.follow.get() && st.is_live() {
+        if st.follow.get() && (st.is_live() || st.replay.active()) {
             request_animation_frame(move || {
                 if let Some(el) = scroll_ref.get_untracked() {
                     el.set_scroll_top(el.scroll_height());

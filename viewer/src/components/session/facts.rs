@@ -36,12 +36,14 @@ pub fn usage_text(u: &TokenUsage) -> String {
 }
 
 /// The requests of the trace nobody answered: on a live trace how long each has been waiting (counted on
-/// with the tab's clock `now` between refreshes), on an ended one how long it was open when the trace ended.
+/// with the tab's clock `now` between refreshes), on an ended one how long it was open when the trace ended, in
+/// a replay how long it had waited at the cursor.
 pub fn open_requests(st: TraceState, o: &TraceSessions, now: Memo<i64>) -> Option<impl IntoView> {
     if o.open_requests.is_empty() {
         return None;
     }
     let live = o.live;
+    let replay = st.replay.cursor.with_untracked(Option::is_some);
     // The ages came measured at the overview's present; they grow by what the clock counted since.
     let then = o.now_t_ns;
     let several =
@@ -59,11 +61,15 @@ pub fn open_requests(st: TraceState, o: &TraceSessions, now: Memo<i64>) -> Optio
                 let since = (now.get() - then).max(0);
                 quiet.activity_text(live, quiet_ns + since, age_ns + since, age_text)
             };
-            open_request_item(st, &r, live, several, age, activity)
+            open_request_item(st, &r, live || replay, several, age, activity)
         })
         .collect_view();
     let more = o.open_requests_total.saturating_sub(o.open_requests.len() as u64);
-    let heading = if live { "Waiting for an answer:" } else { "Never answered (the trace has ended):" };
+    let heading = match (live, replay) {
+        (_, true) => "Waiting for an answer at the replay's cursor:",
+        (true, _) => "Waiting for an answer:",
+        _ => "Never answered (the trace has ended):",
+    };
     Some(view! {
         <div id="open-requests" class="banner warn" role="status" class:live=live>
             <strong>{heading}</strong>
@@ -76,7 +82,7 @@ pub fn open_requests(st: TraceState, o: &TraceSessions, now: Memo<i64>) -> Optio
 fn open_request_item(
     st: TraceState,
     r: &OpenRequest,
-    live: bool,
+    waiting: bool,
     several: bool,
     age: impl Fn() -> String + Send + Sync + 'static,
     activity: impl Fn() -> String + Send + Sync + 'static,
@@ -84,7 +90,7 @@ fn open_request_item(
     let method = r.method.clone().unwrap_or_else(|| "a request".to_owned());
     let who = r.waiting_for.clone();
     let text = move || {
-        if live {
+        if waiting {
             format!("{method} waiting {} for the {who}", age())
         } else {
             format!("{method} never answered by the {who}: open {} when the trace ended", age())

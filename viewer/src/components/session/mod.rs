@@ -66,7 +66,9 @@ pub fn SessionTab() -> impl IntoView {
         })
     });
     let overview = Memo::new(move |_| sd.overview.with(|o| o.as_ref().and_then(|o| o.as_ref().ok().cloned())));
-    let now = st.clock;
+    // In a replay the present is the cursor's frame, not the trace's end.
+    let rd = st.replay;
+    let now = Memo::new(move |_| rd.cursor_t.get().filter(|_| rd.active()).unwrap_or_else(|| st.clock.get()));
     let body = move || match shape.get() {
         Shape::Loading => view! { <div class="notice">"Loading sessions…"</div> }.into_any(),
         Shape::Failed(message) => view! { <div class="notice error">{message}</div> }.into_any(),
