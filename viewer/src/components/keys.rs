@@ -1,6 +1,7 @@
 //! The trace view's keyboard: `j`/`k` or the arrows step through frames, Home/End go to the first and last
 //! frame, Enter selects a focused frame (on the row itself), Esc leaves a text field or clears the
-//! selection, `/` focuses the search. Keys typed into text fields are theirs, except Esc, which leaves the
+//! selection, `/` focuses the search filter, `f` the find field (where Enter and shift+Enter step through
+//! the matches). Keys typed into text fields are theirs, except Esc, which leaves the
 //! field and keeps what it holds (the search stays).
 
 use crate::state::{loader, TraceState};
@@ -13,7 +14,7 @@ enum Action {
     Step(i64),
     First,
     Last,
-    Search,
+    Focus(&'static str),
     Escape,
 }
 
@@ -23,7 +24,8 @@ fn action(key: &str) -> Option<Action> {
         "ArrowUp" | "k" => Action::Step(-1),
         "Home" => Action::First,
         "End" => Action::Last,
-        "/" => Action::Search,
+        "/" => Action::Focus("search"),
+        "f" => Action::Focus("find"),
         "Escape" => Action::Escape,
         _ => return None,
     })
@@ -58,9 +60,9 @@ pub fn trace_keys(st: TraceState) {
                     loader::select_position(st, total - 1);
                 }
             }
-            Action::Search => {
+            Action::Focus(id) => {
                 if let Some(el) =
-                    document().get_element_by_id("search").and_then(|e| e.dyn_into::<web_sys::HtmlElement>().ok())
+                    document().get_element_by_id(id).and_then(|e| e.dyn_into::<web_sys::HtmlElement>().ok())
                 {
                     let _ = el.focus();
                 }
