@@ -93,7 +93,7 @@ pub fn counter(step: &FindStep, forward: bool) -> String {
 }
 
 /// Finds `words` (in the URL's `find` from now on) and steps to the next match (`forward`) or the previous
-/// one, from the selected frame, else from the first row in view; selects it (replacing the history entry,
+/// one, from the selected frame, else from the first row in view (a match there is the next one); selects it (replacing the history entry,
 /// as stepping does) and notes what was found. Empty words end find.
 pub fn step(st: TraceState, words: String, forward: bool) {
     let words = words.trim().to_owned();
@@ -106,14 +106,17 @@ pub fn step(st: TraceState, words: String, forward: bool) {
     else {
         return;
     };
-    let from = st.query.with_untracked(|q| q.frame).or_else(|| {
+    let selected = st.query.with_untracked(|q| q.frame);
+    let first_in_view = || {
         st.window.with_untracked(|w| st.rows_in_view.with_untracked(|r| r.clone().find_map(|i| w.get(i)).map(|f| f.seq)))
-    });
-    match (forward, from) {
-        (true, from) => query.after = Some(from.unwrap_or(0)),
+    };
+    match (forward, selected) {
+        (true, Some(seq)) => query.after = Some(seq),
+        // Nothing selected: from the first row in view on, that row included.
+        (true, None) => query.after = Some(first_in_view().map_or(0, |seq| seq - 1)),
         (false, Some(seq)) => query.before = Some(seq),
-        // Nothing drawn yet: the last match.
-        (false, None) => query.before = Some(i64::MAX),
+        // Nothing selected: before the first row in view; nothing drawn yet: the last match.
+        (false, None) => query.before = Some(first_in_view().unwrap_or(i64::MAX)),
     }
     let asked = st.find.asked.get_value() + 1;
     st.find.asked.set_value(asked);

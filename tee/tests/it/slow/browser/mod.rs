@@ -15,6 +15,7 @@ mod layout;
 mod manage;
 mod overview;
 mod requests;
+mod search;
 mod session;
 
 use crate::common::webdriver::Browser;
