@@ -148,11 +148,12 @@ fn find_on_a_recorded_session_and_the_list_finds_the_trace_holding_a_word() {
     assert_eq!(b.find_all(".frame").len(), rows, "every frame stays drawn");
     // With the search filter as well, find steps among the frames it shows.
     let both = filtered_seqs(&b, 1, "sessionId+marmalade");
-    assert_eq!(both.len(), 1, "{both:?}");
+    assert!(!both.is_empty() && both.len() < n, "{both:?}");
+    let filtered = filtered_seqs(&b, 1, "marmalade");
     b.goto(&format!("{}/traces/1?q=marmalade&find=sessionId", server.url));
-    b.wait_for("the filtered frame", |b| drawn_seqs(b) == both);
+    b.wait_for("the filtered frames", |b| drawn_seqs(b) == filtered);
     enter(&b, false);
-    wait_at(&b, both[0], "1 of 1", &both);
+    wait_at(&b, both[0], &format!("1 of {}", both.len()), &both);
 
     // The list: Enter in its field searches every trace's frames; the hit opens at its first match.
     let marmalade = filtered_seqs(&b, 1, "marmalade");
