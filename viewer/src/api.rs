@@ -3,8 +3,8 @@
 //! Nothing here draws; the live stream hands decoded payloads to the closures it is given.
 
 use acp_tee_shared::api::{
-    ApiError, Capabilities, FindQuery, FindStep, FrameDetail, FramePage, FrameQuery, FrameSummary, InFlight,
-    MatchList, RequestPage, RequestQuery, SearchQuery, TraceChange, TraceFamily, TraceOverview, TraceSearch, TraceStats,
+    ApiError, Capabilities, FindQuery, FindStep, FrameDetail, FramePage, FrameQuery, FrameSummary, InFlight, MatchList,
+    RequestPage, RequestQuery, SearchQuery, TraceChange, TraceFamily, TraceOverview, TraceSearch, TraceStats,
     TraceSummary,
 };
 use acp_tee_shared::check::TraceFindings;

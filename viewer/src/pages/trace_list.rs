@@ -11,10 +11,10 @@
 //! while pinned). What the server refuses shows above the list in its words.
 
 use crate::api::{self, ApiFailure};
+use crate::components::highlight::{marked, search_words};
 use crate::components::summary::{duration_ns, exit_text, status_badge, trace_duration, trace_name};
 use crate::components::title::use_title;
 use crate::format;
-use crate::components::highlight::{marked, search_words};
 use acp_tee_shared::api::{name_problem, TraceChange, TraceHit, TraceSearch, TraceSummary, MAX_NAME_CHARS};
 use leptos::prelude::*;
 use leptos::task::spawn_local;
@@ -405,7 +405,8 @@ fn hit_view(h: TraceHit, words: &str, marks: &[String]) -> impl IntoView {
         (1, false) => "1 match".to_owned(),
         (n, false) => format!("{n} matches"),
     };
-    let first = format!("#{} {}", h.first.seq, h.first.method.clone().unwrap_or_else(|| h.first.kind.as_str().to_owned()));
+    let first =
+        format!("#{} {}", h.first.seq, h.first.method.clone().unwrap_or_else(|| h.first.kind.as_str().to_owned()));
     let preview = h.first.preview.clone().map(|p| marked(p, marks));
     view! {
         <li class="hit" data-trace=id>

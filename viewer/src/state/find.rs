@@ -67,7 +67,12 @@ impl FindData {
                 words
             })
         });
-        FindData { words, found: RwSignal::new(None), hits: RwSignal::new((None, BTreeSet::new())), asked: StoredValue::new(0) }
+        FindData {
+            words,
+            found: RwSignal::new(None),
+            hits: RwSignal::new((None, BTreeSet::new())),
+            asked: StoredValue::new(0),
+        }
     }
 
     /// True when the row of `seq` holds the words (tracked).
@@ -102,13 +107,15 @@ pub fn step(st: TraceState, words: String, forward: bool) {
         st.find.found.set(None);
         return;
     }
-    let Some(mut query) = st.query.with_untracked(|q| find_query(&ViewQuery { find: Some(words.clone()), ..q.clone() }))
+    let Some(mut query) =
+        st.query.with_untracked(|q| find_query(&ViewQuery { find: Some(words.clone()), ..q.clone() }))
     else {
         return;
     };
     let selected = st.query.with_untracked(|q| q.frame);
     let first_in_view = || {
-        st.window.with_untracked(|w| st.rows_in_view.with_untracked(|r| r.clone().find_map(|i| w.get(i)).map(|f| f.seq)))
+        st.window
+            .with_untracked(|w| st.rows_in_view.with_untracked(|r| r.clone().find_map(|i| w.get(i)).map(|f| f.seq)))
     };
     match (forward, selected) {
         (true, Some(seq)) => query.after = Some(seq),
