@@ -253,8 +253,7 @@ pub fn TraceList() -> impl IntoView {
         let url = format!("/{}", v.to_query());
         navigate.with_value(|nav| nav(&url, NavigateOptions { replace: true, scroll: false, ..Default::default() }));
     };
-    // The words the frames were last searched for, and the answer (`None` while it is awaited).
-    let frame_search = RwSignal::new(None::<(String, Option<Result<TraceSearch, ApiFailure>>)>);
+    let frame_search = RwSignal::new(None::<FrameSearch>);
     let search_frames = move || {
         let words = view_state.with_untracked(|v| v.find.trim().to_owned());
         if words.is_empty() {
@@ -358,12 +357,15 @@ pub fn TraceList() -> impl IntoView {
     }
 }
 
+/// The words every trace's frames were last searched for, and the answer (`None` while it is awaited).
+type FrameSearch = (String, Option<Result<TraceSearch, ApiFailure>>);
+
 /// The answer of a search of every trace's frames: which traces hold the words, each a link to its first
 /// match with find on; how many traces were searched when not all.
 fn frame_search_view(
     words: String,
     answer: Option<Result<TraceSearch, ApiFailure>>,
-    frame_search: RwSignal<Option<(String, Option<Result<TraceSearch, ApiFailure>>)>>,
+    frame_search: RwSignal<Option<FrameSearch>>,
 ) -> impl IntoView {
     let close = view! {
         <button class="link" id="close-frame-search" title="close" on:click=move |_| frame_search.set(None)>"×"</button>
