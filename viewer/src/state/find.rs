@@ -146,6 +146,22 @@ pub fn step(st: TraceState, words: String, forward: bool) {
     });
 }
 
+/// Says where a view opened with `find=` and a selected frame stands ("1 of 2"), when that frame is a
+/// match (a link from the trace list's search): the step back to it from just after it, moving nothing.
+pub fn count_on_open(st: TraceState) {
+    let Some(mut query) = st.query.with_untracked(find_query) else { return };
+    let Some(seq) = st.query.with_untracked(|q| q.frame) else { return };
+    let words = query.find.clone().unwrap_or_default();
+    query.before = Some(seq + 1);
+    spawn_local(async move {
+        let Ok(step) = api::find(st.id, &query).await else { return };
+        // Nothing was stepped to meanwhile, and the frame is the match.
+        if st.find.found.with_untracked(Option::is_none) && step.seq == Some(seq) && !step.wrapped {
+            st.find.found.set(Some((words, Found::Step(step, true))));
+        }
+    });
+}
+
 /// Keeps [`FindData::hits`] to the rows drawn: asks which of them hold the words once they stay put, while
 /// the view lives. Rows whose seqs lie more than [`MATCHES_MAX_SPAN`] past the first drawn (a filter that
 /// shows few frames) are not asked about.

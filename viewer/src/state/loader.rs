@@ -60,6 +60,7 @@ pub fn start(st: TraceState) {
     super::in_flight::start(st);
     super::overview::start(st);
     super::find::follow_rows(st);
+    super::find::count_on_open(st);
 }
 
 async fn load_stats(ld: Loader) {

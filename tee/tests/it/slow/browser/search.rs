@@ -184,6 +184,7 @@ fn find_on_a_recorded_session_and_the_list_finds_the_trace_holding_a_word() {
     b.wait_for("find on in the field", |b| {
         b.js("return document.getElementById('find').value;", json!([])) == json!("marmalade")
     });
+    b.wait_for("the counter at the first match", |b| status(b) == format!("1 of {}", marmalade.len()));
     b.wait_for("the match marked", |b| {
         found_rows(b) == marmalade.iter().copied().filter(|s| drawn_seqs(b).contains(s)).collect::<Vec<_>>()
             && !found_rows(b).is_empty()
