@@ -6,6 +6,13 @@
 //! - `/api/traces` -> `Vec<TraceSummary>`, newest first
 //! - `/api/traces/{id}` -> [`TraceSummary`]
 //! - `/api/traces/{id}/frames?...` ([`FrameQuery`]) -> [`FramePage`]
+//! - `/api/traces/{id}/find?find=WORDS&after=SEQ` (or `&before=SEQ`, and
+//!   the frame filters) ([`FindQuery`]) -> [`FindStep`]: the next (previous)
+//!   frame holding the words among those the filters show, wrapping around
+//! - `/api/traces/{id}/matches?find=WORDS&from=SEQ&to=SEQ` ([`FindQuery`])
+//!   -> [`MatchList`]: which of those frames in a seq range hold the words
+//! - `/api/search?q=WORDS` ([`SearchQuery`]) -> [`TraceSearch`]: the traces
+//!   whose frames hold the words, newest first, bounded
 //! - `/api/traces/{id}/frames/{seq}?max_bytes=N` -> [`FrameDetail`], its
 //!   `raw`/`raw_base64`/`envelope` cut to [`DETAIL_MAX_BYTES`] bytes each
 //!   unless `max_bytes` says otherwise (`0`: not cut)
@@ -117,6 +124,140 @@ pub struct FrameQuery {
     /// trace (a range tool's selection, how far a replay has come).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub to: Option<i64>,
+}
+
+/// The most matches `/api/traces/{id}/find` counts (`total`, `position`):
+/// a common word in a huge trace is not counted through.
+pub const FIND_COUNT_CAP: i64 = 1000;
+
+/// The widest seq range `/api/traces/{id}/matches` answers for (`to - from + 1`).
+pub const MATCHES_MAX_SPAN: i64 = 2000;
+
+/// Query of `/api/traces/{id}/find` and `/api/traces/{id}/matches`: words
+/// to find (as [`FrameQuery::q`] reads them) among the frames the filters
+/// show (the same filters as [`FrameQuery`], `q` among them).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct FindQuery {
+    /// The words to find (required, at most 1000 bytes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub find: Option<String>,
+    /// `find`: the first match after this seq (the default, from 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after: Option<i64>,
+    /// `find`: the last match before this seq (instead of `after`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub before: Option<i64>,
+    /// `matches`: the first seq of the range (required there).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<i64>,
+    /// `matches`: the last seq of the range (required there).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to: Option<i64>,
+    /// Only this direction.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dir: Option<Direction>,
+    /// Only this kind.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<FrameKind>,
+    /// Only this method.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub method: Option<String>,
+    /// Only this ACP session.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
+    /// Only error responses.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub errors: Option<bool>,
+    /// Only responses slower than this many milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_latency_ms: Option<f64>,
+    /// The search filter: only frames holding these words as well.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub q: Option<String>,
+}
+
+impl FindQuery {
+    /// The frame query of the frames that match: the filters, with the
+    /// words of `find` added to those of `q` (a frame must hold them all).
+    pub fn frame_query(&self) -> FrameQuery {
+        let words = [self.q.as_deref(), self.find.as_deref()].into_iter().flatten().collect::<Vec<_>>().join(" ");
+        FrameQuery {
+            dir: self.dir,
+            kind: self.kind,
+            method: self.method.clone(),
+            session: self.session.clone(),
+            errors: self.errors,
+            min_latency_ms: self.min_latency_ms,
+            q: Some(words),
+            ..FrameQuery::default()
+        }
+    }
+}
+
+/// `GET /api/traces/{id}/find`: one step to the next (previous) match.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FindStep {
+    /// The match's seq; `None` when no frame matches.
+    pub seq: Option<i64>,
+    /// No match lay after `after` (before `before`): this is the first
+    /// (last) one, found from the other end.
+    pub wrapped: bool,
+    /// Which match this is, from 1, when it is among the first
+    /// [`FIND_COUNT_CAP`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub position: Option<i64>,
+    /// Matches in the trace, counted up to [`FIND_COUNT_CAP`].
+    pub total: i64,
+    /// There are more than `total` (counting stopped at the cap).
+    pub more: bool,
+}
+
+/// `GET /api/traces/{id}/matches`: the matches in a seq range.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MatchList {
+    /// Their seqs, in order.
+    pub seqs: Vec<i64>,
+}
+
+/// Query of `/api/search`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SearchQuery {
+    /// The words to look for in the frames of every trace (required, at most 1000 bytes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub q: Option<String>,
+}
+
+/// The most traces `/api/search` looks into, the newest.
+pub const SEARCH_MAX_TRACES: usize = 200;
+
+/// The most matches `/api/search` counts in one trace.
+pub const SEARCH_COUNT_CAP: i64 = 100;
+
+/// `GET /api/search`: the traces whose frames hold the words.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct TraceSearch {
+    /// The traces with a match, newest first.
+    pub hits: Vec<TraceHit>,
+    /// How many traces were searched (the newest ones).
+    pub searched: usize,
+    /// How many traces there are.
+    pub traces: usize,
+    /// Why the search stopped before the last trace, when it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<String>,
+}
+
+/// One trace of a [`TraceSearch`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TraceHit {
+    /// The trace.
+    pub trace: TraceSummary,
+    /// Its first match.
+    pub first: FrameSummary,
+    /// Its matches, counted up to [`SEARCH_COUNT_CAP`].
+    pub count: i64,
+    /// There are more than `count`.
+    pub more: bool,
 }
 
 /// A frame without its bytes: enough to draw it.

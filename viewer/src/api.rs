@@ -3,8 +3,9 @@
 //! Nothing here draws; the live stream hands decoded payloads to the closures it is given.
 
 use acp_tee_shared::api::{
-    ApiError, Capabilities, FrameDetail, FramePage, FrameQuery, FrameSummary, InFlight, RequestPage, RequestQuery,
-    TraceChange, TraceFamily, TraceOverview, TraceStats, TraceSummary,
+    ApiError, Capabilities, FindQuery, FindStep, FrameDetail, FramePage, FrameQuery, FrameSummary, InFlight, MatchList,
+    RequestPage, RequestQuery, SearchQuery, TraceChange, TraceFamily, TraceOverview, TraceSearch, TraceStats,
+    TraceSummary,
 };
 use acp_tee_shared::check::TraceFindings;
 use acp_tee_shared::session::{SessionDetail, SessionsQuery, TraceSessions, TurnQuery};
@@ -115,6 +116,21 @@ pub async fn trace(id: i64) -> Result<TraceSummary, ApiFailure> {
 /// One page of a trace's frames under filters.
 pub async fn frames(id: i64, query: &FrameQuery) -> Result<FramePage, ApiFailure> {
     get(&format!("/api/traces/{id}/frames{}", query_string(query))).await
+}
+
+/// The next (`after`) or previous (`before`) frame holding the words of `query.find`, wrapping around.
+pub async fn find(id: i64, query: &FindQuery) -> Result<FindStep, ApiFailure> {
+    get(&format!("/api/traces/{id}/find{}", query_string(query))).await
+}
+
+/// Which frames from `query.from` to `query.to` hold the words of `query.find`.
+pub async fn matches(id: i64, query: &FindQuery) -> Result<MatchList, ApiFailure> {
+    get(&format!("/api/traces/{id}/matches{}", query_string(query))).await
+}
+
+/// The traces whose frames hold the words of `q`.
+pub async fn search(q: &str) -> Result<TraceSearch, ApiFailure> {
+    get(&format!("/api/search{}", query_string(&SearchQuery { q: Some(q.to_owned()) }))).await
 }
 
 /// One frame with its bytes and its pair: the start of its bytes (the

@@ -119,6 +119,9 @@ pub struct Rejected {
 pub struct ViewQuery {
     /// Which frames show.
     pub filters: Filters,
+    /// Words to find among the frames shown (`find`): every frame stays drawn, the matches are marked and
+    /// stepped through. Not a filter.
+    pub find: Option<String>,
     /// How the diagram's vertical axis runs.
     pub axis: Axis,
     /// Milliseconds per 100 px on the proportional axis (`None`: the default scale).
@@ -171,7 +174,7 @@ pub fn last_seq_shown(range_to: Option<i64>, replay: Option<i64>) -> Option<i64>
 }
 
 /// Query keys a trace view reads, in the order it writes them.
-pub const KEYS: [&str; 24] = [
+pub const KEYS: [&str; 25] = [
     "dir",
     "kind",
     "method",
@@ -179,6 +182,7 @@ pub const KEYS: [&str; 24] = [
     "errors",
     "min_latency_ms",
     "q",
+    "find",
     "axis",
     "scale",
     "collapse",
@@ -227,6 +231,7 @@ impl ViewQuery {
             "method" => f.method = text(value),
             "session" => f.session = text(value).map(|s| s.trim().to_owned()),
             "q" => f.q = text(value).map(|s| s.trim().to_owned()),
+            "find" => self.find = text(value).map(|s| s.trim().to_owned()),
             "errors" => {
                 f.errors = match value {
                     "true" | "1" => true,
@@ -334,6 +339,7 @@ impl ViewQuery {
                 "errors" => f.errors.then(|| "true".to_owned()),
                 "min_latency_ms" => f.min_latency_ms.map(|ms| ms.to_string()),
                 "q" => f.q.clone(),
+                "find" => self.find.clone(),
                 "axis" => match self.axis {
                     Axis::Rows => None,
                     Axis::Time => Some("time".to_owned()),
@@ -508,6 +514,7 @@ mod tests {
             ("method", "session/prompt"),
             ("errors", "true"),
             ("q", "hello world"),
+            ("find", "zebra"),
             ("axis", "time"),
             ("collapse", "chunks"),
             ("tab", "timing"),
@@ -517,7 +524,7 @@ mod tests {
         ];
         let v = parse(&pairs);
         assert_eq!(v.filters.method.as_deref(), Some("session/prompt"));
-        assert_eq!(v.filters.q.as_deref(), Some("hello world"));
+        assert_eq!((v.filters.q.as_deref(), v.find.as_deref()), (Some("hello world"), Some("zebra")));
         assert!(v.filters.errors && v.rejected.is_empty());
         assert_eq!((v.axis, v.tab, v.frame, v.collapse), (Axis::Time, Tab::Timing, Some(12), true));
         assert_eq!((v.sid.as_deref(), v.turn), (Some("sess 1"), Some(51)));

@@ -15,11 +15,13 @@ use rusqlite::{params, params_from_iter, Connection, OptionalExtension, Row};
 
 mod counts;
 mod filters;
+mod find;
 mod plan;
 
 pub use counts::SearchCounts;
 use counts::{CountKey, Counted};
 use filters::*;
+pub use find::Toward;
 pub use listing::{TraceFilter, TracePage};
 use plan::{Facts, PagePlan, TotalPlan};
 

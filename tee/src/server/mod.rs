@@ -22,6 +22,7 @@ mod assets;
 mod auth;
 mod edits;
 mod error;
+mod find;
 mod findings;
 mod live;
 mod overview;
@@ -156,6 +157,9 @@ pub fn app(state: AppState) -> Router {
         )
         .route("/capabilities", get(edits::capabilities))
         .route("/traces/{id}/frames", get(routes::frames))
+        .route("/traces/{id}/find", get(find::find))
+        .route("/traces/{id}/matches", get(find::matches))
+        .route("/search", get(find::search))
         .route("/traces/{id}/frames/{seq}", get(routes::frame))
         .route("/traces/{id}/frames/{seq}/raw", get(routes::frame_raw))
         .route("/traces/{id}/stats", get(routes::stats))

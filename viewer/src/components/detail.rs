@@ -4,7 +4,6 @@
 //! [`DETAIL_MAX_BYTES`] is shown as text only (no JSON tree): its start, then, on "show all", the whole.
 //! A frame picked on an MCP lane is shown the same way, with its server and a link to its own trace.
 
-use super::highlight::search_words;
 use super::json::{json_tree, parse};
 use super::trace_state;
 use crate::format;
@@ -354,7 +353,7 @@ fn large_notice(d: &FrameDetail, trace: i64) -> impl IntoView {
 fn detail_view(d: FrameDetail) -> impl IntoView {
     let st = trace_state();
     let started_at = st.trace.with_untracked(|t| t.meta.started_at.clone());
-    let words = st.query.with_untracked(|q| search_words(q.filters.q.as_deref()));
+    let words = st.find.words.get_untracked();
     let f = d.frame.clone();
     let title = f.method.clone().unwrap_or_else(|| f.kind.as_str().to_owned());
     let preview = f.preview.clone().filter(|_| f.kind != FrameKind::Stderr);

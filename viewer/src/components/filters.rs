@@ -1,5 +1,6 @@
 //! The filter bar: direction, kind, method (with counts), session (with the sessions seen), errors, slower
-//! than, full-text search. Every change goes to the URL; the loader refetches from there.
+//! than, full-text search; and, apart, find, which filters nothing. Every change goes to the URL; the loader
+//! refetches from there.
 //!
 //! The three text fields behave alike: they apply a short pause after typing stops, or at once on Enter,
 //! and replace the history entry rather than add one per pause. A value the view cannot use is kept,
@@ -7,6 +8,7 @@
 
 use super::summary::plural;
 use super::trace_state;
+use crate::state::find::{self, Found};
 use crate::state::TraceState;
 use crate::view_query::{Filters, ViewQuery};
 use acp_tee_shared::{Direction, FrameKind};
@@ -86,7 +88,8 @@ pub fn FilterBar() -> impl IntoView {
                 <TextFilter id="filter-min-latency" key="min_latency_ms" placeholder="ms" list="" />
                 "ms"
             </label>
-            <TextFilter id="search" key="q" placeholder="search payloads…  ( / )" list="" />
+            <TextFilter id="search" key="q" placeholder="filter payloads…  ( / )" list="" />
+            <FindField />
             <span class="matching">{matching}</span>
             <ul id="rejected" class="rejected" class:hidden=move || !any_rejected()>{rejected}</ul>
         </div>
@@ -162,6 +165,55 @@ fn TextFilter(id: &'static str, key: &'static str, placeholder: &'static str, li
                     }
                 });
             } />
+    }
+}
+
+/// Find, beside the filters: Enter finds the next frame holding the words, shift+Enter the previous one
+/// (or the arrow buttons); every frame stays drawn. The counter says which match of how many.
+#[component]
+fn FindField() -> impl IntoView {
+    let st = trace_state();
+    let input_ref = NodeRef::<leptos::html::Input>::new();
+    // The field follows the URL (back, forward, a link with `find=`).
+    Effect::new(move |_| {
+        let want = st.query.with(|q| q.find.clone().unwrap_or_default());
+        if let Some(el) = input_ref.get() {
+            if el.value().trim() != want.trim() {
+                el.set_value(&want);
+            }
+        }
+    });
+    let go = move |forward: bool| {
+        let words = input_ref.get_untracked().map(|el| el.value()).unwrap_or_default();
+        find::step(st, words, forward);
+    };
+    let status = move || {
+        let current = st.query.with(|q| q.find.clone())?;
+        st.find.found.with(|found| {
+            let (_, found) = found.as_ref().filter(|(words, _)| *words == current)?;
+            Some(match found {
+                Found::Looking => ("find-status", "finding…".to_owned()),
+                Found::Step(step, _) if step.seq.is_none() => ("find-status none", find::counter(step, true)),
+                Found::Step(step, forward) => ("find-status", find::counter(step, *forward)),
+                Found::Failed(e) => ("find-status err", e.message.clone()),
+            })
+        })
+    };
+    view! {
+        <span class="find" role="search" title="find: every frame stays; Enter goes to the next match, shift+Enter to the previous one">
+            <input id="find" type="search" placeholder="find…  ( f )" aria-label="find in frames" node_ref=input_ref
+                on:keydown=move |ev| {
+                    if ev.key() == "Enter" {
+                        ev.prevent_default();
+                        go(!ev.shift_key());
+                    }
+                } />
+            <button id="find-prev" title="previous match (shift+Enter)" on:click=move |_| go(false)>"↑"</button>
+            <button id="find-next" title="next match (Enter)" on:click=move |_| go(true)>"↓"</button>
+            <span id="find-status" role="status" class=move || status().map_or("find-status", |(c, _)| c)>
+                {move || status().map(|(_, text)| text)}
+            </span>
+        </span>
     }
 }
 

@@ -1,8 +1,9 @@
 //! The trace view's keyboard: `j`/`k` or the arrows step through frames, Home/End go to the first and last
 //! frame, Enter selects a focused frame (on the row itself), Esc leaves a text field or clears the
-//! selection, `/` focuses the search. In a replay (also on the Session tab), space plays or pauses, `.` and
-//! `,` step a frame forward and back, and Esc leaves the replay. Keys typed into text fields are theirs,
-//! except Esc, which leaves the field and keeps what it holds (the search stays).
+//! selection, `/` focuses the search filter, `f` the find field (where Enter and shift+Enter step through
+//! the matches). In a replay (also on the Session tab), space plays or pauses, `.` and `,` step a frame
+//! forward and back, and Esc leaves the replay. Keys typed into text fields are theirs, except Esc, which
+//! leaves the field and keeps what it holds (the search stays).
 
 use crate::state::{loader, replay, TraceState};
 use crate::view_query::Tab;
@@ -14,7 +15,7 @@ enum Action {
     Step(i64),
     First,
     Last,
-    Search,
+    Focus(&'static str),
     Escape,
     PlayPause,
     ReplayStep(i64),
@@ -26,7 +27,8 @@ fn action(key: &str) -> Option<Action> {
         "ArrowUp" | "k" => Action::Step(-1),
         "Home" => Action::First,
         "End" => Action::Last,
-        "/" => Action::Search,
+        "/" => Action::Focus("search"),
+        "f" => Action::Focus("find"),
         "Escape" => Action::Escape,
         " " => Action::PlayPause,
         "." => Action::ReplayStep(1),
@@ -74,9 +76,9 @@ pub fn trace_keys(st: TraceState) {
                     loader::select_position(st, total - 1);
                 }
             }
-            Action::Search => {
+            Action::Focus(id) => {
                 if let Some(el) =
-                    document().get_element_by_id("search").and_then(|e| e.dyn_into::<web_sys::HtmlElement>().ok())
+                    document().get_element_by_id(id).and_then(|e| e.dyn_into::<web_sys::HtmlElement>().ok())
                 {
                     let _ = el.focus();
                 }

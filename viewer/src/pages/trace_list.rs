@@ -1,6 +1,8 @@
 //! `/`: every trace in the store, newest first (or sorted by a column), refreshed while the page is open.
 //! Rows are links: a click, or Enter on a focused row, opens the trace; the arrows move between rows.
-//! The sort and the text filter are in the URL (`?sort=frames&order=asc&find=eliza`). Ticking two rows
+//! The sort and the text filter are in the URL (`?sort=frames&order=asc&find=eliza`). The filter matches
+//! names as typed; Enter in it (or "search frames") also asks the server which traces hold the words in
+//! their frames (`/api/search`), each listed with a link to its first match, find on. Ticking two rows
 //! offers a link to compare them (`/compare/{a}/{b}`, the older first).
 //!
 //! When the server takes changes from this page (`/api/capabilities`; not under `serve --read-only`), each
@@ -9,10 +11,11 @@
 //! while pinned). What the server refuses shows above the list in its words.
 
 use crate::api::{self, ApiFailure};
+use crate::components::highlight::{marked, search_words};
 use crate::components::summary::{duration_ns, exit_text, status_badge, trace_duration, trace_name};
 use crate::components::title::use_title;
 use crate::format;
-use acp_tee_shared::api::{name_problem, TraceChange, TraceSummary, MAX_NAME_CHARS};
+use acp_tee_shared::api::{name_problem, TraceChange, TraceHit, TraceSearch, TraceSummary, MAX_NAME_CHARS};
 use leptos::prelude::*;
 use leptos::task::spawn_local;
 use leptos_router::components::A;
@@ -250,6 +253,22 @@ pub fn TraceList() -> impl IntoView {
         let url = format!("/{}", v.to_query());
         navigate.with_value(|nav| nav(&url, NavigateOptions { replace: true, scroll: false, ..Default::default() }));
     };
+    let frame_search = RwSignal::new(None::<FrameSearch>);
+    let search_frames = move || {
+        let words = view_state.with_untracked(|v| v.find.trim().to_owned());
+        if words.is_empty() {
+            frame_search.set(None);
+            return;
+        }
+        frame_search.set(Some((words.clone(), None)));
+        spawn_local(async move {
+            let answer = api::search(&words).await;
+            // A later search replaced this one meanwhile.
+            if frame_search.with_untracked(|s| s.as_ref().is_some_and(|(w, _)| *w == words)) {
+                frame_search.set(Some((words, Some(answer))));
+            }
+        });
+    };
     let picked = RwSignal::new(Vec::<i64>::new());
     let actions = Actions {
         renaming: RwSignal::new(None),
@@ -312,18 +331,93 @@ pub fn TraceList() -> impl IntoView {
                 {move || edits_off().map(|why| view! { <span id="edits-off" class="sub" title=why>"read-only"</span> })}
                 <span class="grow"></span>
                 {compare}
-                <input id="find-trace" type="search" placeholder="find a trace…"
+                <input id="find-trace" type="search" placeholder="find a trace…  (Enter: in frames too)"
+                    title="filters the list by name as you type; Enter also searches the traces' frames"
                     prop:value=move || view_state.with(|v| v.find.clone())
                     on:input=move |ev| {
                         let text = event_target_value(&ev);
                         set_view(&|v| v.find = text.clone());
+                    }
+                    on:keydown=move |ev| {
+                        if ev.key() == "Enter" {
+                            ev.prevent_default();
+                            search_frames();
+                        }
                     } />
+                <button id="search-frames" title="which traces hold these words in their frames"
+                    disabled=move || view_state.with(|v| v.find.trim().is_empty())
+                    on:click=move |_| search_frames()>"search frames"</button>
             </header>
+            {move || frame_search.get().map(|(words, answer)| frame_search_view(words, answer, frame_search))}
             {failed}
             {refused}
             {body}
             {move || actions.confirming.get().map(|t| confirm_delete(t, actions))}
         </div>
+    }
+}
+
+/// The words every trace's frames were last searched for, and the answer (`None` while it is awaited).
+type FrameSearch = (String, Option<Result<TraceSearch, ApiFailure>>);
+
+/// The answer of a search of every trace's frames: which traces hold the words, each a link to its first
+/// match with find on; how many traces were searched when not all.
+fn frame_search_view(
+    words: String,
+    answer: Option<Result<TraceSearch, ApiFailure>>,
+    frame_search: RwSignal<Option<FrameSearch>>,
+) -> impl IntoView {
+    let close = view! {
+        <button class="link" id="close-frame-search" title="close" on:click=move |_| frame_search.set(None)>"×"</button>
+    };
+    let body = match answer {
+        None => view! { <p class="sub">{format!("searching the frames of every trace for “{words}”…")}</p> }.into_any(),
+        Some(Err(e)) => view! { <p class="err">{e.message}</p> }.into_any(),
+        Some(Ok(found)) => {
+            let what = match found.hits.len() {
+                0 => format!("no trace holds “{words}” in its frames"),
+                1 => format!("1 trace holds “{words}” in its frames"),
+                n => format!("{n} traces hold “{words}” in their frames"),
+            };
+            let searched = (found.searched < found.traces).then(|| {
+                let why = found.stopped.clone().unwrap_or_default();
+                format!(" (searched {} of {} traces: {why})", found.searched, found.traces)
+            });
+            let marks = search_words(Some(&words));
+            let hits = found.hits.into_iter().map(|h| hit_view(h, &words, &marks)).collect_view();
+            view! {
+                <p id="frame-search-summary">{what}{searched}</p>
+                <ul class="hits">{hits}</ul>
+            }
+            .into_any()
+        }
+    };
+    view! { <section id="frame-search" class="frame-search">{close}{body}</section> }
+}
+
+/// One trace of a frame search: its name, its count of matches, its first match (a link there, find on).
+fn hit_view(h: TraceHit, words: &str, marks: &[String]) -> impl IntoView {
+    let id = h.trace.meta.id;
+    let mut query = ParamsMap::new();
+    query.insert("find", Url::escape(words));
+    query.insert("frame", h.first.seq.to_string());
+    let href = format!("/traces/{id}{}", query.to_query_string());
+    let count = match (h.count, h.more) {
+        (n, true) => format!("{n}+ matches"),
+        (1, false) => "1 match".to_owned(),
+        (n, false) => format!("{n} matches"),
+    };
+    let first =
+        format!("#{} {}", h.first.seq, h.first.method.clone().unwrap_or_else(|| h.first.kind.as_str().to_owned()));
+    let preview = h.first.preview.clone().map(|p| marked(p, marks));
+    view! {
+        <li class="hit" data-trace=id>
+            <A href=href attr:class="hit-link">
+                <span class="name">{trace_name(&h.trace)}</span>
+                <span class="sub">{format!(" trace {id} · {count} · first {first}")}</span>
+            </A>
+            <span class="preview">{preview}</span>
+        </li>
     }
 }
 

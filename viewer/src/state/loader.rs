@@ -64,6 +64,8 @@ pub fn start(st: TraceState) {
     super::requests::start(st);
     super::in_flight::start(st);
     super::overview::start(st);
+    super::find::follow_rows(st);
+    super::find::count_on_open(st);
 }
 
 async fn load_stats(ld: Loader) {

@@ -8,6 +8,7 @@
 //! - [`mcp`]: where the MCP lanes' frames and busy spans sit between the rows in view.
 //! - [`loader`]: the effects that fetch: the trace's stats, pages in view, the live stream, jumps.
 //! - [`sessions`]: the Session tab's sessions and page of turns, refreshed as a live trace grows.
+//! - [`find`]: find (`find=`): the next or previous frame holding some words, and the rows drawn that do.
 //! - [`findings`]: the protocol checks' findings, fetched once the Diagram or Findings tab is shown (and on demand).
 //! - [`requests`]: the Requests tab's page of the request table, refreshed as a live trace grows.
 //! - [`in_flight`]: the requests in flight over the rows drawn, for the busy bars of long turns.
@@ -16,6 +17,7 @@
 
 pub mod busy;
 pub mod family;
+pub mod find;
 pub mod findings;
 pub mod in_flight;
 pub mod layout;
@@ -107,6 +109,8 @@ pub struct TraceState {
     pub measure: RwSignal<Option<Measure>>,
     /// What the Session tab shows.
     pub sessions: SessionData,
+    /// Find: the words marked, the last step's answer, the rows drawn that match.
+    pub find: find::FindData,
     /// What the protocol checks found: the Findings tab and the diagram's markers.
     pub findings: findings::FindingsData,
     /// The MCP children drawn as lanes, and the picked MCP frame's detail.
@@ -171,6 +175,7 @@ impl TraceState {
             hidden: RwSignal::new(None),
             measure: RwSignal::new(None),
             sessions: SessionData::new(query),
+            find: find::FindData::new(query),
             findings: findings::FindingsData::new(),
             family: family::FamilyData::new(),
             trace_at_ms,

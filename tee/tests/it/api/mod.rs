@@ -3,6 +3,7 @@
 //! process records into the same store.
 
 mod edits;
+mod find;
 mod overview;
 mod requests;
 mod search;

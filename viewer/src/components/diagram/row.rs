@@ -1,7 +1,7 @@
 //! One drawn row: a frame's arrow, labels and preview, a marked gap, or a row still loading.
 
 use super::geometry::*;
-use crate::components::highlight::{marked, search_words};
+use crate::components::highlight::marked;
 use crate::components::trace_state;
 use crate::format;
 use crate::state::busy::{BusySpan, Callee};
@@ -53,7 +53,7 @@ pub fn FrameRow(
     let selected = Memo::new(move |_| st.query.with(|q| q.frame == Some(seq)));
     let t_ns = frame.t_ns;
     let colour = frame_colour(&frame);
-    let words = st.query.with_untracked(|q| search_words(q.filters.q.as_deref()));
+    let words = st.find.words;
     let session = frame.session_id.clone().filter(|_| sessions > 1).map(|s| {
         let title = format!("session {s}");
         view! { <span class="sess" title=title style:background=session_colour(&s)></span> }
@@ -64,6 +64,7 @@ pub fn FrameRow(
         <div
             class="frame"
             class:selected=move || selected.get()
+            class:found=move || st.find.is_hit(seq)
             class:stderr=frame.dir == Direction::AgentStderr
             role="option"
             tabindex="0"
@@ -100,7 +101,7 @@ pub fn FrameRow(
                 }
             })}
             {arrow(&frame, &colour, geo)}
-            {labels(&frame, &colour, geo, &words)}
+            {labels(&frame, &colour, geo, words)}
         </div>
     }
 }
@@ -163,7 +164,8 @@ const MIN_ID_W: f64 = 36.0;
 
 /// Method label over the acp-tee lane, JSON-RPC id at the sender's end, preview under the arrow (or in
 /// the stderr lane for stderr lines). Whatever is cut short shows whole in its tooltip.
-fn labels(f: &FrameSummary, colour: &str, geo: Geometry, words: &[String]) -> impl IntoView {
+/// `words`: the search's and find's, marked in the preview as they change.
+fn labels(f: &FrameSummary, colour: &str, geo: Geometry, words: Memo<Vec<String>>) -> impl IntoView {
     let stderr = f.dir == Direction::AgentStderr;
     let name = match (&f.method, f.kind) {
         (Some(m), _) => {
@@ -214,7 +216,7 @@ fn labels(f: &FrameSummary, colour: &str, geo: Geometry, words: &[String]) -> im
     });
     let preview = f.preview.clone().map(|p| {
         let title = p.clone();
-        let text = marked(p, words);
+        let text = move || words.with(|w| marked(p.clone(), w));
         if stderr {
             let (left, width) = (geo.stderr_x + 8.0, geo.width - geo.stderr_x - 12.0);
             view! { <span class="preview in-stderr" title=title style:left=px(left) style:width=px(width)>{text}</span> }

@@ -16,6 +16,7 @@ mod manage;
 mod overview;
 mod replay;
 mod requests;
+mod search;
 mod session;
 
 use crate::common::webdriver::Browser;
