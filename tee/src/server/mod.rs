@@ -25,6 +25,7 @@ mod error;
 mod findings;
 mod live;
 mod overview;
+mod range;
 mod requests;
 mod routes;
 pub(crate) mod sessions;
@@ -163,6 +164,7 @@ pub fn app(state: AppState) -> Router {
         .route("/traces/{id}/requests", get(requests::requests))
         .route("/traces/{id}/in_flight", get(requests::in_flight))
         .route("/traces/{id}/overview", get(overview::overview))
+        .route("/traces/{id}/range", get(range::range))
         .route("/traces/{id}/live", get(routes::live))
         .route("/traces/{id}/export", get(routes::export_trace))
         .route("/diff/{a}/{b}", get(routes::diff))

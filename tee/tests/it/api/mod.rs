@@ -4,6 +4,7 @@
 
 mod edits;
 mod overview;
+mod range;
 mod requests;
 mod search;
 
