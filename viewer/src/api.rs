@@ -3,8 +3,8 @@
 //! Nothing here draws; the live stream hands decoded payloads to the closures it is given.
 
 use acp_tee_shared::api::{
-    ApiError, Capabilities, FrameDetail, FramePage, FrameQuery, FrameSummary, InFlight, RequestPage, RequestQuery,
-    TraceChange, TraceFamily, TraceOverview, TraceStats, TraceSummary,
+    ApiError, Capabilities, FrameDetail, FramePage, FrameQuery, FrameSummary, InFlight, RangeSummary, RequestPage,
+    RequestQuery, TraceChange, TraceFamily, TraceOverview, TraceStats, TraceSummary,
 };
 use acp_tee_shared::check::TraceFindings;
 use acp_tee_shared::session::{SessionDetail, TraceSessions, TurnQuery};
@@ -153,6 +153,11 @@ pub async fn sessions(id: i64) -> Result<TraceSessions, ApiFailure> {
 /// server's default number of buckets (which it prepares while serving the trace's page).
 pub async fn overview(id: i64) -> Result<TraceOverview, ApiFailure> {
     get(&format!("/api/traces/{id}/overview")).await
+}
+
+/// What the frames of a range of seqs add up to.
+pub async fn range(id: i64, from: i64, to: i64) -> Result<RangeSummary, ApiFailure> {
+    get(&format!("/api/traces/{id}/range?from={from}&to={to}")).await
 }
 
 /// What the protocol checks found in a trace.

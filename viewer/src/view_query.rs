@@ -540,7 +540,10 @@ mod tests {
         let q = v.filters.frame_query(0, 5);
         assert_eq!((q.from, q.to), (Some(10), Some(20)));
         let at = |seq| summary(seq);
-        assert_eq!([9, 10, 20, 21].map(|s| v.filters.matches(&at(s))), [Some(false), Some(true), Some(true), Some(false)]);
+        assert_eq!(
+            [9, 10, 20, 21].map(|s| v.filters.matches(&at(s))),
+            [Some(false), Some(true), Some(true), Some(false)]
+        );
         let bad = parse(&[("from", "9"), ("to", "3"), ("sel", "5-2")]);
         let keys: Vec<&str> = bad.rejected.iter().map(|r| r.key).collect();
         assert_eq!(keys, ["to", "sel"]);

@@ -59,6 +59,7 @@ pub fn start(st: TraceState) {
     super::requests::start(st);
     super::in_flight::start(st);
     super::overview::start(st);
+    super::range::start(st);
 }
 
 async fn load_stats(ld: Loader) {
