@@ -6,7 +6,8 @@
 
 use super::trace_state;
 use crate::format::{count, duration_ns};
-use crate::state::range::{scale_to_fill, Pin};
+use crate::state::range::{scale_to_fill, Pin, Within};
+use crate::state::window::FrameWindow;
 use crate::state::TraceState;
 use crate::view_query::Axis;
 use acp_tee_shared::api::RangeSummary;
@@ -30,13 +31,14 @@ fn filter_to(st: TraceState, (a, b): (i64, i64)) {
     });
 }
 
-/// The linear axis at the scale where the range's time fills the view, its first frame at the top (fetched
-/// first when it is not).
+/// The linear axis at the scale where the range fills the view (its rows too, when they are fetched), its
+/// first frame at the top (fetched first when it is not).
 fn zoom_to(st: TraceState, r: &RangeSummary) {
-    let Some(first) = r.first_seq else { return };
-    let scale = scale_to_fill(r.duration_ns, st.view_h.get_untracked());
+    let (Some(first), Some(last)) = (r.first_seq, r.last_seq) else { return };
+    let gaps = st.window.with_untracked(|w| gaps_between(w, first, last));
+    let scale = scale_to_fill(r.duration_ns, gaps.as_deref(), st.view_h.get_untracked());
     st.follow.set(false);
-    st.range.pin.set(Some(Pin { seq: first, frac: 0.0, view_dy: 0.0, scale }));
+    st.range.pin.set(Some(Pin { seq: first, at: Within::Row(0.0), view_dy: 0.0, scale }));
     st.url.update(true, |q| {
         q.accept("axis");
         q.accept("scale");
@@ -46,6 +48,20 @@ fn zoom_to(st: TraceState, r: &RangeSummary) {
     if st.window.with_untracked(|w| w.index_of_seq(first).is_none()) {
         st.jump.set(Some(first));
     }
+}
+
+/// Most rows of a range whose gaps are looked at to fit it in the view.
+const FIT_ROWS: usize = 2_000;
+
+/// The gaps between the rows from frame `first` to frame `last`, when both are fetched and not too far apart,
+/// and every row between them is fetched.
+fn gaps_between(w: &FrameWindow, first: i64, last: i64) -> Option<Vec<i64>> {
+    let (a, z) = (w.index_of_seq(first)?, w.index_of_seq(last)?);
+    if z < a || z - a > FIT_ROWS {
+        return None;
+    }
+    let times = (a..=z).map(|i| w.get(i).map(|f| f.t_ns)).collect::<Option<Vec<i64>>>()?;
+    Some(times.windows(2).map(|p| p[1] - p[0]).collect())
 }
 
 /// The panel, while a range is selected.

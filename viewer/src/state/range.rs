@@ -45,14 +45,14 @@ impl Default for RangeData {
     }
 }
 
-/// A point of the layout kept at a height of the view: `frac` of the way from frame `seq`'s row to the next
-/// row, `view_dy` px below the top of the rows in view, once the linear axis has scale `scale`.
+/// A point of the layout kept at a height of the view: `at` frame `seq`'s row, `view_dy` px below the top of
+/// the rows in view, once the linear axis has scale `scale`.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Pin {
     /// The frame.
     pub seq: i64,
-    /// How far towards the next row (0: the frame's row's top).
-    pub frac: f64,
+    /// Where from its row.
+    pub at: Within,
     /// Where in the view, px from the top of the rows.
     pub view_dy: f64,
     /// The linear scale the pin waits for (the layout is built for the old one until the URL changes).
@@ -77,22 +77,39 @@ pub fn start(st: TraceState) {
     });
 }
 
+/// Where a point is from the row above it: on the row itself, so many px below its top (the row stays under
+/// the pointer whatever the scale), or in the gap below it, a fraction of the way from its top to the next
+/// row's (on the linear axis, the time there: it stays under the pointer).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Within {
+    /// Px below the row's top, less than a row's height.
+    Row(f64),
+    /// The fraction of the way to the next row's top.
+    Gap(f64),
+}
+
 /// The layout's height at `view_dy` px below the top of the rows in view, scrolled to `scroll_top`.
 pub fn layout_y(scroller: Scroller, scroll_top: f64, view_dy: f64) -> f64 {
     scroller.layout_top(scroll_top) + view_dy
 }
 
-/// Where a height of the layout is: the row at it and how far it is towards the next row (0..1).
-pub fn spot(l: &Layout, total: usize, y: f64) -> (usize, f64) {
+/// Where a height of the layout is: the row at it, and where from that row.
+pub fn spot(l: &Layout, total: usize, y: f64) -> (usize, Within) {
     let idx = l.index_at(y);
     let (top, next) = (l.y_of(idx), next_y(l, total, idx));
-    (idx, ((y - top) / (next - top)).clamp(0.0, 1.0))
+    if y - top < ROW_H {
+        return (idx, Within::Row((y - top).max(0.0)));
+    }
+    (idx, Within::Gap(((y - top) / (next - top)).clamp(0.0, 1.0)))
 }
 
 /// The height of a spot ([`spot`]) in a layout.
-pub fn y_of_spot(l: &Layout, total: usize, idx: usize, frac: f64) -> f64 {
+pub fn y_of_spot(l: &Layout, total: usize, idx: usize, at: Within) -> f64 {
     let top = l.y_of(idx);
-    top + frac * (next_y(l, total, idx) - top)
+    match at {
+        Within::Row(dy) => top + dy,
+        Within::Gap(frac) => top + frac * (next_y(l, total, idx) - top),
+    }
 }
 
 /// The top of the row after `idx`, or a row's height below the last one.
@@ -111,10 +128,37 @@ pub fn clamp_scale(ms: f64) -> f64 {
     ((ms * digits).round() / digits).clamp(SCALE_MIN_MS, SCALE_MAX_MS)
 }
 
-/// The scale at which `duration_ns` fills a view `view_h` px tall (its last row showing whole).
-pub fn scale_to_fill(duration_ns: i64, view_h: f64) -> f64 {
+/// The scale at which a range `duration_ns` long fills a view `view_h` px tall (its last row showing whole).
+/// With the gaps between its rows (`gaps_ns`, when they are all fetched), the rows' own height counts too:
+/// a gap shorter than a row still takes a row, so the scale is the one whose laid-out height fits, found by
+/// halving (the height only shrinks as the scale grows); without them, or when even the rows alone do not
+/// fit, the time alone fills the view.
+pub fn scale_to_fill(duration_ns: i64, gaps_ns: Option<&[i64]>, view_h: f64) -> f64 {
     let room = (view_h - ROW_H).max(ROW_H);
-    clamp_scale(duration_ns.max(1) as f64 / 1e6 * 100.0 / room)
+    let by_time = clamp_scale(duration_ns.max(1) as f64 / 1e6 * 100.0 / room);
+    let Some(gaps) = gaps_ns.filter(|g| (g.len() as f64) * ROW_H < room) else { return by_time };
+    let height =
+        |scale_ms: f64| gaps.iter().map(|&g| (g.max(0) as f64 * 100.0 / (scale_ms * 1e6)).max(ROW_H)).sum::<f64>();
+    // In log space: the height is below `room` at `hi` and above it at `lo`.
+    let (mut lo, mut hi) = (SCALE_MIN_MS.ln(), SCALE_MAX_MS.ln());
+    if height(SCALE_MIN_MS) <= room {
+        return SCALE_MIN_MS;
+    }
+    for _ in 0..60 {
+        let mid = (lo + hi) / 2.0;
+        if height(mid.exp()) > room {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    // Rounded up, so that the rounding never pushes the last row out of view.
+    let s = clamp_scale(hi.exp());
+    if height(s) > room {
+        clamp_scale(s * 1.001)
+    } else {
+        s
+    }
 }
 
 /// The scale after a ctrl+wheel of `delta_px` (down, positive, zooms out) from `scale`.
@@ -158,22 +202,34 @@ mod tests {
         let before = Layout::build(&w, Axis::Linear, Some(100.0), false);
         assert_eq!((before.y_of(1), before.y_of(2)), (100.0, 1100.0));
         // 600 ms in: between rows 2 and 3, half way.
-        let (idx, frac) = spot(&before, 3, 600.0);
-        assert_eq!((idx, frac), (1, 0.5));
+        let (idx, at) = spot(&before, 3, 600.0);
+        assert_eq!((idx, at), (1, Within::Gap(0.5)));
         // Ten times finer: the gap is 10,000 px; the same time is half way along it.
         let after = Layout::build(&w, Axis::Linear, Some(10.0), false);
-        assert_eq!(y_of_spot(&after, 3, idx, frac), 1000.0 + 5000.0);
-        // Past the last row: a row's height below it.
-        assert_eq!(spot(&before, 3, 1120.0), (2, 0.5));
-        assert_eq!(y_of_spot(&after, 3, 2, 0.5), after.y_of(2) + ROW_H / 2.0);
+        assert_eq!(y_of_spot(&after, 3, idx, at), 1000.0 + 5000.0);
+        // On a row: the row stays under the pointer, however far the next one goes.
+        assert_eq!(spot(&before, 3, 120.0), (1, Within::Row(20.0)));
+        assert!((y_of_spot(&after, 3, 1, Within::Row(20.0)) - 1020.0).abs() < 1e-6);
+        // The last row too.
+        assert_eq!(spot(&before, 3, 1120.0), (2, Within::Row(20.0)));
+        assert_eq!(y_of_spot(&after, 3, 2, Within::Row(20.0)), after.y_of(2) + 20.0);
     }
 
     #[test]
     fn zoom_scales_are_bounded_and_short_and_a_range_fills_the_view() {
         // 60 s in 640 px (600 px of room for its last row to show): 10 s per 100 px.
-        assert_eq!(scale_to_fill(60_000_000_000, 640.0), 10_000.0);
-        assert_eq!(scale_to_fill(0, 640.0), SCALE_MIN_MS);
-        assert_eq!(scale_to_fill(i64::MAX, 640.0), SCALE_MAX_MS);
+        assert_eq!(scale_to_fill(60_000_000_000, None, 640.0), 10_000.0);
+        assert_eq!(scale_to_fill(0, None, 640.0), SCALE_MIN_MS);
+        assert_eq!(scale_to_fill(i64::MAX, None, 640.0), SCALE_MAX_MS);
+        // Two rows 1 ms apart, then the 60 s: the rows take 80 px, the gap the other 520.
+        let gaps = [1_000_000, 1_000_000, 60_000_000_000];
+        let s = scale_to_fill(60_002_000_000, Some(&gaps), 640.0);
+        assert!((s - 60_000.0 * 100.0 / 520.0).abs() < 15.0, "{s}");
+        let w = window(&[0.0, 1.0, 2.0, 60_002.0]);
+        let l = Layout::build(&w, Axis::Linear, Some(s), false);
+        assert!(l.y_of(3) <= 600.0 && l.y_of(3) > 598.0, "the last row's top at {}", l.y_of(3));
+        // Rows alone taller than the view: the time alone sets the scale.
+        assert_eq!(scale_to_fill(60_000_000_000, Some(&[1; 20]), 640.0), 10_000.0);
         assert_eq!(clamp_scale(123.456789), 123.5);
         assert_eq!(clamp_scale(0.0123456), 0.01235);
         assert_eq!(clamp_scale(f64::NAN), SCALE_MAX_MS);

@@ -400,7 +400,7 @@ fn keep_pinned(st: TraceState, scroll_ref: NodeRef<html::Div>) {
             let Some((idx, total)) = st.window.with_untracked(|w| Some((w.index_of_seq(pin.seq)?, w.total()))) else {
                 return;
             };
-            let y = st.layout.with_untracked(|l| y_of_spot(l, total, idx, pin.frac));
+            let y = st.layout.with_untracked(|l| y_of_spot(l, total, idx, pin.at));
             let top = st.scroller_untracked().scroll_for((y - pin.view_dy).max(0.0)).round() as i32;
             if el.scroll_top() != top {
                 el.set_scroll_top(top);
@@ -422,10 +422,10 @@ fn wheel_zoom(st: TraceState, el: &web_sys::HtmlDivElement, ev: &web_sys::WheelE
     }
     let y = layout_y(st.scroller_untracked(), el.scroll_top() as f64, dy);
     let total = st.window.with_untracked(|w| w.total());
-    let (idx, frac) = st.layout.with_untracked(|l| spot(l, total, y));
+    let (idx, at) = st.layout.with_untracked(|l| spot(l, total, y));
     let seq = st.window.with_untracked(|w| w.get(idx).map(|f| f.seq));
     st.follow.set(false);
-    st.range.pin.set(seq.map(|seq| Pin { seq, frac, view_dy: dy, scale: next }));
+    st.range.pin.set(seq.map(|seq| Pin { seq, at, view_dy: dy, scale: next }));
     st.url.update(false, |q| {
         q.accept("axis");
         q.accept("scale");
