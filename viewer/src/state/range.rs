@@ -19,11 +19,14 @@ pub const SCALE_MAX_MS: f64 = 3_600_000.0;
 /// trackpad's pinch (a few px per event, many events) smoothly.
 const WHEEL_ZOOM_PER_PX: f64 = 0.002;
 
+/// What a range holds, as the server answered, with the range (first and last seq) it is for.
+pub type Summary = ((i64, i64), Result<RangeSummary, ApiFailure>);
+
 /// What the range tools keep.
 #[derive(Clone, Copy)]
 pub struct RangeData {
     /// What the selected range holds, with the range it is for (`None` until asked).
-    pub summary: RwSignal<Option<((i64, i64), Result<RangeSummary, ApiFailure>)>>,
+    pub summary: RwSignal<Option<Summary>>,
     /// While the pointer drags on the time column: the seqs of the rows where it went down and where it
     /// is now.
     pub drag: RwSignal<Option<(i64, i64)>>,

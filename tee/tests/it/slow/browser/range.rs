@@ -171,6 +171,7 @@ fn on_a_million_frames_a_range_across_the_idle_gap_is_added_up_filtered_to_and_z
     b.wait_for("no selection", |b| url_value(b, "sel").is_none() && b.find_all("#range-panel").is_empty());
 
     // A shift+drag on the overview strip selects most of the trace; the server adds it up quickly.
+    b.wait_for("the strip", |b| !b.find_all("#overview .ov-hit").is_empty());
     b.js(
         "const svg = document.querySelector('#overview svg'); const r = svg.getBoundingClientRect(); \
          const at = f => ({ clientX: r.left + f * r.width, clientY: r.top + r.height / 2, bubbles: true, pointerId: 1, shiftKey: true }); \
