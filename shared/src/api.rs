@@ -22,6 +22,8 @@
 //! - `/api/traces/{id}/overview?buckets=N` ([`OverviewQuery`]) ->
 //!   [`TraceOverview`]: the trace's frames, errors, open requests, sessions
 //!   and findings per interval of equal time
+//! - `/api/traces/{id}/range?from=SEQ&to=SEQ` ([`RangeQuery`]) ->
+//!   [`RangeSummary`]: what a range of seqs holds (the range tools' panel)
 //! - `/api/traces/{id}/sessions` -> [`crate::session::TraceSessions`]: its
 //!   ACP sessions, what each adds up to, and the requests still open
 //! - `/api/traces/{id}/sessions/{sid}?offset=N&limit=N` ->
@@ -785,6 +787,73 @@ pub struct OverviewBucket {
     /// The last seq in it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_seq: Option<i64>,
+}
+
+/// `GET /api/traces/{id}/range`: a range of the trace's seqs, both ends
+/// included.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RangeQuery {
+    /// The range's first seq (1 or more).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<i64>,
+    /// Its last seq (not before `from`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to: Option<i64>,
+}
+
+impl RangeQuery {
+    /// The range asked for, or why it cannot be served.
+    pub fn range(&self) -> Result<(i64, i64), String> {
+        match (self.from, self.to) {
+            (Some(from), Some(to)) if from >= 1 && to >= from => Ok((from, to)),
+            (Some(_), Some(_)) => Err("from and to must be seqs, 1 or more, from not past to".into()),
+            _ => Err("from and to are both needed".into()),
+        }
+    }
+}
+
+/// Methods a [`RangeSummary`] names at most; the others are added up in
+/// `other_methods` and `other_frames`.
+pub const RANGE_METHODS_SHOWN: usize = 12;
+
+/// What the frames of a range of seqs add up to (all of them, whatever a
+/// view's filters): the range tools' panel.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RangeSummary {
+    /// The first seq of the range that holds a frame (absent when none does).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_seq: Option<i64>,
+    /// The last one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_seq: Option<i64>,
+    /// Frames in the range.
+    pub frames: u64,
+    /// The last frame's `t_ns` minus the first's (0 for fewer than two).
+    pub duration_ns: i64,
+    /// Requests in it (kind `request`).
+    pub requests: u64,
+    /// Error responses in it (kind `error`).
+    pub errors: u64,
+    /// The most frequent methods with their frame counts (each frame under
+    /// the method its row shows), most first, at most
+    /// [`RANGE_METHODS_SHOWN`]; masked as frames are.
+    pub methods: Vec<MethodCount>,
+    /// Methods not in `methods` (a lower bound past
+    /// `RANGE_METHODS_COUNTED` distinct names in the store).
+    pub other_methods: u64,
+    /// Frames of those methods.
+    pub other_frames: u64,
+    /// Frames with no method (stderr lines, invalid lines, batches).
+    pub no_method: u64,
+}
+
+/// A method and how many frames of a range have it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MethodCount {
+    /// The method.
+    pub method: String,
+    /// Its frames.
+    pub frames: u64,
 }
 
 impl TraceOverview {

@@ -27,6 +27,7 @@ pub mod migrations;
 mod overview;
 pub mod proc;
 mod queries;
+mod range;
 mod reader;
 mod recording;
 mod replays;

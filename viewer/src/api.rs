@@ -4,8 +4,8 @@
 
 use acp_tee_shared::api::{
     ApiError, Capabilities, FindQuery, FindStep, FrameDetail, FramePage, FrameQuery, FrameSummary, InFlight, MatchList,
-    RequestPage, RequestQuery, SearchQuery, TraceChange, TraceFamily, TraceOverview, TraceSearch, TraceStats,
-    TraceSummary,
+    RangeSummary, RequestPage, RequestQuery, SearchQuery, TraceChange, TraceFamily, TraceOverview, TraceSearch,
+    TraceStats, TraceSummary,
 };
 use acp_tee_shared::check::TraceFindings;
 use acp_tee_shared::session::{SessionDetail, SessionsQuery, TraceSessions, TurnQuery};
@@ -169,6 +169,11 @@ pub async fn sessions(id: i64, to: Option<i64>) -> Result<TraceSessions, ApiFail
 /// server's default number of buckets (which it prepares while serving the trace's page).
 pub async fn overview(id: i64) -> Result<TraceOverview, ApiFailure> {
     get(&format!("/api/traces/{id}/overview")).await
+}
+
+/// What the frames of a range of seqs add up to.
+pub async fn range(id: i64, from: i64, to: i64) -> Result<RangeSummary, ApiFailure> {
+    get(&format!("/api/traces/{id}/range?from={from}&to={to}")).await
 }
 
 /// What the protocol checks found in a trace.

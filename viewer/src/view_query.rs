@@ -35,6 +35,10 @@ pub struct Filters {
     pub min_latency_ms: Option<f64>,
     /// Full-text search.
     pub q: Option<String>,
+    /// Only frames from this seq on (a range filtered to: `from`).
+    pub from: Option<i64>,
+    /// Only frames up to this seq (`to`).
+    pub to: Option<i64>,
 }
 
 impl Filters {
@@ -55,6 +59,8 @@ impl Filters {
             errors: self.errors.then_some(true),
             min_latency_ms: self.min_latency_ms,
             q: self.q.clone(),
+            from: self.from,
+            to: self.to,
             ..FrameQuery::default()
         }
     }
@@ -70,7 +76,9 @@ impl Filters {
             && self.method.as_ref().is_none_or(|m| f.method.as_ref() == Some(m))
             && self.session.as_ref().is_none_or(|s| f.session_id.as_ref() == Some(s))
             && (!self.errors || f.kind == FrameKind::Error)
-            && self.min_latency_ms.is_none_or(|ms| f.latency_ns.is_some_and(|l| l as f64 > ms * 1e6));
+            && self.min_latency_ms.is_none_or(|ms| f.latency_ns.is_some_and(|l| l as f64 > ms * 1e6))
+            && self.from.is_none_or(|from| f.seq >= from)
+            && self.to.is_none_or(|to| f.seq <= to);
         Some(ok)
     }
 }
@@ -157,6 +165,8 @@ pub struct ViewQuery {
     pub replay: Option<i64>,
     /// The replay's speed (`speed`): one of [`SPEEDS`] (1x when `None`).
     pub speed: Option<u32>,
+    /// The range selected with the range tools, first and last seq (`sel=A-B`).
+    pub sel: Option<(i64, i64)>,
     /// Values present in the URL that the view ignores, in key order.
     pub rejected: Vec<Rejected>,
 }
@@ -174,7 +184,7 @@ pub fn last_seq_shown(range_to: Option<i64>, replay: Option<i64>) -> Option<i64>
 }
 
 /// Query keys a trace view reads, in the order it writes them.
-pub const KEYS: [&str; 25] = [
+pub const KEYS: [&str; 28] = [
     "dir",
     "kind",
     "method",
@@ -183,6 +193,8 @@ pub const KEYS: [&str; 25] = [
     "min_latency_ms",
     "q",
     "find",
+    "from",
+    "to",
     "axis",
     "scale",
     "collapse",
@@ -200,6 +212,7 @@ pub const KEYS: [&str; 25] = [
     "req_page",
     "replay",
     "speed",
+    "sel",
 ];
 
 fn text(value: &str) -> Option<String> {
@@ -239,6 +252,13 @@ impl ViewQuery {
                     _ => return Err("true or false"),
                 }
             }
+            "from" | "to" | "sel" if empty => {}
+            "from" => f.from = Some(positive(value).ok_or("a frame number")?),
+            "to" => {
+                let to = positive(value).filter(|to| f.from.is_none_or(|from| from <= *to));
+                f.to = Some(to.ok_or("a frame number, not before from")?)
+            }
+            "sel" => self.sel = Some(parse_sel(value).ok_or("two frame numbers, first-last")?),
             "min_latency_ms" if empty => {}
             "min_latency_ms" => f.min_latency_ms = Some(parse_ms(value).ok_or("a number of milliseconds, 0 or more")?),
             "axis" => {
@@ -340,6 +360,8 @@ impl ViewQuery {
                 "min_latency_ms" => f.min_latency_ms.map(|ms| ms.to_string()),
                 "q" => f.q.clone(),
                 "find" => self.find.clone(),
+                "from" => f.from.map(|s| s.to_string()),
+                "to" => f.to.map(|s| s.to_string()),
                 "axis" => match self.axis {
                     Axis::Rows => None,
                     Axis::Time => Some("time".to_owned()),
@@ -367,6 +389,7 @@ impl ViewQuery {
                 "req_page" => self.req_page.filter(|p| *p > 1).map(|p| p.to_string()),
                 "replay" => self.replay.map(|s| s.to_string()),
                 "speed" => self.speed.filter(|s| *s != SPEEDS[0]).map(|s| s.to_string()),
+                "sel" => self.sel.map(|(a, b)| format!("{a}-{b}")),
                 _ => None,
             };
             if let Some(v) = value {
@@ -428,6 +451,13 @@ impl ViewQuery {
 /// A number above 0 (a frame or trace id).
 fn positive(value: &str) -> Option<i64> {
     value.trim().parse().ok().filter(|s: &i64| *s > 0)
+}
+
+/// A range of seqs written `A-B`, first not past last.
+fn parse_sel(value: &str) -> Option<(i64, i64)> {
+    let (a, b) = value.trim().split_once('-')?;
+    let (a, b) = (positive(a)?, positive(b)?);
+    (a <= b).then_some((a, b))
 }
 
 /// A non-negative, finite number of milliseconds.
@@ -543,6 +573,33 @@ mod tests {
         let keys: Vec<&str> = bad.rejected.iter().map(|r| r.key).collect();
         assert_eq!(keys, ["req_sort", "req_order", "req_page"]);
         assert_eq!((bad.req_sort, bad.req_desc, bad.req_page), (RequestSort::Seq, false, None));
+    }
+
+    #[test]
+    fn a_range_filter_and_a_selection_round_trip_and_bad_ones_are_rejected() {
+        let pairs = [("from", "10"), ("to", "20"), ("sel", "12-15")];
+        let v = parse(&pairs);
+        assert_eq!((v.filters.from, v.filters.to, v.sel), (Some(10), Some(20), Some((12, 15))));
+        let back: Vec<(&str, String)> = pairs.iter().map(|(k, v)| (*k, v.to_string())).collect();
+        assert_eq!(v.to_pairs(), back);
+        let q = v.filters.frame_query(0, 5);
+        assert_eq!((q.from, q.to), (Some(10), Some(20)));
+        let at = |seq| summary(seq);
+        assert_eq!(
+            [9, 10, 20, 21].map(|s| v.filters.matches(&at(s))),
+            [Some(false), Some(true), Some(true), Some(false)]
+        );
+        let bad = parse(&[("from", "9"), ("to", "3"), ("sel", "5-2")]);
+        let keys: Vec<&str> = bad.rejected.iter().map(|r| r.key).collect();
+        assert_eq!(keys, ["to", "sel"]);
+        assert_eq!((bad.filters.from, bad.filters.to, bad.sel), (Some(9), None, None));
+        for junk in ["0-3", "3", "a-b", "-2-4"] {
+            assert_eq!(parse(&[("sel", junk)]).rejected.len(), 1, "{junk}");
+        }
+    }
+
+    fn summary(seq: i64) -> FrameSummary {
+        crate::state::testing::summary(seq, seq, Direction::ClientToAgent, FrameKind::Notification)
     }
 
     #[test]

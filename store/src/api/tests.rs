@@ -347,6 +347,8 @@ fn offsets_count_frames_even_across_missing_ones() {
         (whole, "from=7", &[], 0),
         (gappy, "from=2&to=5&limit=9", &[2, 5], 2),
         (gappy, "from=3&to=4", &[], 0),
+        (whole, "from=5&to=4", &[], 0),
+        (gappy, "from=5&to=2&offset=1", &[], 0),
         (gappy, "to=5&offset=1&limit=9", &[2, 5], 3),
     ];
     for (id, text, seqs, total) in table {

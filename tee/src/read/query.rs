@@ -20,11 +20,6 @@ pub fn validate(q: &FrameQuery) -> Result<(), String> {
     if q.from.is_some_and(|s| s < 1) || q.to.is_some_and(|s| s < 1) {
         return bad("from and to must be seqs of the trace, 1 or more");
     }
-    if let (Some(from), Some(to)) = (q.from, q.to) {
-        if from > to {
-            return bad("from must not be greater than to");
-        }
-    }
     if q.q.as_ref().is_some_and(|t| t.len() > 1000) {
         return bad("the search text must be at most 1000 bytes");
     }

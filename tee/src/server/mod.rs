@@ -26,6 +26,7 @@ mod find;
 mod findings;
 mod live;
 mod overview;
+mod range;
 mod requests;
 mod routes;
 pub(crate) mod sessions;
@@ -170,6 +171,7 @@ pub fn app(state: AppState) -> Router {
         .route("/traces/{id}/requests", get(requests::requests))
         .route("/traces/{id}/in_flight", get(requests::in_flight))
         .route("/traces/{id}/overview", get(overview::overview))
+        .route("/traces/{id}/range", get(range::range))
         .route("/traces/{id}/live", get(routes::live))
         .route("/traces/{id}/export", get(routes::export_trace))
         .route("/diff/{a}/{b}", get(routes::diff))

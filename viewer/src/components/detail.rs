@@ -85,7 +85,15 @@ pub fn Detail() -> impl IntoView {
             }
         })
     };
-    view! { <aside id="detail" aria-label="selected frame"><HiddenNotice />{measured}{found}{body}</aside> }
+    view! {
+        <aside id="detail" aria-label="selected frame">
+            <super::range::RangePanel />
+            <HiddenNotice />
+            {measured}
+            {found}
+            {body}
+        </aside>
+    }
 }
 
 /// Says when the selected frame is hidden by the filters, with a way to show it.

@@ -24,7 +24,7 @@ const MAX_SESSION_SUGGESTIONS: usize = 50;
 /// Most fetched frames looked at for session ids.
 const SESSION_SCAN: usize = 5_000;
 /// The query keys of the filters (what "Clear filters" clears).
-pub const FILTER_KEYS: [&str; 7] = ["dir", "kind", "method", "session", "errors", "min_latency_ms", "q"];
+pub const FILTER_KEYS: [&str; 9] = ["dir", "kind", "method", "session", "errors", "min_latency_ms", "q", "from", "to"];
 
 fn set_filters(st: TraceState, change: impl FnOnce(&mut Filters)) {
     st.url.update(true, |q| change(&mut q.filters));
@@ -90,9 +90,38 @@ pub fn FilterBar() -> impl IntoView {
             </label>
             <TextFilter id="search" key="q" placeholder="filter payloads…  ( / )" list="" />
             <FindField />
+            <RangeFilter filters=f />
             <span class="matching">{matching}</span>
             <ul id="rejected" class="rejected" class:hidden=move || !any_rejected()>{rejected}</ul>
         </div>
+    }
+}
+
+/// The range of seqs filtered to (`from`, `to`, set by the range panel's "Filter to it"), with a ✕ that
+/// drops it; nothing when the view is not cut to a range.
+#[component]
+fn RangeFilter(filters: Memo<Filters>) -> impl IntoView {
+    let st = trace_state();
+    move || {
+        let text = match filters.with(|f| (f.from, f.to)) {
+            (Some(a), Some(b)) => format!("frames #{a}–#{b}"),
+            (Some(a), None) => format!("frames from #{a}"),
+            (None, Some(b)) => format!("frames up to #{b}"),
+            (None, None) => return None,
+        };
+        let drop_range = move |_| {
+            st.url.update(true, |q| {
+                q.accept("from");
+                q.accept("to");
+                (q.filters.from, q.filters.to) = (None, None);
+            })
+        };
+        Some(view! {
+            <span id="filter-range" class="range-chip" title="only the frames of this range show (from, to)">
+                {text}
+                <button class="link" aria-label="show every frame, not only the range" title="show every frame" on:click=drop_range>"✕"</button>
+            </span>
+        })
     }
 }
 

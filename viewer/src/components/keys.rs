@@ -67,6 +67,10 @@ pub fn trace_keys(st: TraceState) {
             return;
         }
         ev.prevent_default();
+        // A key moves the view: a frame kept in place after a zoom is let go.
+        if st.range.pin.with_untracked(Option::is_some) {
+            st.range.pin.set(None);
+        }
         match act {
             Action::Step(step) => step_from_selection(st, step),
             Action::First => loader::select_position(st, 0),
@@ -84,6 +88,8 @@ pub fn trace_keys(st: TraceState) {
                 }
             }
             Action::Escape if replaying => replay::leave(st),
+            // The selected range first, then the selected frame.
+            Action::Escape if st.query.with_untracked(|q| q.sel.is_some()) => super::range::clear_selection(st),
             Action::Escape => st.unselect(),
             Action::PlayPause => replay::toggle(st),
             Action::ReplayStep(step) => replay::step(st, step),

@@ -3,7 +3,7 @@
 //! # Layout
 //! - [`diagram`]: the sequence diagram (lanes, windowed rows, busy spans, follow).
 //! - [`overview`]: the strip above it: the whole trace's time, the rows in view marked; click or drag to go.
-//! - [`detail`] and [`json`]: the selected frame.
+//! - [`detail`] and [`json`]: the selected frame; [`range`]: the selected range (the range tools' panel).
 //! - [`filters`]: the filter bar.
 //! - [`findings`]: the Findings tab: what the protocol checks found, filtered, linked to frames.
 //! - [`timing`]: per-method table, histogram, slowest requests.
@@ -23,6 +23,7 @@ pub mod highlight;
 pub mod json;
 pub mod keys;
 pub mod overview;
+pub mod range;
 pub mod replay;
 pub mod requests;
 pub mod session;

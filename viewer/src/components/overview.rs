@@ -3,12 +3,14 @@
 //! ticks on top, the protocol checks' findings orange ticks under them, open requests a blue line and active
 //! sessions a green one; the rows in view are a translucent box. A click goes to the first frame of the
 //! bucket clicked (of the next bucket holding frames when it is empty, as after an idle gap), a drag moves
-//! the diagram along as the pointer goes; each bucket's tooltip says its time and counts.
+//! the diagram along as the pointer goes; a shift+drag selects the frames of the buckets it covers as a range
+//! (the range tools: `sel` in the URL, drawn as a band on the strip and on the rows); each bucket's tooltip
+//! says its time and counts.
 
 use crate::components::trace_state;
 use crate::format::{count, duration_ns, offset_ns};
 use crate::state::layout::Scroller;
-use crate::state::overview::{bar_height, bucket_at, window_buckets};
+use crate::state::overview::{bar_height, bucket_at, seqs_of_buckets, window_buckets};
 use crate::state::TraceState;
 use acp_tee_shared::api::{OverviewBucket, TraceOverview};
 use leptos::prelude::*;
@@ -78,6 +80,10 @@ struct Drag {
     moved: bool,
     /// The bucket it is over.
     bucket: usize,
+    /// It went down with shift: it selects a range from `from` rather than moving the diagram.
+    select: bool,
+    /// The bucket it went down on.
+    from: usize,
 }
 
 /// The bucket under a pointer event's position on the strip `svg`.
@@ -143,6 +149,15 @@ fn strip(st: TraceState, o: TraceOverview) -> impl IntoView {
         o.with_value(|o| window_buckets(o, first, last))
     });
     let drag = StoredValue::new(Drag::default());
+    // The buckets a shift+drag covers so far, drawn until it ends.
+    let selecting = RwSignal::new(None::<(usize, usize)>);
+    let band = Memo::new(move |_| {
+        if let Some((a, b)) = selecting.get() {
+            return Some((a.min(b), a.max(b)));
+        }
+        let (a, b) = st.query.with(|q| q.sel)?;
+        o.with_value(|o| window_buckets(o, a, b))
+    });
     let svg = NodeRef::<leptos::svg::Svg>::new();
     let go = move |bucket: usize, select: bool| {
         let Some(seq) = o.with_value(|o| o.seq_at_bucket(bucket)) else { return };
@@ -160,13 +175,24 @@ fn strip(st: TraceState, o: TraceOverview) -> impl IntoView {
             // Synthetic events have no pointer to capture; the drag then ends where it leaves the strip.
             let _ = el.set_pointer_capture(ev.pointer_id());
         }
-        drag.set_value(Drag { down: true, moved: false, bucket });
+        if st.range.pin.with_untracked(Option::is_some) {
+            st.range.pin.set(None);
+        }
+        let select = ev.shift_key();
+        if select {
+            selecting.set(Some((bucket, bucket)));
+        }
+        drag.set_value(Drag { down: true, moved: false, bucket, select, from: bucket });
     };
     let on_move = move |ev: web_sys::PointerEvent| {
         let d = drag.get_value();
         let Some(bucket) = bucket_of_event(svg, &ev, n).filter(|&b| d.down && b != d.bucket) else { return };
-        drag.set_value(Drag { down: true, moved: true, bucket });
-        go(bucket, false);
+        drag.set_value(Drag { moved: true, bucket, ..d });
+        if d.select {
+            selecting.set(Some((d.from, bucket)));
+        } else {
+            go(bucket, false);
+        }
     };
     let on_up = move |ev: web_sys::PointerEvent| {
         let d = drag.get_value();
@@ -175,6 +201,16 @@ fn strip(st: TraceState, o: TraceOverview) -> impl IntoView {
             return;
         }
         let bucket = bucket_of_event(svg, &ev, n).unwrap_or(d.bucket);
+        if d.select {
+            selecting.set(None);
+            if let Some(range) = o.with_value(|o| seqs_of_buckets(o, d.from, bucket)) {
+                st.url.update(true, |q| {
+                    q.accept("sel");
+                    q.sel = Some(range);
+                });
+            }
+            return;
+        }
         // A click selects the frame (a history entry); a drag ends where it is, in view.
         go(bucket, !d.moved);
     };
@@ -189,11 +225,14 @@ fn strip(st: TraceState, o: TraceOverview) -> impl IntoView {
     view! {
         <div class="overview-strip" id="overview">
             <svg class="overview-svg" node_ref=svg viewBox=format!("0 0 {w} {STRIP_H}") preserveAspectRatio="none"
-                role="slider" aria-label="the whole trace: click or drag to go there"
+                role="slider" aria-label="the whole trace: click or drag to go there, shift+drag to select a range"
                 aria-valuemin="0" aria-valuemax=n.saturating_sub(1)
                 aria-valuenow=move || window.get().map(|(lo, _)| lo)
                 on:pointerdown=on_down on:pointermove=on_move on:pointerup=on_up
-                on:pointercancel=move |_| drag.set_value(Drag::default())>
+                on:pointercancel=move |_| {
+                    drag.set_value(Drag::default());
+                    selecting.set(None);
+                }>
                 <path class="ov-frames" d=bars></path>
                 <path class="ov-errors" d=errors></path>
                 <path class="ov-findings" d=findings></path>
@@ -202,6 +241,10 @@ fn strip(st: TraceState, o: TraceOverview) -> impl IntoView {
                 {move || window.get().map(|(lo, hi)| view! {
                     <rect class="ov-window" x=lo y="0.5" width=hi - lo + 1 height=STRIP_H - 1.0
                         data-lo=lo data-hi=hi vector-effect="non-scaling-stroke"></rect>
+                })}
+                {move || band.get().map(|(lo, hi)| view! {
+                    <rect class="ov-range" id="overview-range" x=lo y="0" width=hi - lo + 1 height=STRIP_H
+                        data-lo=lo data-hi=hi></rect>
                 })}
                 {hits}
             </svg>
@@ -212,6 +255,7 @@ fn strip(st: TraceState, o: TraceOverview) -> impl IntoView {
                 <span class="key findings">"findings"</span>
                 <span class="key open">"open requests"</span>
                 <span class="key sessions">"sessions"</span>
+                <span class="hint">"shift+drag: select a range"</span>
                 {note.map(|n| view! { <span class="note" id="overview-findings-note">{n}</span> })}
             </div>
         </div>

@@ -66,6 +66,7 @@ pub fn start(st: TraceState) {
     super::overview::start(st);
     super::find::follow_rows(st);
     super::find::count_on_open(st);
+    super::range::start(st);
 }
 
 async fn load_stats(ld: Loader) {

@@ -13,6 +13,7 @@
 //! - [`requests`]: the Requests tab's page of the request table, refreshed as a live trace grows.
 //! - [`in_flight`]: the requests in flight over the rows drawn, for the busy bars of long turns.
 //! - [`overview`]: the overview strip's counts per interval of the whole trace, refreshed as a live trace grows.
+//! - [`range`]: the range tools: the selected range and what it holds, the linear axis's zoom around a point.
 //! - [`replay`]: a replay's cursor (no frame past it shows), played on the trace's clock.
 
 pub mod busy;
@@ -24,6 +25,7 @@ pub mod layout;
 pub mod loader;
 pub mod mcp;
 pub mod overview;
+pub mod range;
 pub mod replay;
 pub mod requests;
 pub mod sessions;
@@ -128,6 +130,8 @@ pub struct TraceState {
     pub in_flight: RwSignal<Option<InFlight>>,
     /// What the overview strip draws.
     pub overview: overview::OverviewData,
+    /// The range tools' selection, its summary, and a frame kept in place while zooming.
+    pub range: range::RangeData,
     /// A replay: its cursor and playing.
     pub replay: replay::ReplayData,
 }
@@ -183,6 +187,7 @@ impl TraceState {
             requests: requests::RequestsData::new(query),
             in_flight: RwSignal::new(None),
             overview: overview::OverviewData::new(),
+            range: range::RangeData::new(),
             replay: replay::ReplayData::new(),
         }
     }

@@ -97,6 +97,14 @@ pub fn window_buckets(o: &TraceOverview, first_seq: i64, last_seq: i64) -> Optio
     Some((lo, hi))
 }
 
+/// The first and last seq of the frames in the buckets from `a` to `b` (either order, both included), when
+/// any of them holds one: the range a shift+drag over them selects.
+pub fn seqs_of_buckets(o: &TraceOverview, a: usize, b: usize) -> Option<(i64, i64)> {
+    let hi = a.max(b).min(o.buckets.len().checked_sub(1)?);
+    let inside = o.buckets.get(a.min(b)..=hi)?;
+    Some((inside.iter().find_map(|b| b.first_seq)?, inside.iter().rev().find_map(|b| b.last_seq)?))
+}
+
 /// The bucket under a point `frac` (0..1) of the way across a strip of `count` buckets.
 pub fn bucket_at(frac: f64, count: usize) -> usize {
     if count == 0 {
@@ -146,6 +154,12 @@ mod tests {
         assert_eq!(o.seq_at_bucket(bucket_at(0.0, 5)), Some(1));
         assert_eq!(bucket_at(1.0, 5), 4);
         assert_eq!(bucket_at(-3.0, 5), 0);
+        // A range over buckets holds the frames of those that hold any; the gap alone holds none.
+        assert_eq!(seqs_of_buckets(&o, 1, 4), Some((11, 25)));
+        assert_eq!(seqs_of_buckets(&o, 4, 1), Some((11, 25)));
+        assert_eq!(seqs_of_buckets(&o, 2, 3), None);
+        assert_eq!(seqs_of_buckets(&o, 3, 99), Some((21, 25)));
+        assert_eq!(seqs_of_buckets(&overview(&[]), 0, 0), None);
     }
 
     #[test]

@@ -88,6 +88,14 @@ impl Browser {
         self.inner.cdp("Input.dispatchMouseEvent", event).unwrap();
     }
 
+    /// Turns the real mouse wheel with ctrl held (what a trackpad's pinch sends too): a trusted `wheel` event
+    /// with `ctrlKey`, then the browser's own zoom of the page unless prevented.
+    pub fn ctrl_wheel(&self, x: f64, y: f64, delta_y: f64) {
+        let event =
+            serde_json::json!({"type": "mouseWheel", "x": x, "y": y, "deltaX": 0, "deltaY": delta_y, "modifiers": 2});
+        self.inner.cdp("Input.dispatchMouseEvent", event).unwrap();
+    }
+
     /// Types `text` into the focused field on the real keyboard (trusted `input` events).
     pub fn type_text(&self, text: &str) {
         self.inner.cdp("Input.insertText", serde_json::json!({"text": text})).unwrap();

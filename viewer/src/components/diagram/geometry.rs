@@ -25,6 +25,9 @@ const MCP_TO_STDERR: f64 = 56.0;
 const MIN_SPAN: f64 = 170.0;
 /// The share of the width the stderr lane gets beside MCP lanes (less than without them).
 const STDERR_SHARE_MCP: f64 = 0.16;
+/// Width of the time column, left of the Client lane, where a drag down the rows selects a range (its
+/// cursor is in style.css, `.frame::before`).
+pub const TIME_COL_W: f64 = 128.0;
 /// Height of the lane headings above the rows.
 pub const LANE_HEAD_H: f64 = 32.0;
 

@@ -13,8 +13,9 @@ pub mod row;
 
 use crate::components::trace_state;
 use crate::state::busy::{busy_spans, BusySpan};
-use crate::state::layout::{Scroller, ROW_H};
+use crate::state::layout::{Scroller, DEFAULT_SCALE_MS, ROW_H};
 use crate::state::mcp::{place, spans as mcp_spans, tail_room, Anchor, McpSpan, Placement};
+use crate::state::range::{layout_y, spot, wheel_scale, y_of_spot, Pin};
 use crate::state::TraceState;
 use crate::view_query::Axis;
 use acp_tee_shared::api::FrameSummary;
@@ -22,7 +23,7 @@ use geometry::*;
 use leptos::html;
 use leptos::prelude::*;
 use mcp::{head_views, lane_heads, lane_lines, LaneHead, McpArrow, McpBusyBar, McpItem, McpNotes};
-use row::{px, BusyBar, FrameRow, HiddenMark, LoadingRow, MeasureBand};
+use row::{px, BusyBar, FrameRow, HiddenMark, LoadingRow, MeasureBand, RangeBand};
 use wasm_bindgen::closure::Closure;
 use wasm_bindgen::JsCast;
 
@@ -173,7 +174,13 @@ pub fn Diagram() -> impl IntoView {
         let text = measure_text(m);
         Some(view! { <MeasureBand y0=y0 y1=y1 text=text base=base geo=geo.get() /> })
     };
+    let range_band = move || {
+        let (y0, y1, text) = range_band(st)?;
+        Some(view! { <RangeBand y0=y0 y1=y1 text=text base=base geo=geo.get() /> })
+    };
+    let drag = range_drag(st, scroll_ref, geo);
     track_size(st, scroll_ref);
+    keep_pinned(st, scroll_ref);
     focus_follows_selection(st, items);
     keep_following(st, scroll_ref, tail);
     reveal_rows(st, scroll_ref);
@@ -183,7 +190,9 @@ pub fn Diagram() -> impl IntoView {
         <div class="diagram">
             <McpNotes />
             <crate::components::overview::OverviewStrip />
-            <div id="diagram-scroll" node_ref=scroll_ref on:scroll=on_scroll>
+            <div id="diagram-scroll" node_ref=scroll_ref on:scroll=on_scroll
+                on:pointerdown=move |ev| drag.down(&ev) on:pointermove=move |ev| drag.moved(&ev)
+                on:pointerup=move |_| drag.up() on:pointercancel=move |_| drag.cancel()>
                 <LaneHeads geo=geo mcp=heads />
                 <div class="spacer" style:height=move || px(st.scroller().scroll_h + tail.get()) style:width=move || px(geo.get().width)>
                     {move || {
@@ -214,6 +223,7 @@ pub fn Diagram() -> impl IntoView {
                         </For>
                         {hidden_mark}
                         {measure_band}
+                        {range_band}
                     </div>
                 </div>
                 <Notice />
@@ -266,7 +276,8 @@ fn LaneHeads(geo: Memo<Geometry>, mcp: Memo<Vec<LaneHead>>) -> impl IntoView {
         let g = geo.get();
         view! {
             <div class="lane-heads" style:width=px(g.width)>
-                <div class="lane-head time-head" style:left="8px">"time"</div>
+                <div class="lane-head time-head" style:left="8px"
+                    title="drag down the time column to select a range; ctrl+wheel (or pinch) to zoom the time">"time"</div>
                 <div class="lane-head" data-lane="client" style:left=px(g.client_x)>"Client"</div>
                 <div class="lane-head tee" data-lane="tee" style:left=px(g.tee_x)>"acp-tee"</div>
                 <div class="lane-head" data-lane="agent" style:left=px(g.agent_x)>"Agent"</div>
@@ -275,6 +286,152 @@ fn LaneHeads(geo: Memo<Geometry>, mcp: Memo<Vec<LaneHead>>) -> impl IntoView {
             </div>
         }
     }
+}
+
+/// The selected range, or the one being dragged, over the rows in view: the top of its first row there, the
+/// bottom of its last, and what it says (its ends, and its duration when both ends are fetched).
+fn range_band(st: TraceState) -> Option<(f64, f64, String)> {
+    let (a, b) = st.range.drag.get().or_else(|| st.query.with(|q| q.sel))?;
+    let (a, b) = (a.min(b), a.max(b));
+    let rows = st.rows_in_view.get();
+    st.window.with(|w| {
+        let inside = |i: &usize| w.get(*i).is_some_and(|f| (a..=b).contains(&f.seq));
+        let first = rows.clone().find(inside)?;
+        let last = rows.rev().find(inside)?;
+        let t = |seq| w.index_of_seq(seq).and_then(|i| w.get(i)).map(|f| f.t_ns);
+        let text = match (t(a), t(b)) {
+            (Some(ta), Some(tb)) => format!("#{a} – #{b}: {}", crate::format::duration_ns(tb - ta)),
+            _ => format!("#{a} – #{b}"),
+        };
+        st.layout.with(|l| Some((l.y_of(first), l.y_of(last) + ROW_H, text)))
+    })
+}
+
+/// A drag down the time column (left of the Client lane) selects the frames from the row it starts on to
+/// the row it ends on as a range (`sel`); a click there stays a click on the row. Any press in the diagram
+/// lets go of a frame kept in place after a zoom.
+#[derive(Clone, Copy)]
+struct RangeDrag {
+    st: TraceState,
+    scroll_ref: NodeRef<html::Div>,
+    geo: Memo<Geometry>,
+    /// The seq of the row the press began on, while it lasts.
+    anchor: StoredValue<Option<i64>>,
+}
+
+fn range_drag(st: TraceState, scroll_ref: NodeRef<html::Div>, geo: Memo<Geometry>) -> RangeDrag {
+    RangeDrag { st, scroll_ref, geo, anchor: StoredValue::new(None) }
+}
+
+impl RangeDrag {
+    /// The seq of the row under the pointer (above or below the rows in view: the first or last there), and
+    /// whether the pointer is over the time column.
+    fn seq_at(&self, ev: &web_sys::PointerEvent) -> Option<(i64, bool)> {
+        let el = self.scroll_ref.get_untracked()?;
+        let r = el.get_bounding_client_rect();
+        let x = ev.client_x() as f64 - r.left() + el.scroll_left() as f64;
+        let dy = (ev.client_y() as f64 - r.top() - LANE_HEAD_H).clamp(0.0, self.st.view_h.get_untracked());
+        let y = layout_y(self.st.scroller_untracked(), el.scroll_top() as f64, dy);
+        let idx = self.st.layout.with_untracked(|l| l.index_at(y));
+        let seq = self.st.window.with_untracked(|w| w.get(idx).map(|f| f.seq))?;
+        Some((seq, x < TIME_COL_W.min(self.geo.get_untracked().client_x)))
+    }
+
+    fn down(&self, ev: &web_sys::PointerEvent) {
+        if self.st.range.pin.with_untracked(Option::is_some) {
+            self.st.range.pin.set(None);
+        }
+        let on_column = ev.button() == 0 && ev.client_y() as f64 - self.top() >= LANE_HEAD_H;
+        let start = self.seq_at(ev).filter(|(_, in_column)| on_column && *in_column);
+        self.anchor.set_value(start.map(|(seq, _)| seq));
+    }
+
+    /// The top of the scroll area on the page.
+    fn top(&self) -> f64 {
+        self.scroll_ref.get_untracked().map_or(0.0, |el| el.get_bounding_client_rect().top())
+    }
+
+    fn moved(&self, ev: &web_sys::PointerEvent) {
+        let Some(anchor) = self.anchor.get_value() else { return };
+        let Some((seq, _)) = self.seq_at(ev) else { return };
+        let dragging = self.st.range.drag.get_untracked();
+        if dragging.is_none() && seq == anchor {
+            return;
+        }
+        if dragging.is_none() {
+            // From here the pointer belongs to the drag: releasing it over another row is no click on that row.
+            if let Some(el) = self.scroll_ref.get_untracked() {
+                let _ = el.set_pointer_capture(ev.pointer_id());
+            }
+        }
+        if dragging != Some((anchor, seq)) {
+            self.st.range.drag.set(Some((anchor, seq)));
+        }
+    }
+
+    fn up(&self) {
+        self.anchor.set_value(None);
+        let Some((a, b)) = self.st.range.drag.get_untracked() else { return };
+        self.st.range.drag.set(None);
+        self.st.url.update(true, |q| {
+            q.accept("sel");
+            q.sel = Some((a.min(b), a.max(b)));
+        });
+    }
+
+    fn cancel(&self) {
+        self.anchor.set_value(None);
+        self.st.range.drag.set(None);
+    }
+}
+
+/// Keeps a pinned frame ([`Pin`]) where it was put in the view whenever the layout changes (the new scale
+/// arriving from the URL, pages arriving around it), until something lets go of it.
+fn keep_pinned(st: TraceState, scroll_ref: NodeRef<html::Div>) {
+    Effect::new(move |_| {
+        let Some(pin) = st.range.pin.get() else { return };
+        st.layout.track();
+        st.view_h.track();
+        if !st.query.with_untracked(|q| q.axis == Axis::Linear && q.scale == Some(pin.scale)) {
+            return;
+        }
+        request_animation_frame(move || {
+            let Some(el) = scroll_ref.get_untracked() else { return };
+            let Some((idx, total)) = st.window.with_untracked(|w| Some((w.index_of_seq(pin.seq)?, w.total()))) else {
+                return;
+            };
+            let y = st.layout.with_untracked(|l| y_of_spot(l, total, idx, pin.at));
+            let top = st.scroller_untracked().scroll_for((y - pin.view_dy).max(0.0)).round() as i32;
+            if el.scroll_top() != top {
+                el.set_scroll_top(top);
+            }
+        });
+    });
+}
+
+/// Ctrl+wheel (a trackpad's pinch arrives as one) zooms the time: the linear axis's scale changes around
+/// the pointer, the row (and the time between rows) under it staying under it. On the rows or time axis
+/// it switches to the linear axis, at the scale zoomed from the current one.
+fn wheel_zoom(st: TraceState, el: &web_sys::HtmlDivElement, ev: &web_sys::WheelEvent, delta_px: f64) {
+    let dy = (ev.client_y() as f64 - el.get_bounding_client_rect().top() - LANE_HEAD_H)
+        .clamp(0.0, st.view_h.get_untracked());
+    let (axis, scale) = st.query.with_untracked(|q| (q.axis, q.scale.unwrap_or(DEFAULT_SCALE_MS)));
+    let next = wheel_scale(scale, delta_px);
+    if axis == Axis::Linear && next == scale {
+        return;
+    }
+    let y = layout_y(st.scroller_untracked(), el.scroll_top() as f64, dy);
+    let total = st.window.with_untracked(|w| w.total());
+    let (idx, at) = st.layout.with_untracked(|l| spot(l, total, y));
+    let seq = st.window.with_untracked(|w| w.get(idx).map(|f| f.seq));
+    st.follow.set(false);
+    st.range.pin.set(seq.map(|seq| Pin { seq, at, view_dy: dy, scale: next }));
+    st.url.update(false, |q| {
+        q.accept("axis");
+        q.accept("scale");
+        q.axis = Axis::Linear;
+        q.scale = Some(next);
+    });
 }
 
 /// `#3 → #9: 1.23 s`.
@@ -353,7 +510,9 @@ fn track_size(st: TraceState, scroll_ref: NodeRef<html::Div>) {
 /// A wheel notch moves the rows as far as it would move a page of the same height: on a trace too tall for
 /// the browser's scroll area (`MAX_SCROLL_H`), each scrolled pixel stands for several of the layout's, and a
 /// notch would skip a dozen rows at a million frames. There the wheel scrolls by itself, the layout's
-/// distance over the ratio (a listener that is not passive, so the browser's own step is stopped).
+/// distance over the ratio (a listener that is not passive, so the browser's own step is stopped). The same
+/// listener zooms on ctrl+wheel ([`wheel_zoom`]: the browser would zoom the page), and a plain wheel lets go
+/// of a frame kept in place after a zoom.
 fn wheel_by_rows(st: TraceState, scroll_ref: NodeRef<html::Div>) {
     type Listener = (web_sys::HtmlDivElement, Closure<dyn FnMut(web_sys::WheelEvent)>);
     let listener: StoredValue<Option<Listener>, LocalStorage> = StoredValue::new_local(None);
@@ -362,15 +521,26 @@ fn wheel_by_rows(st: TraceState, scroll_ref: NodeRef<html::Div>) {
         let target = el.clone();
         let callback = Closure::<dyn FnMut(web_sys::WheelEvent)>::new(move |ev: web_sys::WheelEvent| {
             let scroller = st.scroller_untracked();
-            let ratio = scroller.ratio();
-            if ratio <= 1.0 || ev.ctrl_key() || ev.delta_y() == 0.0 {
-                return;
-            }
             let unit = match ev.delta_mode() {
                 web_sys::WheelEvent::DOM_DELTA_LINE => ROW_H,
                 web_sys::WheelEvent::DOM_DELTA_PAGE => scroller.view_h,
                 _ => 1.0,
             };
+            if ev.delta_y() == 0.0 {
+                return;
+            }
+            if ev.ctrl_key() {
+                ev.prevent_default();
+                wheel_zoom(st, &target, &ev, ev.delta_y() * unit);
+                return;
+            }
+            if st.range.pin.with_untracked(Option::is_some) {
+                st.range.pin.set(None);
+            }
+            let ratio = scroller.ratio();
+            if ratio <= 1.0 {
+                return;
+            }
             let step = ev.delta_y() * unit / ratio;
             // At least a pixel, or a slow wheel would not move at all.
             let step = if step.abs() < 1.0 { step.signum() } else { step.round() };

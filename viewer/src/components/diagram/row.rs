@@ -269,6 +269,17 @@ pub fn MeasureBand(y0: f64, y1: f64, text: String, base: Memo<f64>, geo: Geometr
     }
 }
 
+/// The selected range (or the one being dragged) over the rows in view, with its ends and duration.
+#[component]
+pub fn RangeBand(y0: f64, y1: f64, text: String, base: Memo<f64>, geo: Geometry) -> impl IntoView {
+    view! {
+        <div id="range-band" class="range-band" style:top=move || px(y0 - base.get()) style:height=px(y1 - y0)
+            style:width=px(geo.width)>
+            <span>{text}</span>
+        </div>
+    }
+}
+
 /// A callee's busy span: a bar on its lane from request to response, its duration beside the response
 /// (beside the request while it is open), so the labels of different spans never share a row.
 #[component]

@@ -14,6 +14,7 @@ mod fixtures;
 mod layout;
 mod manage;
 mod overview;
+mod range;
 mod replay;
 mod requests;
 mod search;
