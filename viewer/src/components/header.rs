@@ -279,7 +279,9 @@ fn Zoom(visible: Signal<bool>) -> impl IntoView {
         }
     };
     view! {
-        <div class="seg zoom" class:hidden=move || !visible.get() title="scale of the linear axis">
+        // Kept in its place (invisible) on the other axes, so that switching axis never reflows the toolbar
+        // and the diagram's height (a zoom to a range computes its scale from that height).
+        <div class="seg zoom" class:unused=move || !visible.get() title="scale of the linear axis">
             <button id="zoom-in" on:click=move |_| step(true) title="zoom in">"+"</button>
             <span class="scale" id="axis-scale">{move || format!("{} / 100 px", format::duration_ns((scale.get() * 1e6) as i64))}</span>
             <button id="zoom-out" on:click=move |_| step(false) title="zoom out">"−"</button>

@@ -26,6 +26,9 @@ fn the_viewer_draws_an_open_http_connection_live_with_its_transport_facts() {
     };
     let b = Browser::start();
     b.goto(&format!("{}/traces/{id}", served.url));
+    // The live view follows the newest frames: the first rows are scrolled to, as a reader would.
+    b.wait_for("rows drawn", |b| !b.find_all(".frame").is_empty());
+    b.js("document.getElementById('diagram-scroll').scrollTop = 0;", serde_json::json!([]));
     b.wait_for("the conversation in the diagram", |b| {
         let methods = b.texts(".frame .method");
         ["initialize", "session/new", "session/prompt", "session/request_permission"]
