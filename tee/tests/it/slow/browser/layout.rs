@@ -383,7 +383,10 @@ fn one_wheel_notch_moves_a_million_frames_by_a_few_rows() {
     let server = Server::start(million());
     let b = Browser::start();
     b.goto(&format!("{}/traces/1?frame=500000", server.url));
-    b.wait_for("frame 500000 drawn", |b| !b.find_all(".frame[data-seq=\"500000\"]").is_empty());
+    // Both rows whose pitch is measured below.
+    b.wait_for("frames 500000 and 500001 drawn", |b| {
+        !b.find_all(".frame[data-seq=\"500000\"]").is_empty() && !b.find_all(".frame[data-seq=\"500001\"]").is_empty()
+    });
     let first_visible = |b: &Browser| {
         b.num(
             "const box = document.getElementById('diagram-scroll').getBoundingClientRect();
