@@ -180,7 +180,6 @@ pub(super) fn add(conn: &Connection, trace_id: i64, frames: &[NewFrame]) -> rusq
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use acp_tee_shared::Direction;
 
     /// A deterministic stream of numbers.
     pub(crate) struct Lcg(pub(crate) u64);
@@ -207,27 +206,13 @@ pub(crate) mod tests {
                 let kind = [FrameKind::Request, FrameKind::Response, FrameKind::Error, FrameKind::Notification]
                     [rng.next(4) as usize];
                 NewFrame {
-                    protocol_known: None,
-                    seq,
                     t_ns: t,
-                    dir: Direction::AgentToClient,
                     kind,
-                    rpc_id: None,
-                    method: None,
                     session_id: (rng.next(3) > 0).then(|| format!("s{}", rng.next(7))),
                     reply_to_seq: matches!(kind, FrameKind::Response | FrameKind::Error)
                         .then_some(seq - 1)
                         .filter(|_| rng.next(5) > 0),
-                    latency_ns: None,
-                    errors: 0,
-                    raw: b"{}".to_vec(),
-                    envelope: None,
-                    mcp: false,
-                    mcp_method: None,
-                    preview: None,
-                    sender: None,
-                    receiver: None,
-                    batch: Vec::new(),
+                    ..crate::spans::tests::frame(seq, None)
                 }
             })
             .collect()

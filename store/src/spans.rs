@@ -59,10 +59,11 @@ pub(super) fn add(conn: &Connection, trace_id: i64, frames: &[NewFrame]) -> rusq
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn frame(seq: i64, method: Option<&str>) -> NewFrame {
+    /// A notification of trace time `seq` ns with `method`, nothing else set.
+    pub(crate) fn frame(seq: i64, method: Option<&str>) -> NewFrame {
         NewFrame {
             protocol_known: None,
             seq,
