@@ -102,10 +102,7 @@ impl Model {
     /// added to this one; `redact` masks what the model shows of a frame
     /// as the server masks the frames it serves.
     pub fn catch_up(&mut self, reader: &Store, trace_id: i64, redact: Option<&Redactor>) -> Result<(), StoreError> {
-        reader.fold_frames_in_parallel(trace_id, self.last_seq, |f| {
-            self.feed(f, redact);
-            true
-        })
+        self.catch_up_to(reader, trace_id, i64::MAX, redact)
     }
 
     /// [`Model::catch_up`] with no frame after seq `to`: the model of the
