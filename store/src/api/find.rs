@@ -66,9 +66,7 @@ impl Store {
             seqs = self.seqs(rows, false, -1)?;
         }
         if to > f.indexed {
-            let mut tail = filters(trace_id, &f.q, after.max(f.indexed), &f.extra);
-            tail.where_sql.push_str(" AND f.id <= ?");
-            tail.args.push(Value::Integer(frame_id(trace_id, to)));
+            let tail = filters(trace_id, &f.upto(to), after.max(f.indexed), &f.extra);
             seqs.extend(self.seqs(tail, false, -1)?);
         }
         Ok(seqs)
@@ -144,6 +142,12 @@ impl Store {
 }
 
 impl Finder {
+    /// The query, its frames ending at seq `to` (the frames API's range end,
+    /// which [`filters`] and [`indexed_matches`] apply).
+    fn upto(&self, to: i64) -> FrameQuery {
+        FrameQuery { to: Some(to), ..self.q.clone() }
+    }
+
     /// The first match after seq `after`.
     fn first_after(&self, s: &Store, after: i64) -> Result<Option<i64>, StoreError> {
         let Some(fts) = &self.fts else { return Ok(None) };
@@ -161,9 +165,7 @@ impl Finder {
     fn last_before(&self, s: &Store, before: i64) -> Result<Option<i64>, StoreError> {
         let Some(fts) = &self.fts else { return Ok(None) };
         if before - 1 > self.indexed {
-            let mut tail = filters(self.trace_id, &self.q, self.indexed, &self.extra);
-            tail.where_sql.push_str(" AND f.id < ?");
-            tail.args.push(Value::Integer(frame_id(self.trace_id, before)));
+            let tail = filters(self.trace_id, &self.upto(before - 1), self.indexed, &self.extra);
             if let Some(seq) = s.seqs(tail, true, 1)?.first() {
                 return Ok(Some(*seq));
             }
@@ -187,9 +189,7 @@ impl Finder {
             n = s.count_capped(rows, cap)?;
         }
         if n <= cap && upto > self.indexed {
-            let mut tail = filters(self.trace_id, &self.q, self.indexed, &self.extra);
-            tail.where_sql.push_str(" AND f.id <= ?");
-            tail.args.push(Value::Integer(frame_id(self.trace_id, upto)));
+            let tail = filters(self.trace_id, &self.upto(upto), self.indexed, &self.extra);
             n += s.count_capped(tail, cap - n)?;
         }
         Ok((n.min(cap), n > cap))
