@@ -308,6 +308,12 @@ pub struct FrameSummary {
     /// enough to be read for its summary (no stored preview).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub update: Option<String>,
+    /// For an update whose preview is its content's text (a streamed
+    /// chunk): 1 when the text begins with whitespace, 2 when it ends with
+    /// some or is cut (both: 3), which the preview leaves out. The viewer
+    /// joins a collapsed run's previews by it.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub spaced: u8,
     /// An MCP trace's `tools/call` result with `isError: true`: the tool
     /// failed, its preview says `tool error: ` and the tool's text. The
     /// frame is still a `response` (JSON-RPC-wise the call succeeded), so
@@ -873,4 +879,8 @@ impl TraceOverview {
             last.filter(|_| !self.buckets.is_empty())
         })
     }
+}
+
+fn is_zero(n: &u8) -> bool {
+    *n == 0
 }

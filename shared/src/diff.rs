@@ -229,7 +229,9 @@ pub struct TurnEnd {
     pub turn: u64,
     /// The session, named by its order of appearance (`session-1`).
     pub session: String,
-    /// The first trace's.
+    /// The first trace's: its stop reason, `error`, `answered without a
+    /// stop reason`, `past the messages read` (answered, if at all, after
+    /// the last message compared); `None` when not ended, or no such turn.
     pub a: Option<String>,
     /// The second trace's.
     pub b: Option<String>,

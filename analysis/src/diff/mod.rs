@@ -59,6 +59,10 @@ pub const VALUES_MAX: usize = 50;
 /// or array is cut, or summarised by its size).
 pub const VALUE_MAX_CHARS: usize = 300;
 
+/// How a turn ended, said of a turn whose prompt is among the messages read
+/// and whose answer is not (past [`DIFF_MAX_MESSAGES`]).
+pub const END_NOT_READ: &str = "past the messages read";
+
 /// Prompt turns per side whose ends are compared at most.
 pub const DIFF_MAX_TURNS: usize = 10_000;
 
@@ -553,15 +557,20 @@ fn turns(a: &Side, b: &Side) -> Vec<TurnEnd> {
         turns.sort_by(|x, y| x.0.cmp(&y.0));
         turns
     }
-    let (a, b) = (by_session(a), by_session(b));
-    (0..a.len().max(b.len()))
+    // A turn not ended among the messages read of a trace holding more may have ended past them.
+    let end = |side: &Side, t: Option<&(String, Option<String>)>| {
+        let t = t?;
+        t.1.clone().or_else(|| side.truncated.then(|| END_NOT_READ.to_owned()))
+    };
+    let (ta_all, tb_all) = (by_session(a), by_session(b));
+    (0..ta_all.len().max(tb_all.len()))
         .map(|i| {
-            let (ta, tb) = (a.get(i).copied(), b.get(i).copied());
+            let (ta, tb) = (ta_all.get(i).copied(), tb_all.get(i).copied());
             TurnEnd {
                 turn: i as u64 + 1,
                 session: ta.or(tb).map(|t| t.0.clone()).unwrap_or_default(),
-                a: ta.and_then(|t| t.1.clone()),
-                b: tb.and_then(|t| t.1.clone()),
+                a: end(a, ta),
+                b: end(b, tb),
             }
         })
         .collect()

@@ -3,13 +3,17 @@
 //!
 //! Each side is read by the session model ([`crate::session::Model`], the
 //! one `show` and the viewer's Session tab read), in one pass that builds
-//! every turn; of each turn only a digest is kept (hashes of its message
-//! and thoughts as assembled from their chunks, its tool calls' titles,
-//! kinds and statuses), so a side costs a few dozen bytes per turn. Turns
-//! are paired by session (sessions in the order they first appear) and by
-//! place in their session. Only the first [`DIFF_TURN_CHANGES_LISTED`] pairs
-//! that differ are built again (one more pass per side) to say how: the
-//! message as a word diff, the tool calls that differ.
+//! every turn and digests each as soon as it is over
+//! ([`Model::catch_up_turn_by_turn`]): of a turn only hashes are kept (of
+//! its message and thoughts as assembled from their chunks, of its tool
+//! calls' titles, kinds and statuses), so a side costs a few dozen bytes
+//! per turn. (A trace whose turns stay open past the pass's bound is read
+//! as `show` reads it, in passes that hold at most [`HELD_MAX_BYTES`].)
+//! Turns are paired by session (sessions in the order they first appear)
+//! and by place in their session. Only the first
+//! [`DIFF_TURN_CHANGES_LISTED`] pairs that differ are built again (one
+//! more pass per side) to say how: the message as a word diff, the tool
+//! calls that differ.
 
 use super::{SideRef, DIFF_MAX_TURNS};
 use crate::session::{Model, Step, Want};
@@ -30,12 +34,12 @@ pub const TEXT_OPS_MAX: usize = 400;
 const HELD_MAX_BYTES: u64 = 32 << 20;
 
 /// What is compared of a turn.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Digest {
-    prompt_seq: i64,
     message: u64,
     thought: u64,
-    tools: Vec<ToolBrief>,
+    /// Its tool calls' titles, kinds and statuses, in order.
+    tools: u64,
 }
 
 /// One side's turns, by session (in the order they first appear).
@@ -58,16 +62,46 @@ fn brief(t: &acp_tee_shared::session::ToolCall) -> ToolBrief {
 }
 
 fn digest(t: &Turn) -> Digest {
-    Digest {
-        prompt_seq: t.request_seq,
-        message: text_hash(&t.message),
-        thought: text_hash(&t.thought),
-        tools: t.tool_calls.iter().map(brief).collect(),
-    }
+    let mut tools = std::collections::hash_map::DefaultHasher::new();
+    t.tool_calls.iter().map(brief).for_each(|b| b.hash(&mut tools));
+    Digest { message: text_hash(&t.message), thought: text_hash(&t.thought), tools: tools.finish() }
 }
 
-/// Reads the turns of `o` into digests.
+/// Reads the turns of `o` into digests: in one pass, or, for a trace whose
+/// turns stay open past that pass's bound, in the passes `show` makes.
 fn read(o: SideRef<'_>, redact: Option<&crate::redact::Redactor>) -> Result<(Model, Side), StoreError> {
+    let mut model = Model::default();
+    let mut by_sid: std::collections::HashMap<String, Vec<Option<Digest>>> = Default::default();
+    let whole = model.catch_up_turn_by_turn(o.store, o.trace_id, redact, HELD_MAX_BYTES, |sid, k, turn| {
+        let digests = by_sid.entry(sid.to_owned()).or_default();
+        if digests.len() <= k {
+            digests.resize(k + 1, None);
+        }
+        digests[k] = Some(digest(turn));
+    })?;
+    if !whole {
+        return read_in_passes(o, redact);
+    }
+    let sids: Vec<String> = model.sessions(None).sessions.into_iter().map(|s| s.session_id).collect();
+    let mut side = Side { sessions: vec![Vec::new(); sids.len()], sids: Vec::new(), left_out: 0 };
+    let mut kept = 0usize;
+    for (i, sid) in sids.iter().enumerate() {
+        for d in by_sid.remove(sid).unwrap_or_default().into_iter().flatten() {
+            if kept >= DIFF_MAX_TURNS {
+                side.left_out += 1;
+            } else {
+                kept += 1;
+                side.sessions[i].push(d);
+            }
+        }
+    }
+    side.sids = sids;
+    Ok((model, side))
+}
+
+/// [`read`] as `show` reads a trace: turns built in passes over the
+/// frames, each holding at most [`HELD_MAX_BYTES`].
+fn read_in_passes(o: SideRef<'_>, redact: Option<&crate::redact::Redactor>) -> Result<(Model, Side), StoreError> {
     let mut model = Model::default();
     let built = model.catch_up_building(o.store, o.trace_id, redact, None, HELD_MAX_BYTES)?;
     let sids: Vec<String> = model.sessions(None).sessions.into_iter().map(|s| s.session_id).collect();

@@ -339,6 +339,94 @@ impl Model {
     }
 }
 
+/// One session's builder in [`Model::catch_up_turn_by_turn`]: the turns
+/// it began and has not given out yet, and the bytes fed since the oldest
+/// of them began.
+struct Streaming {
+    b: Builder,
+    unreleased: Vec<usize>,
+    held: u64,
+}
+
+impl Model {
+    /// Brings the model up to date as [`Model::catch_up`] does and, in the
+    /// same pass, builds the turns of every session, giving each to `each`
+    /// (its session's id, its place among the session's turns) as soon as
+    /// it is over (answered, nothing it asked still awaiting an answer: no
+    /// later frame changes it) and dropping it; the turns still open when
+    /// the trace ends are given last, as they stand. What the pass holds
+    /// is the turns not over yet: when they would hold more than
+    /// `held_max` bytes (counted as [`HELD_PER_FRAME`] says) the pass stops
+    /// and returns false, the model half caught up (a trace whose turns
+    /// stay open, which [`Model::catch_up_building`] reads within its
+    /// bound). The model must be new.
+    pub fn catch_up_turn_by_turn(
+        &mut self,
+        reader: &Store,
+        trace_id: i64,
+        redact: Option<&crate::redact::Redactor>,
+        held_max: u64,
+        mut each: impl FnMut(&str, usize, &Turn) + Send,
+    ) -> Result<bool, StoreError> {
+        debug_assert_eq!(self.last_seq, 0, "turns are built from the first frame");
+        let mut builders: Vec<Option<Streaming>> = Vec::new();
+        let (mut held, mut whole) = (0u64, true);
+        let mut stderr = StderrTail::default();
+        reader.fold_frames_in_parallel(trace_id, self.last_seq, |f| {
+            if f.kind == acp_tee_shared::FrameKind::Stderr {
+                stderr.push(f, redact);
+            }
+            let Some(at) = self.feed(f, redact) else { return true };
+            if builders.len() <= at {
+                builders.resize_with(at + 1, || None);
+            }
+            let v2 = self.protocol_version() == Some(2);
+            let prompt = f.kind == acp_tee_shared::FrameKind::Request && f.method == Some("session/prompt");
+            let s = match &mut builders[at] {
+                Some(s) => s,
+                slot @ None if prompt => {
+                    slot.insert(Streaming { b: Builder::new(0, usize::MAX, v2), unreleased: Vec::new(), held: 0 })
+                }
+                None => return true,
+            };
+            let before = s.b.turns.len();
+            s.b.v2 = v2;
+            s.b.feed_masked(f, redact);
+            s.b.take_stderr(&stderr);
+            s.unreleased.extend(before..s.b.turns.len());
+            let cost = f.raw.len() as u64 + HELD_PER_FRAME;
+            s.held += cost;
+            held += cost;
+            let sid = &self.sessions[at].summary.session_id;
+            let b = &mut s.b;
+            s.unreleased.retain(|&k| {
+                let over = b.is_over(k);
+                if over {
+                    each(sid, k, &b.take_turn(k));
+                }
+                !over
+            });
+            if s.unreleased.is_empty() {
+                held -= s.held;
+                s.held = 0;
+            }
+            whole = held <= held_max;
+            whole
+        })?;
+        if !whole {
+            return Ok(false);
+        }
+        for (at, s) in builders.iter_mut().enumerate() {
+            let Some(s) = s else { continue };
+            let sid = &self.sessions[at].summary.session_id;
+            for &k in &s.unreleased {
+                each(sid, k, &s.b.take_turn(k));
+            }
+        }
+        Ok(true)
+    }
+}
+
 impl Building<'_> {
     /// Feeds `f`, a frame of the session at place `at`, to its builder
     /// (begun at the session's first prompt).

@@ -190,6 +190,25 @@ impl Builder {
         self.open.iter().any(Option::is_some) || self.pending.values().any(|a| !matches!(a, Awaits::Prompt(None)))
     }
 
+    /// True once turn `k` is over: answered, and nothing it asked awaits an
+    /// answer; no later frame changes it then.
+    pub(super) fn is_over(&self, k: usize) -> bool {
+        !self.open.contains(&Some(k))
+            && !self.pending.values().any(|a| match a {
+                Awaits::Prompt(t) => *t == Some(k),
+                Awaits::Permission { turn, .. } | Awaits::Client { turn, .. } => *turn == k,
+            })
+    }
+
+    /// Turn `k`, taken out: its place stays, empty, so that the later
+    /// turns' places keep their meaning.
+    pub(super) fn take_turn(&mut self, k: usize) -> Turn {
+        self.tools[k] = HashMap::new();
+        self.messages[k] = HashMap::new();
+        self.breaks[k] = None;
+        std::mem::take(&mut self.turns[k])
+    }
+
     /// Ends the open turn `turn`.
     fn close(&mut self, turn: Option<usize>) {
         if let Some(at) = self.open.iter().rposition(|&t| t == turn) {

@@ -61,10 +61,11 @@ fn summary_from_row(row: &Row<'_>) -> rusqlite::Result<FrameSummary> {
     // A message of an MCP trace is its own MCP message (not one carried in
     // ACP's `mcp/message`): its method is its MCP method.
     let own_mcp = mcp && method.is_some() && method == mcp_method;
-    let (preview, update) = match row.get_ref(14)? {
+    let texts = match row.get_ref(14)? {
         ValueRef::Blob(raw) | ValueRef::Text(raw) => crate::frame::summary_texts(kind, method.as_deref(), raw, own_mcp),
-        _ => (row.get(10)?, None),
+        _ => crate::frame::SummaryTexts { preview: row.get(10)?, ..Default::default() },
     };
+    let crate::frame::SummaryTexts { preview, update, spaced } = texts;
     // The one preview a `tools/call` result of an MCP trace has is its
     // tool's failure (`mcp_result_preview`), stored or made here alike.
     let tool_error =
@@ -85,6 +86,7 @@ fn summary_from_row(row: &Row<'_>) -> rusqlite::Result<FrameSummary> {
         mcp_method,
         reply_seq: row.get(13)?,
         update,
+        spaced,
         tool_error,
     })
 }

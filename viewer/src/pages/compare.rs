@@ -1,7 +1,7 @@
 //! `/compare/{a}/{b}`: two traces compared, as `acp-tee diff a b` compares
 //! them (`GET /api/diff/{a}/{b}`), read top-down: the verdict, then the
-//! summary (the `initialize` capabilities, each turn's stop reason, the
-//! per-method latencies), then turn by turn the assembled replies (a word
+//! summary (the `initialize` capabilities, how the turns ended: a tally of
+//! those alike and the ones that differ, the per-method latencies), then turn by turn the assembled replies (a word
 //! diff) and tool calls that differ, then the messages added, missing and
 //! changed in two lanes (a's seq on the left, b's on the right, the values
 //! that differ between). Reached from the trace list by ticking two traces, or from a
@@ -10,7 +10,7 @@
 use crate::api;
 use crate::components::title::use_title;
 use acp_tee_shared::diff::{
-    ChangeKind, MessageChange, TextOpKind, ToolBrief, TraceDiff, TurnChange, TurnDiffs, ValueChange,
+    ChangeKind, MessageChange, TextOpKind, ToolBrief, TraceDiff, TurnChange, TurnDiffs, TurnEnd, ValueChange,
 };
 use leptos::prelude::*;
 use leptos_router::components::A;
@@ -65,20 +65,7 @@ fn report_view(a: i64, b: i64, d: TraceDiff) -> impl IntoView {
             <table id="compare-capabilities" class="compare"><tbody>{values(d.capabilities)}</tbody></table>
         })}
         <h2>"turns"</h2>
-        <table id="compare-turns" class="compare">
-            <thead><tr><th>"turn"</th><th>"session"</th><th>"a"</th><th>"b"</th></tr></thead>
-            <tbody>
-                {d.turns.into_iter().map(|t| {
-                    let end = |e: Option<String>| e.unwrap_or_else(|| "not ended".to_owned());
-                    let differs = t.a != t.b;
-                    view! {
-                        <tr class:differs=differs>
-                            <td class="num">{t.turn}</td><td>{t.session}</td><td>{end(t.a)}</td><td>{end(t.b)}</td>
-                        </tr>
-                    }
-                }).collect_view()}
-            </tbody>
-        </table>
+        {turn_ends(d.turns, d.a.truncated || d.b.truncated)}
         <h2>"latency"</h2>
         <table id="compare-latency" class="compare">
             <thead><tr><th>"method"</th><th>"answers a | b"</th><th>"p50 a → b"</th><th>"p95 a → b"</th></tr></thead>
@@ -109,6 +96,56 @@ fn report_view(a: i64, b: i64, d: TraceDiff) -> impl IntoView {
             .into_any()
         }}
         {(more > 0).then(|| view! { <p class="dim">{format!("… and {more} more")}</p> })}
+    }
+}
+
+/// Rows of turns that ended differently shown at most (all are counted).
+const TURN_ENDS_SHOWN: usize = 200;
+
+/// How the turns ended: a tally of those that ended alike on both sides, and a row for each that did not
+/// (a page of a million frames has thousands of turns: listing them all would push what differs far down).
+/// `cut`: a side holds more messages than were read (the turns are those of the messages read).
+fn turn_ends(turns: Vec<TurnEnd>, cut: bool) -> impl IntoView {
+    let scope = if cut { " of the messages read" } else { "" };
+    let end = |e: &Option<String>| e.clone().unwrap_or_else(|| "not ended".to_owned());
+    let n = turns.len();
+    let (alike, differ): (Vec<TurnEnd>, Vec<TurnEnd>) = turns.into_iter().partition(|t| t.a == t.b);
+    let mut tally: std::collections::BTreeMap<String, u64> = Default::default();
+    alike.iter().for_each(|t| *tally.entry(end(&t.a)).or_default() += 1);
+    let tally = tally.into_iter().map(|(e, k)| format!("{e} {k}")).collect::<Vec<_>>().join(" · ");
+    let summary = if n == 0 {
+        "No prompt turns on either side.".to_owned()
+    } else if differ.is_empty() {
+        format!("All {n} turns{scope} ended alike on both sides: {tally}.")
+    } else if alike.is_empty() {
+        format!("All {n} turns{scope} ended differently.")
+    } else {
+        format!("{} of {n} turns{scope} ended differently; the other {} alike: {tally}.", differ.len(), alike.len())
+    };
+    let more = differ.len().saturating_sub(TURN_ENDS_SHOWN);
+    let table = (!differ.is_empty()).then(|| {
+        let rows = differ
+            .into_iter()
+            .take(TURN_ENDS_SHOWN)
+            .map(|t| {
+                view! {
+                    <tr class="differs">
+                        <td class="num">{t.turn}</td><td>{t.session}</td><td>{end(&t.a)}</td><td>{end(&t.b)}</td>
+                    </tr>
+                }
+            })
+            .collect_view();
+        view! {
+            <table id="compare-turns" class="compare">
+                <thead><tr><th>"turn"</th><th>"session"</th><th>"a"</th><th>"b"</th></tr></thead>
+                <tbody>{rows}</tbody>
+            </table>
+        }
+    });
+    view! {
+        <p id="compare-turn-ends">{summary}</p>
+        {table}
+        {(more > 0).then(|| view! { <p class="dim">{format!("… and {more} more turns that ended differently")}</p> })}
     }
 }
 

@@ -73,6 +73,36 @@ pub fn continues_run(a: &FrameSummary, b: &FrameSummary) -> bool {
     chunk(a) && chunk(b) && a.dir == b.dir && a.session_id == b.session_id && a.update == b.update
 }
 
+/// Characters of a collapsed run's joined text kept at most (the row shows what fits; its tooltip the rest).
+pub const JOINED_MAX_CHARS: usize = 1000;
+
+/// The text of a run of streamed chunks as it reads joined: each chunk's preview, a space between two only
+/// where the text had whitespace (`FrameSummary::spaced`), so "Hel" "lo wor" "ld. " read "Hello world.".
+/// `None` when no chunk has text.
+pub fn joined_preview<'a>(frames: impl IntoIterator<Item = &'a FrameSummary>) -> Option<String> {
+    let (mut out, mut chars, mut space) = (String::new(), 0usize, false);
+    for f in frames {
+        space |= f.spaced & 1 != 0;
+        if let Some(p) = f.preview.as_deref().filter(|p| !p.is_empty()) {
+            if space && !out.is_empty() {
+                out.push(' ');
+                chars += 1;
+            }
+            let n = p.chars().count();
+            if chars + n > JOINED_MAX_CHARS {
+                out.extend(p.chars().take(JOINED_MAX_CHARS.saturating_sub(chars)));
+                out.push('…');
+                return Some(out);
+            }
+            out.push_str(p);
+            chars += n;
+            space = false;
+        }
+        space |= f.spaced & 2 != 0;
+    }
+    (!out.is_empty()).then_some(out)
+}
+
 /// A fetched row's place: its y relative to its page's first row, the gap marked above it, and, when runs
 /// of chunks are collapsed, whether it is drawn and how many rows its run holds.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -352,6 +382,31 @@ mod tests {
             update: Some(kind.into()),
             ..at(seq, seq as f64)
         }
+    }
+
+    #[test]
+    fn a_runs_previews_join_as_its_text_does() {
+        let piece = |seq: i64, preview: &str, spaced: u8| FrameSummary {
+            preview: Some(preview.to_owned()).filter(|p| !p.is_empty()),
+            spaced,
+            ..chunk(seq, "s", "agent_message_chunk")
+        };
+        // "Hel" "lo wor" "ld. " " " "\nHow" " are" " you?"
+        let run = [
+            piece(1, "Hel", 0),
+            piece(2, "lo wor", 0),
+            piece(3, "ld.", 2),
+            piece(4, "", 3),
+            piece(5, "How", 1),
+            piece(6, "are", 1),
+            piece(7, "you?", 1),
+        ];
+        assert_eq!(joined_preview(&run).as_deref(), Some("Hello world. How are you?"));
+        assert_eq!(joined_preview(&run[3..4]), None);
+        let long = vec![piece(1, &"x".repeat(600), 2), piece(2, &"y".repeat(600), 0)];
+        let joined = joined_preview(&long).unwrap();
+        assert_eq!(joined.chars().count(), JOINED_MAX_CHARS + 1);
+        assert!(joined.ends_with("y…") && joined.contains("x y"), "{joined}");
     }
 
     #[test]

@@ -22,6 +22,7 @@ pub fn summary(seq: i64, t_ns: i64, dir: Direction, kind: FrameKind) -> FrameSum
         mcp: false,
         mcp_method: None,
         update: None,
+        spaced: 0,
         tool_error: false,
     }
 }

@@ -22,6 +22,6 @@ pub use framer::Framer;
 pub use id::id_key;
 pub use mcp::{mcp_preview, mcp_result_preview, protocol_of_initialize, protocol_of_initialize_members};
 pub use pairing::{Pairer, Pairing};
-pub use preview::{summary_texts, text_preview};
+pub use preview::{summary_texts, text_preview, SummaryTexts, SPACED_AFTER, SPACED_BEFORE};
 pub use repeats::read_last;
 pub use splitter::FrameSplitter;

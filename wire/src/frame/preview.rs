@@ -21,21 +21,23 @@ fn parse<'a, T: serde::Deserialize<'a>>(raw: Option<&'a RawValue>, keep: &'a mut
 /// them in its single parse; this is the same from raw bytes.)
 ///
 /// Returns that preview and, for a `session/update` notification, its
-/// update's `sessionUpdate` kind, both from one parse. A frame of an MCP
-/// trace (`mcp`) has the MCP preview ([`super::mcp_preview`]) instead, and
-/// a response of one a tool's failure ([`super::mcp_result_preview`]).
-pub fn summary_texts(kind: FrameKind, method: Option<&str>, raw: &[u8], mcp: bool) -> (Option<String>, Option<String>) {
+/// update's `sessionUpdate` kind and the whitespace its text's edges had,
+/// all from one parse. A frame of an MCP trace (`mcp`) has the MCP preview
+/// ([`super::mcp_preview`]) instead, and a response of one a tool's failure
+/// ([`super::mcp_result_preview`]).
+pub fn summary_texts(kind: FrameKind, method: Option<&str>, raw: &[u8], mcp: bool) -> SummaryTexts {
+    let preview = |preview| SummaryTexts { preview, ..SummaryTexts::default() };
     match kind {
         FrameKind::Request | FrameKind::Notification if mcp => {
-            return (method.and_then(|m| super::mcp_preview(m, raw)), None);
+            return preview(method.and_then(|m| super::mcp_preview(m, raw)));
         }
-        FrameKind::Response if mcp => return (method.and_then(|m| super::mcp_result_preview(m, raw)), None),
+        FrameKind::Response if mcp => return preview(method.and_then(|m| super::mcp_result_preview(m, raw))),
         _ => {}
     }
-    let json = || -> Option<(Option<String>, Option<String>)> {
+    let json = || -> Option<SummaryTexts> {
         let msg: Envelope = serde_json::from_slice(raw).ok()?;
         if kind == FrameKind::Error {
-            return Some((error_preview(msg.error?), None));
+            return Some(preview(error_preview(msg.error?)));
         }
         let mut keep = None;
         let params: Routing = parse(msg.params, &mut keep)?;
@@ -44,18 +46,38 @@ pub fn summary_texts(kind: FrameKind, method: Option<&str>, raw: &[u8], mcp: boo
                 let mut keep = None;
                 let u: Update = parse(params.update, &mut keep)?;
                 let update = u.session_update.as_deref().map(str::to_owned).filter(|_| kind == FrameKind::Notification);
-                Some((update_text(u).filter(|s| !s.is_empty()), update))
+                let (text, spaced) = update_text(u).unwrap_or_default();
+                Some(SummaryTexts { preview: Some(text).filter(|s| !s.is_empty()), spaced, update })
             }
-            "session/prompt" => Some((prompt_preview(&params.prompt?), None)),
+            "session/prompt" => Some(preview(prompt_preview(&params.prompt?))),
             _ => None,
         }
     };
     match kind {
-        FrameKind::Stderr | FrameKind::Invalid => (text_preview(raw), None),
+        FrameKind::Stderr | FrameKind::Invalid => preview(text_preview(raw)),
         FrameKind::Error | FrameKind::Notification | FrameKind::Request => json().unwrap_or_default(),
-        _ => (None, None),
+        _ => SummaryTexts::default(),
     }
 }
+
+/// What [`summary_texts`] reads of a frame.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SummaryTexts {
+    /// The one-line preview.
+    pub preview: Option<String>,
+    /// A `session/update` notification's `sessionUpdate`.
+    pub update: Option<String>,
+    /// For an update's content text: [`SPACED_BEFORE`] when it begins with
+    /// whitespace, [`SPACED_AFTER`] when it ends with some (or is cut), which
+    /// the preview leaves out; what joining the previews of streamed chunks
+    /// needs.
+    pub spaced: u8,
+}
+
+/// [`SummaryTexts::spaced`]: the text begins with whitespace.
+pub const SPACED_BEFORE: u8 = 1;
+/// [`SummaryTexts::spaced`]: the text ends with whitespace, or is cut.
+pub const SPACED_AFTER: u8 = 2;
 
 /// A line of text (stderr, an unparsable frame): colour codes removed. The
 /// bytes are decoded (invalid UTF-8 as U+FFFD, as `String::from_utf8_lossy`
@@ -85,7 +107,7 @@ pub fn error_preview(error: &RawValue) -> Option<String> {
 /// The text (or title, or kind) of a `session/update`'s `update`.
 pub fn update_preview(update: &RawValue) -> Option<String> {
     let mut keep = None;
-    update_text(parse(Some(update), &mut keep)?).filter(|s| !s.is_empty())
+    update_text(parse(Some(update), &mut keep)?).map(|(text, _)| text).filter(|s| !s.is_empty())
 }
 
 /// The first text block of a `session/prompt`'s `prompt`.
@@ -99,17 +121,22 @@ pub fn prompt_preview(prompt: &[&RawValue]) -> Option<String> {
         .filter(|s| !s.is_empty())
 }
 
-fn update_text(u: Update) -> Option<String> {
+/// The preview of an update and, for its content's text, the whitespace
+/// at its edges ([`SummaryTexts::spaced`]).
+fn update_text(u: Update) -> Option<(String, u8)> {
     let kind = u.session_update.unwrap_or_default();
     let mut keep = None;
-    let content_text = parse::<RawText>(u.content, &mut keep).and_then(|c| text_line(c.text?));
+    let content_text = parse::<RawText>(u.content, &mut keep).and_then(|c| text_line_spaced(c.text?));
     match (content_text, u.title) {
         (Some(text), _) => Some(text),
-        (None, Some(title)) => Some(one_line(&match u.status {
-            Some(status) => format!("{kind}: {title} ({status})"),
-            None => format!("{kind}: {title}"),
-        })),
-        (None, None) => Some(one_line(&kind)),
+        (None, Some(title)) => Some((
+            one_line(&match u.status {
+                Some(status) => format!("{kind}: {title} ({status})"),
+                None => format!("{kind}: {title}"),
+            }),
+            0,
+        )),
+        (None, None) => Some((one_line(&kind), 0)),
     }
 }
 
@@ -118,6 +145,12 @@ fn update_text(u: Update) -> Option<String> {
 /// does not decode (a lone surrogate), as a parse into a `String` would
 /// say. The whole literal is checked, but only the preview is kept.
 pub(super) fn text_line(text: &RawValue) -> Option<String> {
+    text_line_spaced(text).map(|(line, _)| line)
+}
+
+/// [`text_line`] and the whitespace at the text's edges
+/// ([`SummaryTexts::spaced`]).
+fn text_line_spaced(text: &RawValue) -> Option<(String, u8)> {
     let literal = text.get().strip_prefix('"')?.strip_suffix('"')?;
     let mut line = OneLine::default();
     let mut chars = literal.chars();
@@ -132,7 +165,7 @@ pub(super) fn text_line(text: &RawValue) -> Option<String> {
         chars = chars.as_str()[at + 1..].chars();
         unescape(&mut chars)?;
     }
-    Some(line.finish())
+    Some(line.finish_spaced())
 }
 
 /// The character of the JSON escape after a backslash, read from `chars`.
@@ -197,6 +230,9 @@ struct OneLine {
     space: bool,
     /// The preview is cut: nothing more is kept.
     cut: bool,
+    /// Whether the first character was whitespace, and the last so far.
+    first_space: Option<bool>,
+    last_space: bool,
 }
 
 impl OneLine {
@@ -205,6 +241,8 @@ impl OneLine {
         if self.cut {
             return false;
         }
+        self.first_space.get_or_insert(c.is_whitespace());
+        self.last_space = c.is_whitespace();
         if c.is_whitespace() {
             if !self.word.is_empty() {
                 self.out.push_str(&self.word);
@@ -232,6 +270,14 @@ impl OneLine {
     fn finish(mut self) -> String {
         self.out.push_str(&self.word);
         self.out
+    }
+
+    /// [`OneLine::finish`] and the whitespace at the edges of what was
+    /// pushed (a cut counts as space after).
+    fn finish_spaced(self) -> (String, u8) {
+        let before = if self.first_space == Some(true) { SPACED_BEFORE } else { 0 };
+        let after = if self.last_space || self.cut { SPACED_AFTER } else { 0 };
+        (self.finish(), before | after)
     }
 }
 
@@ -304,7 +350,7 @@ mod tests {
     use super::*;
 
     fn p(kind: FrameKind, method: Option<&str>, raw: &str) -> Option<String> {
-        summary_texts(kind, method, raw.as_bytes(), false).0
+        summary_texts(kind, method, raw.as_bytes(), false).preview
     }
 
     /// A repeated member counts as its last, in the recorder's previews
@@ -344,11 +390,14 @@ mod tests {
 
     #[test]
     fn a_session_updates_kind_comes_with_its_preview_and_nothing_elses_does() {
-        let kind = |k: FrameKind, m: &str, raw: &str| summary_texts(k, Some(m), raw.as_bytes(), false).1;
+        let kind = |k: FrameKind, m: &str, raw: &str| summary_texts(k, Some(m), raw.as_bytes(), false).update;
         let chunk = r#"{"method":"session/update","params":{"update":{"sessionUpdate":"agent_thought_chunk","content":{"type":"text","text":""}}}}"#;
         assert_eq!(kind(FrameKind::Notification, "session/update", chunk).as_deref(), Some("agent_thought_chunk"));
         // An empty text previews nothing, and still has its kind.
-        assert_eq!(summary_texts(FrameKind::Notification, Some("session/update"), chunk.as_bytes(), false).0, None);
+        assert_eq!(
+            summary_texts(FrameKind::Notification, Some("session/update"), chunk.as_bytes(), false).preview,
+            None
+        );
         // A request with the method (a peer's mistake) is no update; nor is a prompt, or a kind not a string.
         assert_eq!(kind(FrameKind::Request, "session/update", &chunk.replace("{\"method", "{\"id\":1,\"method")), None);
         assert_eq!(
@@ -357,6 +406,36 @@ mod tests {
         );
         let odd = r#"{"method":"session/update","params":{"update":{"sessionUpdate":7}}}"#;
         assert_eq!(kind(FrameKind::Notification, "session/update", odd), None);
+    }
+
+    /// A chunk's preview leaves out the whitespace at its edges; `spaced`
+    /// keeps whether there was some, so that a run's previews join as its
+    /// text does ("Hel" "lo wor" "ld. " -> "Hello world.").
+    #[test]
+    fn a_chunks_edges_say_whether_it_joins_its_neighbours_with_a_space() {
+        let spaced = |text: &str| {
+            let raw = json_chunk(text);
+            let t = summary_texts(FrameKind::Notification, Some("session/update"), raw.as_bytes(), false);
+            (t.preview.unwrap_or_default(), t.spaced)
+        };
+        assert_eq!(spaced("Hel"), ("Hel".into(), 0));
+        assert_eq!(spaced("lo wor"), ("lo wor".into(), 0));
+        assert_eq!(spaced("ld. "), ("ld.".into(), SPACED_AFTER));
+        assert_eq!(spaced("\\n How"), ("How".into(), SPACED_BEFORE));
+        assert_eq!(spaced(" "), (String::new(), SPACED_BEFORE | SPACED_AFTER));
+        assert_eq!(spaced(""), (String::new(), 0));
+        // A text cut short is followed by a space: what follows it is not its continuation.
+        let long = "x".repeat(PREVIEW_CHARS + 10);
+        assert_eq!(spaced(&long).1, SPACED_AFTER);
+        // Not a chunk's text: a title has no edges to tell.
+        let tool = r#"{"method":"session/update","params":{"update":{"sessionUpdate":"tool_call","title":" read ","status":"pending"}}}"#;
+        assert_eq!(summary_texts(FrameKind::Notification, Some("session/update"), tool.as_bytes(), false).spaced, 0);
+    }
+
+    fn json_chunk(text: &str) -> String {
+        format!(
+            r#"{{"method":"session/update","params":{{"sessionId":"s","update":{{"sessionUpdate":"agent_message_chunk","content":{{"type":"text","text":"{text}"}}}}}}}}"#
+        )
     }
 
     #[test]

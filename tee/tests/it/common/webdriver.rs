@@ -115,8 +115,14 @@ impl Browser {
     }
 
     /// Waits (up to 20 s) until `cond` holds, re-checking every 50 ms.
-    pub fn wait_for(&self, what: &str, mut cond: impl FnMut(&Browser) -> bool) {
-        let deadline = Instant::now() + Duration::from_secs(20);
+    pub fn wait_for(&self, what: &str, cond: impl FnMut(&Browser) -> bool) {
+        self.wait_for_within(what, Duration::from_secs(20), cond)
+    }
+
+    /// [`Browser::wait_for`] with a deadline of its own (for what the server works on for as long as its query
+    /// time limit allows).
+    pub fn wait_for_within(&self, what: &str, within: Duration, mut cond: impl FnMut(&Browser) -> bool) {
+        let deadline = Instant::now() + within;
         while !cond(self) {
             if Instant::now() > deadline {
                 let _ = self.screenshot(&format!("failed-{}", what.replace(' ', "-")));

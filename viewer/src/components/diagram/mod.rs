@@ -6,14 +6,16 @@
 //! - [`geometry`]: lane positions and colours.
 //! - [`row`]: a frame's row, a loading row, a busy bar.
 //! - [`mcp`]: the MCP lanes: headings, arrows, busy bars, what they leave out.
+//! - [`idle`]: the note shown inside an idle gap taller than the view.
 
 pub mod geometry;
+pub mod idle;
 pub mod mcp;
 pub mod row;
 
 use crate::components::trace_state;
 use crate::state::busy::{busy_spans, BusySpan};
-use crate::state::layout::{Scroller, DEFAULT_SCALE_MS, ROW_H};
+use crate::state::layout::{joined_preview, Scroller, DEFAULT_SCALE_MS, ROW_H};
 use crate::state::mcp::{place, spans as mcp_spans, tail_room, Anchor, McpSpan, Placement};
 use crate::state::range::{layout_y, spot, wheel_scale, y_of_spot, Pin};
 use crate::state::TraceState;
@@ -59,12 +61,16 @@ fn items_in_view(st: TraceState) -> Vec<Item> {
         st.layout.with(|l| {
             rows.filter(|&idx| l.is_shown(idx))
                 .map(|idx| match w.get(idx) {
-                    Some(f) => Item::Frame {
-                        y: l.y_of(idx),
-                        gap: l.gap_before(idx),
-                        run: l.run_of(idx),
-                        frame: Box::new(f.clone()),
-                    },
+                    Some(f) => {
+                        let run = l.run_of(idx);
+                        let mut frame = Box::new(f.clone());
+                        // A collapsed run reads as its chunks' text joined, not its first chunk's alone.
+                        if run > 1 {
+                            let frames = (idx..idx + run as usize).filter_map(|i| w.get(i));
+                            frame.preview = joined_preview(frames);
+                        }
+                        Item::Frame { y: l.y_of(idx), gap: l.gap_before(idx), run, frame }
+                    }
                     None => Item::Loading { idx, y: l.y_of(idx) },
                 })
                 .collect()
@@ -185,7 +191,11 @@ pub fn Diagram() -> impl IntoView {
     keep_following(st, scroll_ref, tail);
     reveal_rows(st, scroll_ref);
     wheel_by_rows(st, scroll_ref);
-    let on_scroll = move |_| on_scroll(st, scroll_ref);
+    let anchor = keep_anchored(st, scroll_ref);
+    let on_scroll = move |_| {
+        on_scroll(st, scroll_ref);
+        anchor.set_value(view_anchor(st));
+    };
     view! {
         <div class="diagram">
             <McpNotes />
@@ -194,7 +204,8 @@ pub fn Diagram() -> impl IntoView {
                 on:pointerdown=move |ev| drag.down(&ev) on:pointermove=move |ev| drag.moved(&ev)
                 on:pointerup=move |_| drag.up() on:pointercancel=move |_| drag.cancel()>
                 <LaneHeads geo=geo mcp=heads />
-                <div class="spacer" style:height=move || px(st.scroller().scroll_h + tail.get()) style:width=move || px(geo.get().width)>
+                <div class="spacer" style:height=move || px(st.scroller().scroll_h + tail.get()) style:width=move || px(geo.get().width)
+                    data-layout-h=move || st.layout.with(|l| l.height().round())>
                     {move || {
                         let g = geo.get();
                         view! {
@@ -222,6 +233,7 @@ pub fn Diagram() -> impl IntoView {
                             <McpArrow item=pair.0 base=base geo=pair.1 />
                         </For>
                         {hidden_mark}
+                        <idle::IdleNote base=base width=Signal::derive(move || geo.get().width) />
                         {measure_band}
                         {range_band}
                     </div>
@@ -606,6 +618,55 @@ fn on_scroll(st: TraceState, scroll_ref: NodeRef<html::Div>) {
         st.follow.set(true);
     }
     st.scroll_top.set(top);
+}
+
+/// The frame at the top of the view and how far below its row's top the view begins (layout heights).
+#[derive(Clone, Copy, Debug)]
+struct ViewAnchor {
+    seq: i64,
+    dy: f64,
+}
+
+/// Where the view is, as [`keep_anchored`] keeps it: not tracked.
+fn view_anchor(st: TraceState) -> Option<ViewAnchor> {
+    let top = st.scroller_untracked().layout_top(st.scroll_top.get_untracked());
+    st.layout.with_untracked(|l| {
+        let idx = l.index_at(top);
+        let seq = st.window.with_untracked(|w| w.get(idx).map(|f| f.seq))?;
+        Some(ViewAnchor { seq, dy: top - l.y_of(idx) })
+    })
+}
+
+/// Keeps the view where it is while the layout changes under it: pages fetched above or around it replace
+/// the rows' estimated heights with their real ones (on the linear axis a page holding a long idle gap adds
+/// its length), and on a trace whose scroll area is capped the same scroll position then stands for another
+/// height. The frame at the top of the view (as the last scroll left it) stays there, unless the view follows a
+/// live trace or a zoom pins a frame of its own ([`keep_pinned`]). Returns the anchor the scroll handler
+/// updates.
+fn keep_anchored(st: TraceState, scroll_ref: NodeRef<html::Div>) -> StoredValue<Option<ViewAnchor>> {
+    let anchor: StoredValue<Option<ViewAnchor>> = StoredValue::new(None);
+    Effect::new(move |_| {
+        st.layout.track();
+        st.view_h.track();
+        if st.follow.get_untracked() || st.range.pin.with_untracked(Option::is_some) {
+            return;
+        }
+        let Some(a) = anchor.get_value() else { return };
+        request_animation_frame(move || {
+            let Some(el) = scroll_ref.get_untracked() else { return };
+            // A scroll the handler has not seen yet (a reveal's, say) moves the anchor itself.
+            if (el.scroll_top() as f64 - st.scroll_top.get_untracked()).abs() > 1.0 {
+                return;
+            }
+            let Some(idx) = st.window.with_untracked(|w| w.index_of_seq(a.seq)) else { return };
+            let y = st.layout.with_untracked(|l| l.y_of(idx)) + a.dy;
+            let top = st.scroller_untracked().scroll_for(y.max(0.0)).round() as i32;
+            if (el.scroll_top() - top).abs() > 1 {
+                el.set_scroll_top(top);
+            }
+        });
+    });
+    anchor
 }
 
 /// While following a live trace or a replay, every growth of the content (rows, or MCP frames below the last row)

@@ -4,6 +4,7 @@
 use super::fixtures::*;
 use crate::common::webdriver::Browser;
 use crate::common::*;
+use acp_tee_analysis::diff::END_NOT_READ;
 use serde_json::json;
 
 #[test]
@@ -42,10 +43,9 @@ fn two_traces_ticked_in_the_list_open_their_comparison() {
         "return Array.from(document.querySelectorAll('#compare-turns tbody tr'), r => [r.classList.contains('differs'), r.cells[2].textContent, r.cells[3].textContent]);",
         json!([]),
     );
-    assert_eq!(
-        turns,
-        json!([[false, "end_turn", "end_turn"], [false, "end_turn", "end_turn"], [true, "not ended", "end_turn"]])
-    );
+    // The turns that ended alike are a tally; the one that did not, a row.
+    assert_eq!(turns, json!([[true, "not ended", "end_turn"]]));
+    assert_eq!(b.texts("#compare-turn-ends"), ["1 of 3 turns ended differently; the other 2 alike: end_turn 2."]);
     let latency = b.texts("#compare-latency tbody tr").join("\n");
     assert!(latency.contains("session/prompt") && latency.contains("2 | 3") && latency.contains("×4.00"), "{latency}");
     b.screenshot("compare");
@@ -125,12 +125,19 @@ fn a_trace_view_compares_with_another_trace_and_the_summary_comes_first() {
     b.wait_for("the comparison", |b| !b.find_all("#compare-verdict").is_empty());
     assert!(b.current_url().ends_with("/compare/1/2"), "{}", b.current_url());
     let order = b.js(
-        "return Array.from(document.querySelectorAll('#compare-verdict, #compare-turns, #compare-latency, #compare-turn-summary, #compare-messages'), e => e.id);",
+        "return Array.from(document.querySelectorAll('#compare-verdict, #compare-turn-ends, #compare-turns, #compare-latency, #compare-turn-summary, #compare-messages'), e => e.id);",
         json!([]),
     );
     assert_eq!(
         order,
-        json!(["compare-verdict", "compare-turns", "compare-latency", "compare-turn-summary", "compare-messages"])
+        json!([
+            "compare-verdict",
+            "compare-turn-ends",
+            "compare-turns",
+            "compare-latency",
+            "compare-turn-summary",
+            "compare-messages"
+        ])
     );
 }
 
@@ -205,4 +212,86 @@ fn recorded_runs_show_each_turn_reply_as_a_word_diff() {
         assert!(page_w <= width as f64, "the page is {page_w} px wide at {width}");
         b.screenshot(&format!("compare-turns-{width}"));
     }
+}
+
+/// Two runs of a million frames that differ in two turns (one word of a reply, one tool call's status) read
+/// top-down: the verdict, how the thousands of turns ended as one tally, then turn by turn exactly those two
+/// turns, how they differ, then the two messages that changed; the part that differs is near the top.
+#[test]
+fn two_runs_of_a_million_frames_compare_top_down_to_the_two_turns_that_differ() {
+    let server = Server::start(million_pair());
+    let b = Browser::start();
+    b.resize(1400, 900);
+    b.goto(&format!("{}/compare/1/2", server.url));
+    // The server compares for as long as its query time limit (20 s) allows.
+    b.wait_for_within("the comparison or its failure", std::time::Duration::from_secs(45), |b| {
+        !b.find_all("#compare-verdict, #compare-error").is_empty()
+    });
+    assert_eq!(b.texts("#compare-error"), Vec::<String>::new(), "the comparison failed");
+    assert_eq!(b.texts("#compare-verdict"), ["different"]);
+    let order = b.js(
+        "return Array.from(document.querySelectorAll('#compare-verdict, #compare-turn-ends, #compare-turns, #compare-latency, #compare-turn-summary, #compare-messages'), e => e.id);",
+        json!([]),
+    );
+    assert_eq!(
+        order,
+        json!(["compare-verdict", "compare-turn-ends", "compare-latency", "compare-turn-summary", "compare-messages"])
+    );
+    // Every turn of the messages read ended alike: one line, not a row each.
+    let report = b.js("return fetch('/api/diff/1/2').then(r => r.json());", json!([]));
+    let ends = report["turns"].as_array().unwrap();
+    let count = |end: &str| ends.iter().filter(|t| t["a"] == end && t["b"] == end).count();
+    let (ended, errors, unread) = (count("end_turn"), count("error"), count(END_NOT_READ));
+    // The last turn read began before the 200,000th message and ended after it.
+    assert_eq!((ended + errors + unread, unread), (ends.len(), 1), "{ends:?}");
+    assert!(ends.len() > 1000 && errors > 0, "{} turns, {errors} errors", ends.len());
+    assert_eq!(
+        b.texts("#compare-turn-ends"),
+        [format!(
+            "All {} turns of the messages read ended alike on both sides: end_turn {ended} · error {errors} · {END_NOT_READ} 1.",
+            ends.len()
+        )]
+    );
+    // Turn by turn: of every turn of the two traces, the two that differ.
+    let compared = report["turn_changes"]["compared"].as_u64().unwrap();
+    assert!(compared as i64 > big::FRAMES / big::TURN_FRAMES / 2, "{compared} turns compared");
+    assert_eq!(
+        b.texts("#compare-turn-summary"),
+        [format!("2 of {compared} turns differ in their assembled reply, thoughts or tool calls.")]
+    );
+    let turns = b.js(
+        "return Array.from(document.querySelectorAll('.turn-change'), s => [s.dataset.session, +s.dataset.turn]);",
+        json!([]),
+    );
+    // Turn 3 is session b's second, turn 6 session a's third (b, the first to prompt, is session-1).
+    assert_eq!(turns, json!([["session-1", 2], ["session-2", 3]]));
+    let word = b.js(
+        "return Array.from(document.querySelectorAll('.turn-change')[0].querySelectorAll('.word-diff > del, .word-diff > ins'), e => [e.tagName, e.textContent]);",
+        json!([]),
+    );
+    assert_eq!(word, json!([["DEL", "word"], ["INS", "world"]]));
+    let tool = b.texts("#compare-turn-changes .turn-change:nth-of-type(2) table.tools tbody tr");
+    assert_eq!(tool.len(), 1, "{tool:?}");
+    assert!(tool[0].contains("Read file [read] completed") && tool[0].contains("Read file [read] failed"), "{tool:?}");
+    // The messages: the chunk and the tool call update, changed.
+    let changes = b.js(
+        "return Array.from(document.querySelectorAll('#compare-messages tr.change'), r => [r.dataset.change, r.querySelector('.what').textContent]);",
+        json!([]),
+    );
+    assert_eq!(
+        changes,
+        json!([
+            ["changed", "agent_to_client notification session/update agent_message_chunk"],
+            ["changed", "agent_to_client notification session/update tool_call_update"]
+        ])
+    );
+    // What differs is within the first screens of the page, not under thousands of rows.
+    let top =
+        b.num("return document.getElementById('compare-turn-changes').getBoundingClientRect().top + window.scrollY;");
+    assert!(top < 1500.0, "the turns that differ begin {top} px down the page");
+    b.screenshot("compare-million-1400");
+    b.resize(900, 900);
+    let page_w = b.num("return document.documentElement.scrollWidth;");
+    assert!(page_w <= 900.0, "the page is {page_w} px wide at 900");
+    b.screenshot("compare-million-900");
 }

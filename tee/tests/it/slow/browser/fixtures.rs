@@ -182,6 +182,10 @@ pub mod big {
     pub const GAP_MS: i64 = 60_000;
     /// The last frame: a prompt never answered.
     pub const LAST_PROMPT: i64 = FRAMES;
+    /// In [`super::million_pair`]'s second trace, this turn's first chunk is `world ` (not `word `)...
+    pub const CHANGED_WORD_TURN: i64 = 3;
+    /// ... and this turn's tool call ends `failed` (not `completed`).
+    pub const CHANGED_TOOL_TURN: i64 = 6;
 }
 
 /// A generated trace of [`big::FRAMES`] frames, 1 ms apart but for one idle gap: an `initialize`, then turns
@@ -206,7 +210,7 @@ pub fn million() -> &'static std::path::Path {
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         let file = dir.join("million.ndjson");
-        write_million(&file).unwrap();
+        write_million(&file, false).unwrap();
         let db = dir.join("store.db");
         let out = Command::new(bin())
             .args(["import", "--db", db.to_str().unwrap(), "--name", "million", file.to_str().unwrap()])
@@ -218,6 +222,28 @@ pub fn million() -> &'static std::path::Path {
         // million frames not yet indexed scans them all, masked, past the server's time limit in a debug build.
         let indexed = acp_tee::Store::open_existing(&db).unwrap().index_for_search(big::FRAMES).unwrap();
         assert_eq!(indexed as i64, big::FRAMES);
+        db
+    })
+}
+
+/// A store of two traces: 1 is [`million`]'s trace, 2 the same run but for two turns (see
+/// [`big::CHANGED_WORD_TURN`] and [`big::CHANGED_TOOL_TURN`]), each imported from its file. Made once per test
+/// run beside [`million`]'s store (and removed with it); tests only read it.
+pub fn million_pair() -> &'static std::path::Path {
+    static DB: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    DB.get_or_init(|| {
+        let dir = million().parent().unwrap().to_owned();
+        let db = dir.join("pair.db");
+        for (variant, name) in [(false, "million"), (true, "million, two turns changed")] {
+            let file = dir.join("pair.ndjson");
+            write_million(&file, variant).unwrap();
+            let out = Command::new(bin())
+                .args(["import", "--db", db.to_str().unwrap(), "--name", name, file.to_str().unwrap()])
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "import: {}", String::from_utf8_lossy(&out.stderr));
+            std::fs::remove_file(&file).unwrap();
+        }
         db
     })
 }
@@ -246,7 +272,8 @@ fn update(sid: &str, update: serde_json::Value) -> serde_json::Value {
     json!({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": sid, "update": update}})
 }
 
-fn write_million(path: &std::path::Path) -> std::io::Result<()> {
+/// `variant`: the second trace of [`million_pair`].
+fn write_million(path: &std::path::Path, variant: bool) -> std::io::Result<()> {
     use big::*;
     let header = json!({"format": "acp-tee-trace", "version": 1, "trace": {
         "id": 1, "name": "million", "command": ["big-agent", "acp"], "mode": "wrap",
@@ -329,7 +356,11 @@ fn write_million(path: &std::path::Path) -> std::io::Result<()> {
             json!({"jsonrpc": "2.0", "id": fs_id, "result": {"content": "fn main() {}"}}),
         )?;
         for k in 0..TURN_FRAMES - 5 {
-            let word = if turn % 997 == 0 && k == 0 { "zebra " } else { "word " };
+            let word = match (turn, k) {
+                (t, 0) if t % 997 == 0 => "zebra ",
+                (CHANGED_WORD_TURN, 0) if variant => "world ",
+                _ => "word ",
+            };
             w.put(
                 "agent_to_client",
                 "notification",
@@ -346,7 +377,7 @@ fn write_million(path: &std::path::Path) -> std::io::Result<()> {
             update(
                 sid,
                 json!({"sessionUpdate": "tool_call_update",
-            "toolCallId": call, "status": "completed"}),
+            "toolCallId": call, "status": if variant && turn == CHANGED_TOOL_TURN { "failed" } else { "completed" }}),
             ),
         )?;
         if turn % ERROR_EVERY == 0 {

@@ -277,7 +277,8 @@ fn runs_of_streamed_chunks_collapse_into_one_row_and_keys_step_over_them() {
             "params": {"sessionId": "s1", "prompt": [{"type": "text", "text": "hi"}]}}),
     )];
     // #2-#6 five message chunks, #7 a tool call, #8-#10 three thought chunks, #11 the answer.
-    msgs.extend((0..5).map(|i| update(1.0 + f64::from(i), "agent_message_chunk", "word ")));
+    let pieces = ["Hel", "lo wor", "ld. ", " ", "\nHow are you?"];
+    msgs.extend(pieces.iter().zip(1..).map(|(text, i)| update(f64::from(i), "agent_message_chunk", text)));
     msgs.push(a2c(
         7.0,
         json!({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "s1",
@@ -293,6 +294,12 @@ fn runs_of_streamed_chunks_collapse_into_one_row_and_keys_step_over_them() {
     b.wait_for("one row per run", |b| drawn_seqs(b) == vec![1, 2, 7, 8, 11]);
     let runs = b.texts("#diagram-scroll .frame .run");
     assert_eq!(runs, ["×5", "×3"]);
+    // Each run reads as its chunks' text joined, spaces where the text had them (not its first chunk's).
+    let texts = b.js(
+        "return ['2', '8'].map(s => document.querySelector(`.frame[data-seq='${s}'] .preview`).textContent);",
+        json!([]),
+    );
+    assert_eq!(texts, json!(["Hello world. How are you?", "hmm hmm hmm"]));
     assert!(b.js("return document.getElementById('collapse').checked;", json!([])).as_bool().unwrap());
     // The rows keep the one-row spacing: the tool call sits right under the message run.
     let (run, tool) = (rect(&b, ".frame[data-seq='2']"), rect(&b, ".frame[data-seq='7']"));
@@ -418,4 +425,64 @@ fn one_wheel_notch_moves_a_million_frames_by_a_few_rows() {
     assert!((6.0..=15.0).contains(&rows), "three notches moved the layout by {rows} rows");
     // And the diagram follows: the rows now at the top are those.
     b.wait_for("the rows three notches further", |b| (first_visible(b) - before - rows).abs() <= 2.0);
+}
+
+/// Landing inside the idle gap on the linear axis (60 s drawn to scale, far taller than the view) shows no
+/// row: a note says which frames the gap lies between, how long it is and how far into it the view is, and
+/// takes you to either side.
+#[test]
+fn inside_a_long_idle_gap_the_linear_axis_says_where_the_view_is() {
+    let server = Server::start(million());
+    let b = Browser::start();
+    let (before, after) = (big::GAP_AFTER, big::GAP_AFTER + 1);
+    b.goto(&format!("{}/traces/1?axis=linear&frame={before}", server.url));
+    // The rows whose box shows in the scroll area below the lane headings.
+    let in_sight = |b: &Browser| {
+        b.js(
+            "const box = document.getElementById('diagram-scroll').getBoundingClientRect();
+             return Array.from(document.querySelectorAll('#diagram-scroll .frame')).filter(e => {
+                 const r = e.getBoundingClientRect(); return r.bottom > box.top + 32 && r.top < box.bottom; })
+                 .map(e => +e.dataset.seq);",
+            json!([]),
+        )
+    };
+    let sees = |b: &Browser, seq: i64| in_sight(b).as_array().unwrap().contains(&json!(seq));
+    // The page after the gap arriving adds its 60 s to the layout (and, the scroll area being capped, changes
+    // what a scrolled pixel stands for): the frame landed on stays in sight, and no idle note shows beside it.
+    // The rows' height (`data-layout-h`, layout pixels) holds the gap once that page is in: a row per frame,
+    // the other gaps being shorter than a row.
+    let gap_in = |b: &Browser| {
+        b.num("const s = document.querySelector('#diagram-scroll .spacer'); return s ? +s.dataset.layoutH : 0;")
+            > big::FRAMES as f64 * 40.0 + big::GAP_MS as f64 - 100.0
+    };
+    b.wait_for("the page after the gap", gap_in);
+    b.wait_for("the frame landed on in sight, and no idle note", |b| {
+        sees(b, before) && b.find_all("#idle-note").is_empty()
+    });
+    let into = |b: &Browser| -> f64 {
+        let note = b.texts("#idle-note span").join("");
+        let rest = note.split(" · this view is ").nth(1).unwrap_or_else(|| panic!("{note}"));
+        rest.split(" s into it").next().unwrap().parse().unwrap_or_else(|_| panic!("{note}"))
+    };
+    // 4,000 scrolled pixels are at least 4,000 of the layout's (1 px per ms at the default scale), and at most
+    // what the capped scroll area stands for: well inside the 60,000 px of the gap.
+    b.js("document.getElementById('diagram-scroll').scrollTop += 4000;", json!([]));
+    b.wait_for("the idle note", |b| !b.find_all("#idle-note").is_empty());
+    assert_eq!(in_sight(&b), json!([]), "rows in sight beside the idle note");
+    let note = b.texts("#idle-note span").join("");
+    assert!(
+        note.starts_with(&format!("Idle: nothing between #{before} and #{after} for 1m 00s · this view is ")),
+        "{note}"
+    );
+    let first = into(&b);
+    assert!((4.0..56.0).contains(&first), "{note}");
+    b.screenshot("idle-note");
+    // Further down, further in.
+    b.js("document.getElementById('diagram-scroll').scrollTop += 1000;", json!([]));
+    b.wait_for("the view further into the gap", |b| into(b) > first);
+    b.click("#idle-after");
+    b.wait_for("the frame after the gap selected and in sight", |b| {
+        selected_in_url(b) == Some(after) && sees(b, after)
+    });
+    assert!(b.find_all("#idle-note").is_empty(), "the idle note with #{after} in sight");
 }
