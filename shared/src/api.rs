@@ -149,10 +149,12 @@ pub struct FindQuery {
     /// `find`: the last match before this seq (instead of `after`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub before: Option<i64>,
-    /// `matches`: the first seq of the range (required there).
+    /// The first seq looked at: `find` finds nothing before it (the view's
+    /// range); `matches` requires it (the first row asked about).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub from: Option<i64>,
-    /// `matches`: the last seq of the range (required there).
+    /// The last seq looked at: `find` finds nothing after it (the view's
+    /// range, or a replay's cursor); `matches` requires it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub to: Option<i64>,
     /// Only this direction.
@@ -179,11 +181,14 @@ pub struct FindQuery {
 }
 
 impl FindQuery {
-    /// The frame query of the frames that match: the filters, with the
-    /// words of `find` added to those of `q` (a frame must hold them all).
+    /// The frame query of the frames that match: the filters and the seq
+    /// range, with the words of `find` added to those of `q` (a frame must
+    /// hold them all).
     pub fn frame_query(&self) -> FrameQuery {
         let words = [self.q.as_deref(), self.find.as_deref()].into_iter().flatten().collect::<Vec<_>>().join(" ");
         FrameQuery {
+            from: self.from,
+            to: self.to,
             dir: self.dir,
             kind: self.kind,
             method: self.method.clone(),

@@ -1,5 +1,5 @@
 //! Find: the next or previous frame holding a search's words, among those
-//! a view's filters show, with the matches counted up to a cap; which
+//! a view's filters (and seq range) show, with the matches counted up to a cap; which
 //! frames of a seq range match; the traces whose frames match.
 //!
 //! Each answer reads as [`Store::frame_page`]'s search does (the index up
@@ -142,10 +142,11 @@ impl Store {
 }
 
 impl Finder {
-    /// The query, its frames ending at seq `to` (the frames API's range end,
-    /// which [`filters`] and [`indexed_matches`] apply).
+    /// The query, its frames ending at seq `to` or where its own range ends,
+    /// whichever comes first (the frames API's range end, which [`filters`]
+    /// and [`indexed_matches`] apply).
     fn upto(&self, to: i64) -> FrameQuery {
-        FrameQuery { to: Some(to), ..self.q.clone() }
+        FrameQuery { to: Some(self.q.to.map_or(to, |end| end.min(to))), ..self.q.clone() }
     }
 
     /// The first match after seq `after`.

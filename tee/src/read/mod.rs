@@ -23,4 +23,4 @@ pub mod pool;
 pub mod query;
 
 pub use folds::{Folds, Models, Replays};
-pub use pool::{Db, MAX_EXPORTS, QUERY_TIME_LIMIT};
+pub use pool::{Db, DIFF_TIME_LIMIT, MAX_EXPORTS, QUERY_TIME_LIMIT};

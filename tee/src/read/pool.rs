@@ -27,6 +27,11 @@ const CONCURRENT_SCANS: usize = 4;
 /// handler interrupts it) and answered 503: no client holds a slot longer.
 pub const QUERY_TIME_LIMIT: Duration = Duration::from_secs(20);
 
+/// How long a comparison of two traces (`/api/diff`) may run: it reads both
+/// traces whole (two of a million frames take a few seconds in a release
+/// build), in one of the scan slots, for a user who asked for it and waits.
+pub const DIFF_TIME_LIMIT: Duration = Duration::from_secs(60);
+
 /// Exports that run at once at most. An export does not take a query slot:
 /// it has a connection and a blocking thread of its own, reads in short
 /// steps (no read transaction lasts while it waits for the client) and is

@@ -152,7 +152,8 @@ pub async fn stats(
 }
 
 /// `GET /api/diff/{a}/{b}`: trace `b` compared with trace `a`, as `acp-tee
-/// diff` compares them, from messages masked as the API masks them.
+/// diff` compares them, from messages masked as the API masks them, within
+/// [`crate::read::DIFF_TIME_LIMIT`].
 pub async fn diff(
     State(st): State<AppState>,
     ids: Result<Path<(i64, i64)>, PathRejection>,
@@ -161,6 +162,8 @@ pub async fn diff(
     let redactor = st.redactor();
     let report = st
         .db
+        .clone()
+        .with_time_limit(crate::read::DIFF_TIME_LIMIT)
         .run_scan(move |s| {
             let opts = crate::replay::diff::DiffOptions { ignore: Vec::new(), redactor: Some(redactor) };
             let side = |trace_id| crate::replay::diff::SideRef { store: s, trace_id };

@@ -1,12 +1,13 @@
 //! Find (`find=` in the URL): every frame the filters show stays drawn; Enter steps to the next frame
 //! holding the words (shift+Enter the previous), selecting it so the jump machinery brings it into view,
 //! and the rows drawn that hold them are marked. The server answers both (`/api/traces/{id}/find` and
-//! `/matches`), searching the frames as it shows them (masked).
+//! `/matches`), searching the frames as it shows them (masked), within the range the diagram shows (a range
+//! filtered to, a replay's cursor).
 
 use super::TraceState;
 use crate::api::{self, ApiFailure};
 use crate::components::highlight::search_words;
-use crate::view_query::ViewQuery;
+use crate::view_query::{last_seq_shown, ViewQuery};
 use acp_tee_shared::api::{FindQuery, FindStep, MATCHES_MAX_SPAN};
 use gloo_timers::future::TimeoutFuture;
 use leptos::prelude::*;
@@ -41,11 +42,14 @@ pub struct FindData {
 }
 
 /// The query of a find under the view's filters: `find` the words, the rest the filters.
-pub fn find_query(q: &ViewQuery) -> Option<FindQuery> {
+pub fn find_query(q: &ViewQuery, replay: Option<i64>) -> Option<FindQuery> {
     let words = q.find.clone()?;
     let f = &q.filters;
     Some(FindQuery {
         find: Some(words),
+        // What the diagram shows: the range filtered to, no frame past a replay's cursor.
+        from: f.from,
+        to: last_seq_shown(f.to, replay),
         dir: f.dir,
         kind: f.kind,
         method: f.method.clone(),
@@ -107,8 +111,9 @@ pub fn step(st: TraceState, words: String, forward: bool) {
         st.find.found.set(None);
         return;
     }
-    let Some(mut query) =
-        st.query.with_untracked(|q| find_query(&ViewQuery { find: Some(words.clone()), ..q.clone() }))
+    let Some(mut query) = st
+        .query
+        .with_untracked(|q| find_query(&ViewQuery { find: Some(words.clone()), ..q.clone() }, st.replay_cursor()))
     else {
         return;
     };
@@ -149,7 +154,7 @@ pub fn step(st: TraceState, words: String, forward: bool) {
 /// Says where a view opened with `find=` and a selected frame stands ("1 of 2"), when that frame is a
 /// match (a link from the trace list's search): the step back to it from just after it, moving nothing.
 pub fn count_on_open(st: TraceState) {
-    let Some(mut query) = st.query.with_untracked(find_query) else { return };
+    let Some(mut query) = st.query.with_untracked(|q| find_query(q, st.replay_cursor())) else { return };
     let Some(seq) = st.query.with_untracked(|q| q.frame) else { return };
     let words = query.find.clone().unwrap_or_default();
     query.before = Some(seq + 1);
@@ -167,7 +172,7 @@ pub fn count_on_open(st: TraceState) {
 /// shows few frames) are not asked about.
 pub fn follow_rows(st: TraceState) {
     let span = Memo::new(move |_| {
-        let query = st.query.with(find_query)?;
+        let query = st.query.with(|q| find_query(q, None))?;
         let (first, last) = st.window.with(|w| {
             st.rows_in_view.with(|r| {
                 let first = r.clone().find_map(|i| w.get(i)).map(|f| f.seq);

@@ -198,11 +198,16 @@ impl TraceState {
         self.trace.set(t);
     }
 
+    /// A replay's cursor: no frame past it is shown (not tracked).
+    pub fn replay_cursor(&self) -> Option<i64> {
+        self.replay.cursor.get_untracked()
+    }
+
     /// The API query for one window of this view's frames (not tracked): its filters, and no frame past a
     /// replay's cursor. Every page of the diagram is asked for through this.
     pub fn frame_query(&self, offset: usize, limit: usize) -> FrameQuery {
         let mut q = self.query.with_untracked(|q| q.filters.frame_query(offset, limit));
-        q.to = last_seq_shown(q.to, self.replay.cursor.get_untracked());
+        q.to = last_seq_shown(q.to, self.replay_cursor());
         q
     }
 

@@ -49,6 +49,13 @@ async fn find_steps_both_ways_and_wraps_the_same_scanned_half_indexed_and_indexe
             // Among the frames the filters show only.
             ("find=needle&dir=client_to_agent&after=3", step(Some(10), false, Some(2), 2)),
             ("find=needle&q=here&before=3", step(Some(10), true, Some(3), 3)),
+            // Within the view's seq range only (a range filtered to, a replay's cursor), wrapping inside it.
+            ("find=needle&from=4", step(Some(7), false, Some(1), 2)),
+            ("find=needle&to=9&after=7", step(Some(3), true, Some(1), 2)),
+            ("find=needle&from=4&to=9", step(Some(7), false, Some(1), 1)),
+            ("find=needle&from=4&to=9&before=7", step(Some(7), true, Some(1), 1)),
+            ("find=needle&to=9&before=1", step(Some(7), true, Some(2), 2)),
+            ("find=needle&from=8&to=9", step(None, false, None, 0)),
             // Not found: no step, nothing counted.
             ("find=nothing", step(None, false, None, 0)),
             ("find=needle&q=hay", step(None, false, None, 0)),
@@ -116,7 +123,7 @@ async fn bad_find_parameters_are_clear_400s() {
         (format!("/api/traces/{id}/matches?find=a"), "needs from and to"),
         (format!("/api/traces/{id}/matches?find=a&from=5"), "needs from and to"),
         (format!("/api/traces/{id}/matches?find=a&from=5&to=4"), "from <= to"),
-        (format!("/api/traces/{id}/matches?find=a&from=0&to=4"), "from <= to"),
+        (format!("/api/traces/{id}/matches?find=a&from=0&to=4"), "1 or more"),
         (format!("/api/traces/{id}/matches?find=a&from=1&to=2001"), "at most 2000 apart"),
         ("/api/search".to_owned(), "q must name"),
         ("/api/search?q=%7B".to_owned(), ""),

@@ -648,6 +648,11 @@ fn keep_anchored(st: TraceState, scroll_ref: NodeRef<html::Div>) -> StoredValue<
     Effect::new(move |_| {
         st.layout.track();
         st.view_h.track();
+        // A frame being found or scrolled to moves the view: the next scroll sets the anchor again.
+        if st.jump.with(Option::is_some) || st.reveal.with(Option::is_some) {
+            anchor.set_value(None);
+            return;
+        }
         if st.follow.get_untracked() || st.range.pin.with_untracked(Option::is_some) {
             return;
         }

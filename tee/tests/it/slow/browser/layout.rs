@@ -300,6 +300,7 @@ fn runs_of_streamed_chunks_collapse_into_one_row_and_keys_step_over_them() {
         json!([]),
     );
     assert_eq!(texts, json!(["Hello world. How are you?", "hmm hmm hmm"]));
+    b.screenshot("chunks-joined");
     assert!(b.js("return document.getElementById('collapse').checked;", json!([])).as_bool().unwrap());
     // The rows keep the one-row spacing: the tool call sits right under the message run.
     let (run, tool) = (rect(&b, ".frame[data-seq='2']"), rect(&b, ".frame[data-seq='7']"));

@@ -115,6 +115,18 @@ fn find_steps_through_a_rare_word_in_a_million_frames_and_every_frame_stays() {
     b.wait_for("no match", |b| status(b) == "no match");
     assert_eq!(selected_in_url(&b), Some(zebras[1]));
     b.wait_for("no row marked", |b| found_rows(b).is_empty());
+
+    // Filtered to a range holding three of them: find counts and steps within what the diagram shows.
+    let (from, to) = (zebras[3] - 1, zebras[5] + 1);
+    b.goto(&format!("{}/traces/1?from={from}&to={to}", server.url));
+    b.wait_for("the range's first rows", |b| drawn_seqs(b).contains(&from));
+    b.type_into("#find", "zebra");
+    enter(&b, false);
+    wait_at(&b, zebras[3], "1 of 3", &zebras);
+    enter(&b, true);
+    wait_at(&b, zebras[5], "3 of 3 · wrapped to the last", &zebras);
+    enter(&b, false);
+    wait_at(&b, zebras[3], "1 of 3 · wrapped to the first", &zebras);
 }
 
 #[test]
