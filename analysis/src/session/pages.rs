@@ -385,7 +385,9 @@ impl Model {
             let s = match &mut builders[at] {
                 Some(s) => s,
                 slot @ None if prompt => {
-                    slot.insert(Streaming { b: Builder::new(0, usize::MAX, v2), unreleased: Vec::new(), held: 0 })
+                    let mut b = Builder::new(0, usize::MAX, v2);
+                    b.track_touched = true;
+                    slot.insert(Streaming { b, unreleased: Vec::new(), held: 0 })
                 }
                 None => return true,
             };
@@ -397,15 +399,16 @@ impl Model {
             let cost = f.raw.len() as u64 + HELD_PER_FRAME;
             s.held += cost;
             held += cost;
+            // Only a turn closed or answered for by this frame can have become over.
             let sid = &self.sessions[at].summary.session_id;
-            let b = &mut s.b;
-            s.unreleased.retain(|&k| {
-                let over = b.is_over(k);
-                if over {
-                    each(sid, k, &b.take_turn(k));
+            for k in s.b.take_touched() {
+                if s.b.is_over(k) {
+                    if let Some(i) = s.unreleased.iter().position(|&u| u == k) {
+                        s.unreleased.remove(i);
+                        each(sid, k, &s.b.take_turn(k));
+                    }
                 }
-                !over
-            });
+            }
             if s.unreleased.is_empty() {
                 held -= s.held;
                 s.held = 0;

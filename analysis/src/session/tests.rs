@@ -453,6 +453,31 @@ mod fuzz {
                 prop_assert_eq!(one.sessions(None), view.clone());
                 prop_assert_eq!(&each_turn_from(&one, &store, &sids, built, held_max), &alone);
             }
+            // Given out one by one as each is over (what `diff` digests): the same turns, the same model;
+            // a pass that may hold nothing stops, unless no turn stays open past its frame.
+            let mut streamed = Model::default();
+            let mut given: std::collections::HashMap<String, Vec<Option<Turn>>> = Default::default();
+            let whole = streamed
+                .catch_up_turn_by_turn(&store, 1, None, u64::MAX, |sid, k, t| {
+                    let turns = given.entry(sid.to_owned()).or_default();
+                    if turns.len() <= k {
+                        turns.resize(k + 1, None);
+                    }
+                    assert!(turns[k].is_none(), "turn {k} of {sid} given twice");
+                    turns[k] = Some(t.clone());
+                })
+                .unwrap();
+            prop_assert!(whole);
+            prop_assert_eq!(streamed.sessions(None), view.clone());
+            let given: Vec<Vec<Turn>> = sids
+                .iter()
+                .map(|sid| given.remove(*sid).unwrap_or_default().into_iter().map(|t| t.expect("every turn given")).collect())
+                .collect();
+            prop_assert_eq!(&given, &alone);
+            // Holding nothing, the pass stops at the first prompt (a turn is never over in its own frame).
+            let mut tight = Model::default();
+            let whole = tight.catch_up_turn_by_turn(&store, 1, None, 0, |_, _, _| {}).unwrap();
+            prop_assert_eq!(whole, prompts == 0);
         }
     }
 }

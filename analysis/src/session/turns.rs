@@ -16,6 +16,16 @@ use acp_tee_shared::session::{
 use acp_tee_shared::{Direction, FrameKind};
 use std::collections::HashMap;
 
+impl Awaits {
+    /// The turn of the page it is for.
+    fn turn(&self) -> Option<usize> {
+        match self {
+            Awaits::Prompt(t) => *t,
+            Awaits::Permission { turn, .. } | Awaits::Client { turn, .. } => Some(*turn),
+        }
+    }
+}
+
 /// What a request of the page awaits its answer for.
 enum Awaits {
     /// A prompt: its turn's place on the page, `None` for a turn past it.
@@ -54,6 +64,13 @@ pub(super) struct Builder {
     /// written while it was open ([`Builder::take_stderr`]).
     errored: Option<usize>,
     pending: HashMap<i64, Awaits>,
+    /// Per turn, how many of `pending` await an answer for it.
+    awaiting: HashMap<usize, u32>,
+    /// Turns closed or answered for since [`Builder::take_touched`] was
+    /// last asked (kept only when `track_touched`): only they can have
+    /// become over.
+    touched: Vec<usize>,
+    pub(super) track_touched: bool,
     pub(super) v2: bool,
     /// What the page's lists left out, hashed with where it would have
     /// gone (tool calls, messages, paths), so each counts once; at most
@@ -118,6 +135,9 @@ impl Builder {
             part_roles: Vec::new(),
             errored: None,
             pending: HashMap::new(),
+            awaiting: HashMap::new(),
+            touched: Vec::new(),
+            track_touched: false,
             v2,
             left_out: Default::default(),
         }
@@ -163,6 +183,17 @@ impl Builder {
             },
             FrameKind::Response | FrameKind::Error => {
                 let Some(awaits) = f.reply_to_seq.and_then(|r| self.pending.remove(&r)) else { return };
+                if let Some(turn) = awaits.turn() {
+                    if let Some(n) = self.awaiting.get_mut(&turn) {
+                        *n -= 1;
+                        if *n == 0 {
+                            self.awaiting.remove(&turn);
+                        }
+                    }
+                    if self.track_touched {
+                        self.touched.push(turn);
+                    }
+                }
                 let mut keep = None;
                 let (answer, error) = wire::reply(f.raw, &mut keep);
                 let data = error.as_ref().and_then(|e| e.data).filter(|d| d.get() != "null");
@@ -190,14 +221,28 @@ impl Builder {
         self.open.iter().any(Option::is_some) || self.pending.values().any(|a| !matches!(a, Awaits::Prompt(None)))
     }
 
+    /// Request `seq` now awaits its answer, for `awaits`.
+    fn await_answer(&mut self, seq: i64, awaits: Awaits) {
+        if let Some(turn) = awaits.turn() {
+            *self.awaiting.entry(turn).or_default() += 1;
+        }
+        // A request id used again (a peer's mistake) replaces the first.
+        if let Some(turn) = self.pending.insert(seq, awaits).and_then(|a| a.turn()) {
+            if let Some(n) = self.awaiting.get_mut(&turn) {
+                *n -= 1;
+            }
+        }
+    }
+
     /// True once turn `k` is over: answered, and nothing it asked awaits an
     /// answer; no later frame changes it then.
     pub(super) fn is_over(&self, k: usize) -> bool {
-        !self.open.contains(&Some(k))
-            && !self.pending.values().any(|a| match a {
-                Awaits::Prompt(t) => *t == Some(k),
-                Awaits::Permission { turn, .. } | Awaits::Client { turn, .. } => *turn == k,
-            })
+        self.awaiting.get(&k).is_none_or(|n| *n == 0) && !self.open.contains(&Some(k))
+    }
+
+    /// The turns closed or answered for since last asked (see `touched`).
+    pub(super) fn take_touched(&mut self) -> Vec<usize> {
+        std::mem::take(&mut self.touched)
     }
 
     /// Turn `k`, taken out: its place stays, empty, so that the later
@@ -214,6 +259,9 @@ impl Builder {
         if let Some(at) = self.open.iter().rposition(|&t| t == turn) {
             self.open.remove(at);
         }
+        if self.track_touched {
+            self.touched.extend(turn);
+        }
     }
 
     fn request(&mut self, f: &FrameRef<'_>, params: Params<'_>) {
@@ -221,7 +269,7 @@ impl Builder {
         if method == "session/prompt" {
             if self.turns.len() >= self.want {
                 self.open.push(None);
-                self.pending.insert(f.seq, Awaits::Prompt(None));
+                self.await_answer(f.seq, Awaits::Prompt(None));
                 return;
             }
             let mut turn = Turn {
@@ -239,7 +287,7 @@ impl Builder {
             self.breaks.push(None);
             self.part_roles.push(None);
             self.open.push(Some(self.turns.len() - 1));
-            self.pending.insert(f.seq, Awaits::Prompt(Some(self.turns.len() - 1)));
+            self.await_answer(f.seq, Awaits::Prompt(Some(self.turns.len() - 1)));
             return;
         }
         if f.dir != Direction::AgentToClient {
@@ -291,7 +339,7 @@ impl Builder {
         });
         let permission = call.permissions.len() - 1;
         self.breaks[turn] = Some((f.seq, "permission asked".into()));
-        self.pending.insert(f.seq, Awaits::Permission { turn, tool, permission });
+        self.await_answer(f.seq, Awaits::Permission { turn, tool, permission });
     }
 
     /// A request the agent made of the client in turn `turn`.
@@ -332,7 +380,8 @@ impl Builder {
             tool_calls_in_progress,
             ..ClientCall::default()
         });
-        self.pending.insert(f.seq, Awaits::Client { turn, call: calls.len() - 1 });
+        let call = calls.len() - 1;
+        self.await_answer(f.seq, Awaits::Client { turn, call });
     }
 
     /// The place of tool call `id` in turn `turn`, added when new (`None`
