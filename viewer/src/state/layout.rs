@@ -251,6 +251,12 @@ impl Layout {
         self.row(idx).map_or(1, |r| r.run)
     }
 
+    /// Whether rows' heights vary (and pages not fetched are estimated): false on the rows axis with nothing
+    /// collapsed, where row `i` is at `i * ROW_H` whatever is fetched.
+    pub fn is_paged(&self) -> bool {
+        self.paged
+    }
+
     /// The axis rows are laid out on.
     pub fn axis(&self) -> Axis {
         self.axis

@@ -15,7 +15,7 @@ pub mod row;
 
 use crate::components::trace_state;
 use crate::state::busy::{busy_spans, BusySpan};
-use crate::state::layout::{joined_preview, Scroller, DEFAULT_SCALE_MS, ROW_H};
+use crate::state::layout::{joined_preview, Layout, Scroller, DEFAULT_SCALE_MS, ROW_H};
 use crate::state::mcp::{place, spans as mcp_spans, tail_room, Anchor, McpSpan, Placement};
 use crate::state::range::{layout_y, spot, wheel_scale, y_of_spot, Pin};
 use crate::state::TraceState;
@@ -637,8 +637,8 @@ fn view_anchor(st: TraceState) -> Option<ViewAnchor> {
     })
 }
 
-/// Keeps the view where it is while the layout changes under it: pages fetched above or around it replace
-/// the rows' estimated heights with their real ones (on the linear axis a page holding a long idle gap adds
+/// Keeps the view where it is while the layout changes under it (on the time and linear axes, or with runs
+/// collapsed): pages fetched above or around it replace the rows' estimated heights with their real ones (on the linear axis a page holding a long idle gap adds
 /// its length), and on a trace whose scroll area is capped the same scroll position then stands for another
 /// height. The frame at the top of the view (as the last scroll left it) stays there, unless the view follows a
 /// live trace or a zoom pins a frame of its own ([`keep_pinned`]). Returns the anchor the scroll handler
@@ -646,7 +646,10 @@ fn view_anchor(st: TraceState) -> Option<ViewAnchor> {
 fn keep_anchored(st: TraceState, scroll_ref: NodeRef<html::Div>) -> StoredValue<Option<ViewAnchor>> {
     let anchor: StoredValue<Option<ViewAnchor>> = StoredValue::new(None);
     Effect::new(move |_| {
-        st.layout.track();
+        // On the rows axis a row's place never changes as pages arrive: nothing to keep.
+        if !st.layout.with(Layout::is_paged) {
+            return;
+        }
         st.view_h.track();
         // A frame being found or scrolled to moves the view: the next scroll sets the anchor again.
         if st.jump.with(Option::is_some) || st.reveal.with(Option::is_some) {
