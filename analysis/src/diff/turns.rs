@@ -67,11 +67,14 @@ fn digest(t: &Turn) -> Digest {
     Digest { message: text_hash(&t.message), thought: text_hash(&t.thought), tools: tools.finish() }
 }
 
+/// Each session's turn digests, by place in the session.
+type Digests = std::collections::HashMap<String, Vec<Option<Digest>>>;
+
 /// Reads the turns of `o` into digests: in one pass, or, for a trace whose
 /// turns stay open past that pass's bound, in the passes `show` makes.
 fn read(o: SideRef<'_>, redact: Option<&crate::redact::Redactor>) -> Result<(Model, Side), StoreError> {
     let mut model = Model::default();
-    let mut by_sid: std::collections::HashMap<String, Vec<Option<Digest>>> = Default::default();
+    let mut by_sid = Digests::default();
     let whole = model.catch_up_turn_by_turn(o.store, o.trace_id, redact, HELD_MAX_BYTES, |sid, k, turn| {
         let digests = by_sid.entry(sid.to_owned()).or_default();
         if digests.len() <= k {
@@ -82,6 +85,32 @@ fn read(o: SideRef<'_>, redact: Option<&crate::redact::Redactor>) -> Result<(Mod
     if !whole {
         return read_in_passes(o, redact);
     }
+    Ok(side_of(model, by_sid))
+}
+
+/// [`read`] as `show` reads a trace: turns built in passes over the
+/// frames, each holding at most [`HELD_MAX_BYTES`].
+fn read_in_passes(o: SideRef<'_>, redact: Option<&crate::redact::Redactor>) -> Result<(Model, Side), StoreError> {
+    let mut model = Model::default();
+    let built = model.catch_up_building(o.store, o.trace_id, redact, None, HELD_MAX_BYTES)?;
+    let sids: Vec<String> = model.sessions(None).sessions.into_iter().map(|s| s.session_id).collect();
+    let refs: Vec<&str> = sids.iter().map(String::as_str).collect();
+    let mut by_sid = Digests::default();
+    let mut current = 0;
+    model.each_turn_built::<StoreError>(o.store, o.trace_id, &refs, built, redact, HELD_MAX_BYTES, |step| {
+        match step {
+            Step::Begin(i) => current = i,
+            Step::Turn(t) => by_sid.entry(sids[current].clone()).or_default().push(Some(digest(t))),
+            Step::End(_) => {}
+        }
+        Ok(())
+    })?;
+    Ok(side_of(model, by_sid))
+}
+
+/// The side the model and its sessions' digests make: sessions in the
+/// model's order, the first [`DIFF_MAX_TURNS`] turns kept, the rest counted.
+fn side_of(model: Model, mut by_sid: Digests) -> (Model, Side) {
     let sids: Vec<String> = model.sessions(None).sessions.into_iter().map(|s| s.session_id).collect();
     let mut side = Side { sessions: vec![Vec::new(); sids.len()], sids: Vec::new(), left_out: 0 };
     let mut kept = 0usize;
@@ -96,32 +125,7 @@ fn read(o: SideRef<'_>, redact: Option<&crate::redact::Redactor>) -> Result<(Mod
         }
     }
     side.sids = sids;
-    Ok((model, side))
-}
-
-/// [`read`] as `show` reads a trace: turns built in passes over the
-/// frames, each holding at most [`HELD_MAX_BYTES`].
-fn read_in_passes(o: SideRef<'_>, redact: Option<&crate::redact::Redactor>) -> Result<(Model, Side), StoreError> {
-    let mut model = Model::default();
-    let built = model.catch_up_building(o.store, o.trace_id, redact, None, HELD_MAX_BYTES)?;
-    let sids: Vec<String> = model.sessions(None).sessions.into_iter().map(|s| s.session_id).collect();
-    let refs: Vec<&str> = sids.iter().map(String::as_str).collect();
-    let mut side = Side { sessions: vec![Vec::new(); sids.len()], sids: Vec::new(), left_out: 0 };
-    let (mut current, mut kept) = (0, 0usize);
-    model.each_turn_built::<StoreError>(o.store, o.trace_id, &refs, built, redact, HELD_MAX_BYTES, |step| {
-        match step {
-            Step::Begin(i) => current = i,
-            Step::Turn(_) if kept >= DIFF_MAX_TURNS => side.left_out += 1,
-            Step::Turn(t) => {
-                kept += 1;
-                side.sessions[current].push(digest(t));
-            }
-            Step::End(_) => {}
-        }
-        Ok(())
-    })?;
-    side.sids = sids;
-    Ok((model, side))
+    (model, side)
 }
 
 /// The turns of `a` and `b` compared.

@@ -285,7 +285,7 @@ pub struct Built {
 /// The sessions' builders in that pass, within `held_max` bytes (counted
 /// as [`HELD_PER_FRAME`] says).
 struct Building<'a> {
-    builders: Vec<Option<(Builder, u64)>>,
+    builders: Vec<Option<Begun>>,
     /// Sessions from this place on are not built (the bound was reached).
     cut: usize,
     held: u64,
@@ -335,17 +335,48 @@ impl Model {
             }
             true
         })?;
-        Ok(Built { turns: b.builders.into_iter().map(|x| x.map(|(b, _)| b.turns)).collect() })
+        Ok(Built { turns: b.builders.into_iter().map(|x| x.map(|s| s.b.turns)).collect() })
     }
 }
 
-/// One session's builder in [`Model::catch_up_turn_by_turn`]: the turns
-/// it began and has not given out yet, and the bytes fed since the oldest
-/// of them began.
-struct Streaming {
+/// A session's builder in a pass over a whole trace, begun at the
+/// session's first prompt, and the bytes fed into it (counted as
+/// [`HELD_PER_FRAME`] says) since they were last let go.
+struct Begun {
     b: Builder,
-    unreleased: Vec<usize>,
     held: u64,
+}
+
+impl Begun {
+    /// Feeds `f`, a frame of the session whose builder `slot` holds, to
+    /// it: begun at the session's first prompt (`track`: keeping the turns
+    /// it touches, [`Builder::take_touched`]), fed masked, given the stderr
+    /// lines of a turn that failed. What the frame costs, `None` when no
+    /// turn of the session has begun.
+    fn feed(
+        slot: &mut Option<Begun>,
+        f: &FrameRef<'_>,
+        v2: bool,
+        track: bool,
+        redact: Option<&crate::redact::Redactor>,
+        stderr: &StderrTail,
+    ) -> Option<u64> {
+        if slot.is_none() {
+            if !(f.kind == acp_tee_shared::FrameKind::Request && f.method == Some("session/prompt")) {
+                return None;
+            }
+            let mut b = Builder::new(0, usize::MAX, v2);
+            b.track_touched = track;
+            *slot = Some(Begun { b, held: 0 });
+        }
+        let s = slot.as_mut()?;
+        s.b.v2 = v2;
+        s.b.feed_masked(f, redact);
+        s.b.take_stderr(stderr);
+        let cost = f.raw.len() as u64 + HELD_PER_FRAME;
+        s.held += cost;
+        Some(cost)
+    }
 }
 
 impl Model {
@@ -369,7 +400,9 @@ impl Model {
         mut each: impl FnMut(&str, usize, &Turn) + Send,
     ) -> Result<bool, StoreError> {
         debug_assert_eq!(self.last_seq, 0, "turns are built from the first frame");
-        let mut builders: Vec<Option<Streaming>> = Vec::new();
+        let mut builders: Vec<Option<Begun>> = Vec::new();
+        // Per session, the turns begun and not given out yet.
+        let mut unreleased: Vec<Vec<usize>> = Vec::new();
         let (mut held, mut whole) = (0u64, true);
         let mut stderr = StderrTail::default();
         reader.fold_frames_in_parallel(trace_id, self.last_seq, |f| {
@@ -379,37 +412,25 @@ impl Model {
             let Some(at) = self.feed(f, redact) else { return true };
             if builders.len() <= at {
                 builders.resize_with(at + 1, || None);
+                unreleased.resize_with(at + 1, Vec::new);
             }
+            let before = builders[at].as_ref().map_or(0, |s| s.b.turns.len());
             let v2 = self.protocol_version() == Some(2);
-            let prompt = f.kind == acp_tee_shared::FrameKind::Request && f.method == Some("session/prompt");
-            let s = match &mut builders[at] {
-                Some(s) => s,
-                slot @ None if prompt => {
-                    let mut b = Builder::new(0, usize::MAX, v2);
-                    b.track_touched = true;
-                    slot.insert(Streaming { b, unreleased: Vec::new(), held: 0 })
-                }
-                None => return true,
-            };
-            let before = s.b.turns.len();
-            s.b.v2 = v2;
-            s.b.feed_masked(f, redact);
-            s.b.take_stderr(&stderr);
-            s.unreleased.extend(before..s.b.turns.len());
-            let cost = f.raw.len() as u64 + HELD_PER_FRAME;
-            s.held += cost;
+            let Some(cost) = Begun::feed(&mut builders[at], f, v2, true, redact, &stderr) else { return true };
             held += cost;
+            let (s, open) = (builders[at].as_mut().expect("fed above"), &mut unreleased[at]);
+            open.extend(before..s.b.turns.len());
             // Only a turn closed or answered for by this frame can have become over.
             let sid = &self.sessions[at].summary.session_id;
             for k in s.b.take_touched() {
                 if s.b.is_over(k) {
-                    if let Some(i) = s.unreleased.iter().position(|&u| u == k) {
-                        s.unreleased.remove(i);
+                    if let Some(i) = open.iter().position(|&u| u == k) {
+                        open.remove(i);
                         each(sid, k, &s.b.take_turn(k));
                     }
                 }
             }
-            if s.unreleased.is_empty() {
+            if open.is_empty() {
                 held -= s.held;
                 s.held = 0;
             }
@@ -419,10 +440,10 @@ impl Model {
         if !whole {
             return Ok(false);
         }
-        for (at, s) in builders.iter_mut().enumerate() {
+        for (at, (s, open)) in builders.iter_mut().zip(&unreleased).enumerate() {
             let Some(s) = s else { continue };
             let sid = &self.sessions[at].summary.session_id;
-            for &k in &s.unreleased {
+            for &k in open {
                 each(sid, k, &s.b.take_turn(k));
             }
         }
@@ -440,30 +461,18 @@ impl Building<'_> {
         if self.builders.len() <= at {
             self.builders.resize_with(at + 1, || None);
         }
-        let slot = &mut self.builders[at];
-        if slot.is_none() {
-            if !(f.kind == acp_tee_shared::FrameKind::Request && f.method == Some("session/prompt")) {
-                return;
-            }
-            *slot = Some((Builder::new(0, usize::MAX, v2), 0));
-        }
-        let (builder, held) = slot.as_mut().expect("begun above");
-        builder.v2 = v2;
-        builder.feed_masked(f, self.redact);
-        builder.take_stderr(&self.stderr);
-        let cost = f.raw.len() as u64 + HELD_PER_FRAME;
-        *held += cost;
+        let Some(cost) = Begun::feed(&mut self.builders[at], f, v2, false, self.redact, &self.stderr) else { return };
         self.held += cost;
         while self.held > self.held_max {
             let Some(last) = self.builders.iter().rposition(Option::is_some) else { break };
             if last == 0 || self.builders[..last].iter().all(Option::is_none) {
                 // The first session alone: it keeps what it began.
-                let (first, _) = self.builders[last].as_mut().expect("a session being built");
+                let first = &mut self.builders[last].as_mut().expect("a session being built").b;
                 first.want = first.turns.len().max(1);
                 break;
             }
-            let (_, dropped) = self.builders[last].take().expect("a session being built");
-            self.held -= dropped;
+            let dropped = self.builders[last].take().expect("a session being built");
+            self.held -= dropped.held;
             self.cut = self.cut.min(last);
         }
     }
